@@ -1,0 +1,42 @@
+# Two commands do all the set-up on a fresh machine with Python >= 3.11 and make:
+#   make run   — install from the lock, migrate, serve the console on http://127.0.0.1:8000
+#   make test  — install from the lock, run the whole suite
+# Dependencies come from uv.lock into .venv; uv itself is pinned and kept in .uv.
+
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+UV := .uv/bin/uv
+VENV := .venv
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: run test lint format
+
+$(UV):
+	$(PYTHON) -m venv .uv
+	.uv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --python $(PYTHON)
+	@touch $@
+
+run: $(VENV)/.synced
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
+	@echo
+	@echo "  Decision Console: http://$(HOST):$(PORT)/"
+	@echo
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
+
+test: $(VENV)/.synced
+	$(VENV)/bin/python -m pytest
+
+lint: $(VENV)/.synced
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.synced
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .

@@ -1,0 +1,156 @@
+"""Settings for the Decision Console, read from the environment once (12-factor).
+
+Every variable the console reads is named here and in README.md; nothing else reads os.environ.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from questions.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
+from questions.spec import Limits
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+ENV = os.environ
+
+
+def _flag(name: str, default: bool = False) -> bool:
+    raw = ENV.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be 1/0, true/false, yes/no or on/off; not {raw!r}")
+
+
+def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
+    raw = ENV.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1
+    if not (0 <= value < float("inf")) or (value == 0 and not allow_zero):
+        kind = "a number from 0" if allow_zero else "a positive number"
+        raise ImproperlyConfigured(f"{name} must be {kind}, not {raw!r}")
+    return value
+
+
+DEBUG = _flag("DJANGO_DEBUG")
+
+SECRET_KEY = ENV.get("DJANGO_SECRET_KEY", "").strip()
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "Set DJANGO_SECRET_KEY (or DJANGO_DEBUG=1 for local development)."
+        )
+    SECRET_KEY = "django-insecure-local-development-only"
+
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in ENV.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if host.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "questions",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "console.wsgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        ENV.get("DATABASE_URL", "").strip() or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=60,
+        conn_health_checks=True,
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+if not DEBUG:
+    SESSION_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", default=False)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"questions": {"handlers": ["console"], "level": "INFO"}},
+}
+
+# --- decisions (DESIGN.md §2.1, §3) --------------------------------------------------------------
+try:
+    DECISIONS_LIMITS = Limits.from_env(ENV)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
+DECISIONS_MODEL = ENV.get("DECISIONS__MODEL", "").strip() or "jev-latest"
+DECISIONS_API_KEY_ENV = ENV.get("DECISIONS__API_KEY_ENV", "").strip() or "TYPESAFE_API_KEY"
+DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS = _number(
+    "DECISIONS__PRICE_PER_MILLION_INPUT_TOKENS",
+    DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
+    allow_zero=True,
+)
