@@ -1,0 +1,957 @@
+"""The question-set contract (DESIGN.md §2.1–2.4), in pure Python.
+
+This module owns what a question set *is*: the three question types, the entry shapes, every
+limit, the four document forms a set arrives in, the lints of the encoding rules, and the
+canonical form whose SHA-256 identifies a document, a question and a state. Nothing here imports
+Django: the editor, the importer, the CLI, the backends and the export all call these functions.
+
+`validate()` never raises on any JSON value; it returns every error and warning it finds, each
+naming its path (`questions.intent.criteria`), the question id, a code, the limit and the actual
+value. `parse()` returns a `Document` or raises `InvalidDocument` with those same errors.
+
+Absent and `null` are different values throughout: a question with no `instructions` key and one
+with `"instructions": null` parse, serialise and hash differently, and so do absent / `null` /
+`{}` / populated noul criteria, and "no state" versus a `null` state.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
+
+# --- limits -------------------------------------------------------------------------------------
+
+QUESTION_TYPES: Final = ("choice", "score", "noul")
+ENTRY_KEYS: Final = ("what", "not_for", "examples")
+NOUL_CRITERIA_KEYS: Final = ("true", "false")
+QUESTION_KEYS: Final = ("type", "instructions", "criteria")
+
+EXPORT_FORMAT: Final = "decision-console/question-set@1"
+VERSION_STATUSES: Final = ("draft", "in_review", "approved", "changes_requested")
+
+#: Rough bytes per token of canonical JSON, for the budget lints only (no tokenizer is shipped).
+BYTES_PER_TOKEN: Final = 4
+#: A lint fires when the estimate reaches this share of a budget.
+BUDGET_WARNING_SHARE: Final = 0.8
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every bound of the contract. The two the deployment may tune come from the environment
+    (`Limits.from_env`); the rest are the provider's and fixed."""
+
+    max_questions: int = 32
+    max_state_bytes: int = 262_144
+    min_options: int = 2
+    max_options: int = 255
+    min_levels: int = 2
+    max_levels: int = 10
+    max_name_length: int = 128
+    #: provider budgets worth a warning, not an error (DESIGN.md §2.1)
+    state_and_question_tokens: int = 32_000
+    request_tokens: int = 64_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Limits:
+        """Read the tunable limits; a value that is not a positive whole number raises
+        `ValueError` naming the variable."""
+        values = {}
+        for name, variable in LIMIT_ENV.items():
+            raw = environ.get(variable, "").strip()
+            if not raw:
+                continue
+            try:
+                number = int(raw)
+            except ValueError:
+                number = 0
+            if number < 1:
+                raise ValueError(f"{variable} must be a positive whole number, not {raw!r}")
+            values[name] = number
+        return cls(**values)
+
+
+#: The limits a deployment may tune, and the environment variables that tune them.
+LIMIT_ENV: Final = {
+    "max_questions": "DECISIONS__MAX_QUESTIONS",
+    "max_state_bytes": "DECISIONS__MAX_STATE_BYTES",
+}
+
+DEFAULT_LIMITS: Final = Limits()
+
+# --- issues -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One error or warning: where it is, which question, which rule, the limit and the value."""
+
+    path: str
+    code: str
+    message: str
+    question: str | None = None
+    limit: Any = None
+    actual: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message} [{self.code}]"
+
+
+class InvalidDocument(ValueError):
+    """Raised by `parse()`; carries every error (and the warnings found on the way)."""
+
+    def __init__(self, errors: list[Issue], warnings: list[Issue] | None = None):
+        self.errors = errors
+        self.warnings = warnings or []
+        super().__init__("; ".join(str(e) for e in errors[:3]) + ("; …" if len(errors) > 3 else ""))
+
+
+# --- JSON text ----------------------------------------------------------------------------------
+
+
+class JSONTextError(ValueError):
+    """The text is not JSON (or uses NaN/Infinity, which JSON does not have)."""
+
+
+class _Object(dict):
+    """A JSON object that remembers the keys its text repeated (the plain dict keeps the last)."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    repeated = []
+    for key, _ in pairs:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    marked = _Object(obj)
+    marked.repeated = tuple(repeated)
+    return marked
+
+
+def _no_constant(name: str) -> Any:
+    raise JSONTextError(f"{name} is not a JSON value")
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text strictly: NaN and Infinity are refused, and a key repeated inside one
+    object is remembered so that validation can report it (ids and option names are unique)."""
+    try:
+        return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
+    except JSONTextError:
+        raise
+    except RecursionError as exc:
+        raise JSONTextError("the JSON is nested too deeply") from exc
+    except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError included
+        raise JSONTextError(str(exc)) from exc
+
+
+# --- canonical form -----------------------------------------------------------------------------
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON (DESIGN.md §2.4): UTF-8, object keys sorted, arrays in order, no
+    insignificant whitespace. Raises `ValueError` for values JSON cannot hold."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def sha256_of(value: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of any JSON value."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def questions_sha256(questions: Mapping[str, Any]) -> str:
+    """The hash that identifies a version's content: its canonical questions map."""
+    return sha256_of(questions)
+
+
+def question_sha256(question: Mapping[str, Any]) -> str:
+    """The hash of one question's content. The id is not part of it: ids are addressing, never
+    content, so the same words under another id hash the same."""
+    return sha256_of(question)
+
+
+def state_sha256(state: Any) -> str:
+    """The hash of a state's content; `null` is a value and hashes as such."""
+    return sha256_of(state)
+
+
+# --- the parsed document ------------------------------------------------------------------------
+
+
+class _Absent:
+    """Marks a key that was not there (distinct from a JSON `null`)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self):
+        return (_Absent, ())
+
+
+ABSENT: Final = _Absent()
+
+
+class Form(enum.StrEnum):
+    """The shapes a question set arrives in (DESIGN.md §6)."""
+
+    BARE = "bare"  # the questions map itself
+    DECISIONS = "decisions"  # a POST /api/decisions body: state, questions, optional profile
+    PROVIDER = "provider"  # a provider request body: state, model, questions
+    EXPORT = "export"  # the console's export document
+
+
+WRAPPER_KEYS: Final = {
+    Form.DECISIONS: ("state", "questions", "profile"),
+    Form.PROVIDER: ("state", "model", "questions"),
+    Form.EXPORT: (
+        "format",
+        "question_set",
+        "version",
+        "status",
+        "sha256",
+        "model",
+        "approved_by",
+        "approved_at",
+        "questions",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One typed question. `instructions` and `criteria` keep `ABSENT` apart from `None`."""
+
+    id: str
+    type: str
+    instructions: Any = ABSENT
+    criteria: Any = ABSENT
+
+    def to_json(self) -> dict[str, Any]:
+        """The question as it goes on the wire: keys that were absent stay absent."""
+        out: dict[str, Any] = {"type": self.type}
+        if self.instructions is not ABSENT:
+            out["instructions"] = self.instructions
+        if self.criteria is not ABSENT:
+            out["criteria"] = self.criteria
+        return out
+
+    @property
+    def sha256(self) -> str:
+        return question_sha256(self.to_json())
+
+    @property
+    def option_names(self) -> list[str]:
+        """A choice's declared options in declared order."""
+        return list(self.criteria) if self.type == "choice" else []
+
+    @property
+    def level_count(self) -> int:
+        return len(self.criteria) if self.type == "score" else 0
+
+
+@dataclass(frozen=True)
+class Document:
+    """A valid question set, with whatever wrapped it."""
+
+    form: Form
+    questions: dict[str, Question]
+    state: Any = ABSENT
+    meta: dict[str, Any] = field(default_factory=dict)  # model, profile, export fields
+
+    def questions_json(self) -> dict[str, Any]:
+        """The runtime's `questions` map, unchanged, in declared order."""
+        return {qid: q.to_json() for qid, q in self.questions.items()}
+
+    def to_json(self) -> Any:
+        """The document in the form it arrived in."""
+        if self.form is Form.BARE:
+            return self.questions_json()
+        out = dict(self.meta)
+        if self.state is not ABSENT:
+            out["state"] = self.state
+        out["questions"] = self.questions_json()
+        return out
+
+    @property
+    def sha256(self) -> str:
+        return questions_sha256(self.questions_json())
+
+    @property
+    def state_sha256(self) -> str | None:
+        """None when there is no state; a `null` state has a hash like any other value."""
+        return None if self.state is ABSENT else state_sha256(self.state)
+
+
+@dataclass
+class Validation:
+    """What `validate()` found. `document` is set only when there are no errors."""
+
+    errors: list[Issue]
+    warnings: list[Issue]
+    document: Document | None = None
+    form: Form | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def sha256(self) -> str | None:
+        return self.document.sha256 if self.document else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "errors": [e.as_dict() for e in self.errors],
+            "warnings": [w.as_dict() for w in self.warnings],
+            "sha256": self.sha256,
+        }
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def describe(value: Any) -> str:
+    """A JSON type name for messages; never the value itself (it may be a user's state)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _key_path(base: str, key: str) -> str:
+    return f"{base}.{key}"
+
+
+class _Checker:
+    """One validation pass. Collects issues; never raises on JSON input."""
+
+    def __init__(self, limits: Limits, lints: bool):
+        self.limits = limits
+        self.lints = lints
+        self.errors: list[Issue] = []
+        self.warnings: list[Issue] = []
+
+    def error(self, path, code, message, question=None, limit=None, actual=None) -> None:
+        self.errors.append(Issue(path, code, message, question, limit, actual))
+
+    def warn(self, path, code, message, question=None, limit=None, actual=None) -> None:
+        if self.lints:
+            self.warnings.append(Issue(path, code, message, question, limit, actual))
+
+    # names (question ids, option names) ------------------------------------------------------
+
+    def name(self, name: str, path: str, what: str, question: str | None) -> bool:
+        limit = self.limits.max_name_length
+        if not name.strip():
+            self.error(path, f"blank_{what.replace(' ', '_')}", f"{what} is blank", question)
+            return False
+        if len(name) > limit:
+            self.error(
+                path,
+                f"{what.replace(' ', '_')}_too_long",
+                f"{what} `{name[:32]}…` has {len(name)} characters; at most {limit}",
+                question,
+                limit,
+                len(name),
+            )
+            return False
+        return True
+
+    def repeated_keys(self, obj: dict, path: str, what: str, question: str | None) -> None:
+        for key in getattr(obj, "repeated", ()):
+            self.error(
+                _key_path(path, key),
+                f"duplicate_{what.replace(' ', '_')}",
+                f"{what} `{key}` appears more than once",
+                key if what == "question id" else question,
+            )
+
+    # entries ---------------------------------------------------------------------------------
+
+    def entry(self, value: Any, path: str, qid: str, label: str) -> None:
+        """`null`, a string, or {"what", "not_for", "examples"} with each key optional."""
+        if value is None or isinstance(value, str):
+            return
+        if not isinstance(value, dict):
+            self.error(
+                path,
+                "invalid_entry",
+                f"{label} must be null, a string or an object with what / not_for / examples; "
+                f"got {describe(value)}",
+                qid,
+            )
+            return
+        self.repeated_keys(value, path, "entry key", qid)
+        for key, item in value.items():
+            item_path = _key_path(path, key)
+            if key in ("what", "not_for"):
+                if not isinstance(item, str):
+                    self.error(
+                        item_path,
+                        "invalid_entry_field",
+                        f"{label}: `{key}` must be a string; got {describe(item)}",
+                        qid,
+                    )
+            elif key == "examples":
+                if not isinstance(item, list):
+                    self.error(
+                        item_path,
+                        "invalid_entry_field",
+                        f"{label}: `examples` must be an array of strings; got {describe(item)}",
+                        qid,
+                    )
+                    continue
+                for i, example in enumerate(item):
+                    if not isinstance(example, str):
+                        self.error(
+                            f"{item_path}.{i}",
+                            "invalid_entry_field",
+                            f"{label}: example {i} must be a string; got {describe(example)}",
+                            qid,
+                        )
+            else:
+                self.error(
+                    item_path,
+                    "unknown_entry_field",
+                    f"{label}: unknown key `{key}`; an entry has only what, not_for and examples",
+                    qid,
+                )
+
+    # questions -------------------------------------------------------------------------------
+
+    def questions(self, value: Any, path: str) -> dict[str, Question] | None:
+        if not isinstance(value, dict):
+            self.error(
+                path,
+                "questions_not_object",
+                f"the questions must be an object mapping ids to questions; got {describe(value)}",
+            )
+            return None
+        self.repeated_keys(value, path, "question id", None)
+        count, lo, hi = len(value), 1, self.limits.max_questions
+        if count < lo:
+            self.error(
+                path, "too_few_questions", "the set has no questions; at least 1", None, lo, 0
+            )
+        elif count > hi:
+            self.error(
+                path,
+                "too_many_questions",
+                f"the set has {count} questions; at most {hi}",
+                None,
+                hi,
+                count,
+            )
+        parsed: dict[str, Question] = {}
+        for qid, question in value.items():
+            qpath = _key_path(path, qid)
+            ok = self.name(qid, qpath, "question id", qid)
+            q = self.question(question, qpath, qid)
+            if ok and q is not None:
+                parsed[qid] = q
+        return parsed
+
+    def question(self, value: Any, path: str, qid: str) -> Question | None:
+        if not isinstance(value, dict):
+            self.error(
+                path,
+                "question_not_object",
+                f"question `{qid}` must be an object with type, instructions and criteria; got "
+                f"{describe(value)}",
+                qid,
+            )
+            return None
+        self.repeated_keys(value, path, "question key", qid)
+        for key in value:
+            if key not in QUESTION_KEYS:
+                self.error(
+                    _key_path(path, key),
+                    "unknown_question_field",
+                    f"question `{qid}` has an unknown key `{key}`; a question has only type, "
+                    "instructions and criteria",
+                    qid,
+                )
+        qtype = value.get("type", ABSENT)
+        if qtype is ABSENT:
+            self.error(
+                _key_path(path, "type"),
+                "missing_type",
+                f"question `{qid}` has no type; one of choice, score, noul",
+                qid,
+            )
+        elif qtype not in QUESTION_TYPES:
+            shown = f"`{qtype}`" if isinstance(qtype, str) else describe(qtype)
+            self.error(
+                _key_path(path, "type"),
+                "unknown_type",
+                f"question `{qid}` has type {shown}; one of choice, score, noul",
+                qid,
+                list(QUESTION_TYPES),
+                qtype if isinstance(qtype, str) else None,
+            )
+        instructions = value.get("instructions", ABSENT)
+        if not (
+            instructions is ABSENT
+            or instructions is None
+            or isinstance(instructions, str | dict | list)
+        ):
+            self.error(
+                _key_path(path, "instructions"),
+                "invalid_instructions",
+                f"question `{qid}`: instructions must be a string, an object, an array or null; "
+                f"got {describe(instructions)}",
+                qid,
+            )
+        criteria = value.get("criteria", ABSENT)
+        cpath = _key_path(path, "criteria")
+        before = len(self.errors)
+        if qtype == "choice":
+            self.choice(criteria, cpath, qid)
+        elif qtype == "score":
+            self.score(criteria, cpath, qid)
+        elif qtype == "noul":
+            self.noul(criteria, cpath, qid, instructions)
+        if len(self.errors) > before or qtype not in QUESTION_TYPES:
+            return None
+        return Question(qid, qtype, instructions, criteria)
+
+    def choice(self, criteria: Any, path: str, qid: str) -> None:
+        if not isinstance(criteria, dict):
+            got = "none" if criteria is ABSENT else describe(criteria)
+            self.error(
+                path,
+                "invalid_criteria",
+                f"choice `{qid}` needs criteria: an object of options (name → description); "
+                f"got {got}",
+                qid,
+            )
+            return
+        self.repeated_keys(criteria, path, "option name", qid)
+        self.count(
+            len(criteria),
+            path,
+            qid,
+            "choice",
+            "option",
+            "options",
+            self.limits.min_options,
+            self.limits.max_options,
+        )
+        for name, entry in criteria.items():
+            opath = _key_path(path, name)
+            self.name(name, opath, "option name", qid)
+            self.entry(entry, opath, qid, f"option `{name}`")
+        self.lint_entries(list(criteria.items()), path, qid, "option")
+        self.lint_escape(criteria, path, qid)
+
+    def score(self, criteria: Any, path: str, qid: str) -> None:
+        if not isinstance(criteria, list):
+            got = "none" if criteria is ABSENT else describe(criteria)
+            self.error(
+                path,
+                "invalid_criteria",
+                f"score `{qid}` needs criteria: an array of ordered levels; got {got}",
+                qid,
+            )
+            return
+        self.count(
+            len(criteria),
+            path,
+            qid,
+            "score",
+            "level",
+            "levels",
+            self.limits.min_levels,
+            self.limits.max_levels,
+        )
+        for i, entry in enumerate(criteria):
+            self.entry(entry, f"{path}.{i}", qid, f"level {i}")
+        self.lint_entries([(str(i), e) for i, e in enumerate(criteria)], path, qid, "level")
+
+    def noul(self, criteria: Any, path: str, qid: str, instructions: Any) -> None:
+        if criteria is not ABSENT and criteria is not None:
+            if not isinstance(criteria, dict):
+                self.error(
+                    path,
+                    "invalid_criteria",
+                    f"noul `{qid}`: criteria must be absent, null or an object with `true` and/or "
+                    f"`false`; got {describe(criteria)}",
+                    qid,
+                )
+            else:
+                self.repeated_keys(criteria, path, "criteria key", qid)
+                for key, entry in criteria.items():
+                    kpath = _key_path(path, key)
+                    if key not in NOUL_CRITERIA_KEYS:
+                        self.error(
+                            kpath,
+                            "invalid_noul_key",
+                            f"noul `{qid}`: criteria key `{key}` is not allowed; only `true` and "
+                            "`false`",
+                            qid,
+                            list(NOUL_CRITERIA_KEYS),
+                            key,
+                        )
+                    else:
+                        self.entry(entry, kpath, qid, f"the `{key}` case")
+        if isinstance(instructions, str) and _COMPOUND.search(instructions):
+            self.warn(
+                path.rsplit(".", 1)[0] + ".instructions",
+                "compound_statement",
+                f"noul `{qid}` joins two statements with “and”/“or”; one P(true) cannot say "
+                "which part was true — consider two questions",
+                qid,
+            )
+
+    def count(self, n, path, qid, qtype, singular, plural, lo, hi) -> None:
+        if n < lo:
+            self.error(
+                path,
+                f"too_few_{plural}",
+                f"{qtype} `{qid}` has {_plural(n, singular)}; at least {lo} {plural}",
+                qid,
+                lo,
+                n,
+            )
+        elif n > hi:
+            self.error(
+                path,
+                f"too_many_{plural}",
+                f"{qtype} `{qid}` has {_plural(n, singular)}; at most {hi}",
+                qid,
+                hi,
+                n,
+            )
+
+    # lints (warnings that never repair) ------------------------------------------------------
+
+    def lint_entries(self, items: list[tuple[str, Any]], path: str, qid: str, kind: str) -> None:
+        seen: dict[str, str] = {}
+        for name, entry in items:
+            text = entry_text(entry)
+            label = f"{kind} `{name}`" if kind == "option" else f"level {name}"
+            if not text or (kind == "option" and _norm(text) == _norm(name)):
+                self.warn(
+                    _key_path(path, name),
+                    f"undescribed_{kind}",
+                    f"{label} of `{qid}` is named only by its id; describe it by its "
+                    "consequence, or the model answers it at chance",
+                    qid,
+                )
+                continue
+            key = _norm(text)
+            if key in seen:
+                other = seen[key]
+                other_label = f"`{other}`" if kind == "option" else other
+                self.warn(
+                    _key_path(path, name),
+                    "duplicate_description",
+                    f"{label} of `{qid}` has the same description as {kind} {other_label}",
+                    qid,
+                )
+            else:
+                seen[key] = name
+
+    def lint_escape(self, criteria: dict, path: str, qid: str) -> None:
+        for name, entry in criteria.items():
+            if _ESCAPE_WORDS.intersection(re.split(r"[\W_]+", name.lower())):
+                return
+            if _ESCAPE_PHRASE.search(entry_text(entry)):
+                return
+        self.warn(
+            path,
+            "no_escape_option",
+            f"choice `{qid}` has no escape option (such as `other`, `unclear` or `none`); the "
+            "model always picks one of the options",
+            qid,
+        )
+
+    def lint_budget(self, questions: dict[str, Any], state: Any) -> None:
+        state_bytes = 0 if state is ABSENT else len(canonical_json(state))
+        sizes = {qid: len(canonical_json(q)) for qid, q in questions.items()}
+        if not sizes:
+            return
+        longest = max(sizes, key=sizes.__getitem__)
+        for estimate, budget, what, path, qid in (
+            (
+                (state_bytes + sizes[longest]) // BYTES_PER_TOKEN,
+                self.limits.state_and_question_tokens,
+                f"the state plus the longest question (`{longest}`)",
+                _key_path("questions", longest),
+                longest,
+            ),
+            (
+                (state_bytes + sum(sizes.values())) // BYTES_PER_TOKEN,
+                self.limits.request_tokens,
+                "the whole request",
+                "questions",
+                None,
+            ),
+        ):
+            if estimate >= budget * BUDGET_WARNING_SHARE:
+                self.warn(
+                    path,
+                    "token_budget",
+                    f"{what} is about {estimate:,} tokens; the provider's budget is about "
+                    f"{budget:,}",
+                    qid,
+                    budget,
+                    estimate,
+                )
+
+    # state and wrappers ----------------------------------------------------------------------
+
+    def state(self, wrapper: dict, path: str = "state") -> Any:
+        if "state" not in wrapper:
+            self.error(
+                path,
+                "missing_state",
+                "the body has no state; give any JSON value (null is a value)",
+            )
+            return ABSENT
+        state = wrapper["state"]
+        try:
+            size = len(canonical_json(state))
+        except (ValueError, TypeError, RecursionError):
+            self.error(path, "invalid_state", "the state is not a JSON value JSON text can hold")
+            return ABSENT
+        limit = self.limits.max_state_bytes
+        if size > limit:
+            self.error(
+                path,
+                "state_too_large",
+                f"the state is {size:,} bytes serialised; at most {limit:,}",
+                None,
+                limit,
+                size,
+            )
+        return state
+
+    def nonblank_string(self, wrapper: dict, key: str, code: str, required: bool) -> None:
+        if key not in wrapper:
+            if required:
+                self.error(key, f"missing_{key}", f"the body has no `{key}`")
+            return
+        value = wrapper[key]
+        if not isinstance(value, str) or not value.strip():
+            self.error(
+                key,
+                code,
+                f"`{key}` must be a non-blank string; got "
+                f"{'a blank string' if isinstance(value, str) else describe(value)}",
+            )
+
+    def unknown_keys(self, wrapper: dict, form: Form) -> None:
+        allowed = WRAPPER_KEYS[form]
+        for key in wrapper:
+            if key not in allowed:
+                self.warn(
+                    key,
+                    "unknown_field",
+                    f"`{key}` is not part of a {form.value} document and is ignored",
+                )
+
+    def export_fields(self, doc: dict) -> None:
+        fmt = doc.get("format")
+        if fmt != EXPORT_FORMAT:
+            self.error(
+                "format",
+                "unsupported_format",
+                f"format is {json.dumps(fmt)[:80]}; this console reads `{EXPORT_FORMAT}`",
+                None,
+                EXPORT_FORMAT,
+                fmt if isinstance(fmt, str) else None,
+            )
+        checks: dict[str, tuple[Callable[[Any], bool], str]] = {
+            "question_set": (
+                lambda v: isinstance(v, str) and bool(v.strip()),
+                "a non-blank string",
+            ),
+            "version": (
+                lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                "a whole number from 1",
+            ),
+            "status": (lambda v: v in VERSION_STATUSES, "one of " + ", ".join(VERSION_STATUSES)),
+            "sha256": (
+                lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None,
+                "64 lowercase hex digits",
+            ),
+            "model": (_nonblank, "a non-blank string"),
+            "approved_by": (lambda v: v is None or isinstance(v, str), "a string or null"),
+            "approved_at": (lambda v: v is None or isinstance(v, str), "a string or null"),
+        }
+        for key, (ok, expected) in checks.items():
+            if key in doc and not ok(doc[key]):
+                self.error(key, f"invalid_{key}", f"`{key}` must be {expected}")
+
+
+_COMPOUND = re.compile(r"\b(and|or)\b", re.IGNORECASE)
+_ESCAPE_WORDS = frozenset(
+    {
+        "other",
+        "others",
+        "unclear",
+        "none",
+        "unknown",
+        "neither",
+        "ambiguous",
+        "uncertain",
+        "unsure",
+        "undecided",
+        "abstain",
+        "nothing",
+        "else",
+        "na",
+        "review",
+    }
+)
+_ESCAPE_PHRASE = re.compile(
+    r"\b(none of|unclear|something else|anything else|not sure|cannot tell|can't tell|"
+    r"neither|does not fit|doesn't fit|not enough information)\b",
+    re.IGNORECASE,
+)
+
+
+def _nonblank(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().replace("_", " ").replace("-", " ").split())
+
+
+def entry_text(entry: Any) -> str:
+    """The words an entry gives the model, joined: what a description lint reads."""
+    if isinstance(entry, str):
+        return entry.strip()
+    if isinstance(entry, dict):
+        parts = [entry.get("what"), entry.get("not_for")]
+        examples = entry.get("examples")
+        if isinstance(examples, list):
+            parts.extend(examples)
+        return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+    return ""
+
+
+def _looks_like_question(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
+def detect_form(value: Any) -> Form:
+    """Which of the four forms an object is in. A map whose every value is a typed question is a
+    bare map, even when its ids happen to be `state`, `questions` or `format`."""
+    if isinstance(value, dict) and value:
+        if all(_looks_like_question(v) for v in value.values()):
+            return Form.BARE
+        if "format" in value and not _looks_like_question(value["format"]):
+            return Form.EXPORT
+        if any(k in value and not _looks_like_question(value[k]) for k in ("questions", "state")):
+            return Form.PROVIDER if "model" in value else Form.DECISIONS
+    return Form.BARE
+
+
+def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True) -> Validation:
+    """Validate a document in any of its forms. Never raises for a JSON value."""
+    checker = _Checker(limits, lints)
+    if not isinstance(value, dict):
+        checker.error(
+            "$",
+            "document_not_object",
+            f"a question set document is a JSON object; got {describe(value)}",
+        )
+        return Validation(checker.errors, checker.warnings)
+    form = detect_form(value)
+    state: Any = ABSENT
+    meta: dict[str, Any] = {}
+    if form is Form.BARE:
+        raw_questions = value
+    else:
+        checker.repeated_keys(value, "$", "field", None)
+        checker.unknown_keys(value, form)
+        raw_questions = value.get("questions", ABSENT)
+        if form is Form.EXPORT:
+            checker.export_fields(value)
+        else:
+            state = checker.state(value)
+            if form is Form.PROVIDER:
+                checker.nonblank_string(value, "model", "invalid_model", required=True)
+            else:
+                checker.nonblank_string(value, "profile", "invalid_profile", required=False)
+        meta = {
+            k: value[k]
+            for k in WRAPPER_KEYS[form]
+            if k in value and k not in ("state", "questions")
+        }
+        if raw_questions is ABSENT:
+            checker.error(
+                "questions", "missing_questions", f"the {form.value} body has no questions"
+            )
+    questions = None
+    if raw_questions is not ABSENT:
+        # A bare map is addressed as `questions.<id>` too, so paths read the same in every form.
+        questions = checker.questions(raw_questions, "questions")
+    if lints and questions and not checker.errors:
+        checker.lint_budget(raw_questions, state)
+    document = None
+    if not checker.errors and questions is not None:
+        document = Document(form, questions, state, meta)
+        claimed = meta.get("sha256")
+        if form is Form.EXPORT and claimed is not None and claimed != document.sha256:
+            checker.error(
+                "sha256",
+                "sha256_mismatch",
+                "sha256 does not match the questions; they were changed after the export "
+                "(remove sha256 to import them as they are)",
+                None,
+                claimed,
+                document.sha256,
+            )
+            document = None
+    return Validation(checker.errors, checker.warnings, document, form)
+
+
+def parse(value: Any, *, limits: Limits = DEFAULT_LIMITS) -> Document:
+    """The `Document` of a valid value, or `InvalidDocument` with every error."""
+    result = validate(value, limits=limits)
+    if result.document is None:
+        raise InvalidDocument(result.errors, result.warnings)
+    return result.document

@@ -1,0 +1,603 @@
+"""The question-set contract: every limit at, just below and just above its bound; every entry
+shape; the four document forms; canonical form and hashes; absent versus null."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from questions import spec
+
+# A copy of ../shared/examples, so that a clone anywhere runs the same checks.
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+def choice(n: int, entry="described") -> dict:
+    return {"type": "choice", "criteria": {f"o{i}": f"{entry} {i}" for i in range(n)}}
+
+
+def score(n: int) -> dict:
+    return {"type": "score", "criteria": [f"level {i} words" for i in range(n)]}
+
+
+def codes(result: spec.Validation) -> list[str]:
+    return [e.code for e in result.errors]
+
+
+def warning_codes(result: spec.Validation) -> list[str]:
+    return [w.code for w in result.warnings]
+
+
+def only_error(result: spec.Validation) -> spec.Issue:
+    assert len(result.errors) == 1, result.errors
+    return result.errors[0]
+
+
+# --- counts ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "valid"), [(1, False), (2, True), (3, True), (254, True), (255, True), (256, False)]
+)
+def test_choice_option_count_bounds(n, valid):
+    result = spec.validate({"pick": choice(n)})
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert error.question == "pick"
+        assert error.path == "questions.pick.criteria"
+        assert (error.limit, error.actual) == ((2, 1) if n < 2 else (255, 256))
+        assert f"has {n} option" in error.message
+
+
+def test_choice_with_no_options_and_the_message_authors_read():
+    error = only_error(spec.validate({"pick": {"type": "choice", "criteria": {}}}))
+    assert error.code == "too_few_options"
+    assert error.message == "choice `pick` has 0 options; at least 2 options"
+    over = only_error(spec.validate({"intent": choice(256)}))
+    assert over.message == "choice `intent` has 256 options; at most 255"
+
+
+@pytest.mark.parametrize(
+    ("n", "valid"), [(1, False), (2, True), (3, True), (9, True), (10, True), (11, False)]
+)
+def test_score_level_count_bounds(n, valid):
+    result = spec.validate({"urgency": score(n)})
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert error.code == ("too_few_levels" if n < 2 else "too_many_levels")
+        assert error.question == "urgency"
+        assert (error.limit, error.actual) == ((2, 1) if n < 2 else (10, 11))
+
+
+def noul_set(n: int) -> dict:
+    return {f"q{i}": {"type": "noul", "instructions": f"Statement {i}?"} for i in range(n)}
+
+
+@pytest.mark.parametrize(
+    ("n", "valid"), [(0, False), (1, True), (2, True), (31, True), (32, True), (33, False)]
+)
+def test_question_count_bounds(n, valid):
+    result = spec.validate(noul_set(n))
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert error.code == ("too_few_questions" if n == 0 else "too_many_questions")
+        assert (error.limit, error.actual) == ((1, 0) if n == 0 else (32, 33))
+
+
+def test_question_count_follows_the_configured_limit():
+    limits = spec.Limits(max_questions=3)
+    assert spec.validate(noul_set(3), limits=limits).valid
+    error = only_error(spec.validate(noul_set(4), limits=limits))
+    assert (error.code, error.limit, error.actual) == ("too_many_questions", 3, 4)
+    assert error.message == "the set has 4 questions; at most 3"
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("length", "valid"), [(1, True), (127, True), (128, True), (129, False)])
+def test_question_id_length(length, valid):
+    qid = "q" * length
+    result = spec.validate({qid: {"type": "noul"}})
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert (error.code, error.limit, error.actual) == ("question_id_too_long", 128, 129)
+        assert error.question == qid
+
+
+@pytest.mark.parametrize(("length", "valid"), [(127, True), (128, True), (129, False)])
+def test_option_name_length(length, valid):
+    name = "é" * length  # characters, not bytes
+    doc = {"pick": {"type": "choice", "criteria": {name: "this one", "other": "anything else"}}}
+    result = spec.validate(doc)
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert (error.code, error.limit, error.actual) == ("option_name_too_long", 128, 129)
+        assert error.path == f"questions.pick.criteria.{name}"
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+def test_blank_names_are_refused(blank):
+    assert codes(spec.validate({blank: {"type": "noul"}})) == ["blank_question_id"]
+    doc = {"pick": {"type": "choice", "criteria": {blank: "x", "other": "y"}}}
+    assert codes(spec.validate(doc)) == ["blank_option_name"]
+
+
+def test_repeated_keys_in_the_text_are_duplicates():
+    text = '{"q": {"type": "noul"}, "q": {"type": "noul"}}'
+    error = only_error(spec.validate(spec.loads(text)))
+    assert (error.code, error.question) == ("duplicate_question_id", "q")
+    text = '{"q": {"type": "choice", "criteria": {"a": "x", "b": "y", "a": "z"}}}'
+    error = only_error(spec.validate(spec.loads(text)))
+    assert (error.code, error.path) == ("duplicate_option_name", "questions.q.criteria.a")
+
+
+# --- entries -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        None,
+        "a description",
+        "",
+        {},
+        {"what": "w"},
+        {"not_for": "n"},
+        {"examples": []},
+        {"examples": ["e1", "e2"]},
+        {"what": "w", "not_for": "n", "examples": ["e"]},
+    ],
+)
+def test_every_entry_shape_is_accepted_for_options_levels_and_noul_cases(entry):
+    doc = {
+        "c": {"type": "choice", "criteria": {"a": entry, "other": "none of these"}},
+        "s": {"type": "score", "criteria": [entry, "high"]},
+        "n": {"type": "noul", "criteria": {"true": entry, "false": entry}},
+    }
+    assert spec.validate(doc).valid
+
+
+@pytest.mark.parametrize(
+    ("entry", "code"),
+    [
+        (1, "invalid_entry"),
+        (True, "invalid_entry"),
+        (["a"], "invalid_entry"),
+        ({"what": 1}, "invalid_entry_field"),
+        ({"what": None}, "invalid_entry_field"),
+        ({"not_for": ["x"]}, "invalid_entry_field"),
+        ({"examples": "one"}, "invalid_entry_field"),
+        ({"examples": ["ok", 2]}, "invalid_entry_field"),
+        ({"description": "x"}, "unknown_entry_field"),
+    ],
+)
+def test_bad_entries_are_named_where_they_are(entry, code):
+    result = spec.validate({"c": {"type": "choice", "criteria": {"a": entry, "b": "y"}}})
+    error = only_error(result)
+    assert error.code == code
+    assert error.question == "c"
+    assert error.path.startswith("questions.c.criteria.a")
+    level = only_error(spec.validate({"s": {"type": "score", "criteria": ["low", entry]}}))
+    assert level.code == code
+    assert level.path.startswith("questions.s.criteria.1")
+
+
+# --- question shapes -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("instructions", ["text", "", None, {"read": "`state`"}, ["a", {"b": 1}]])
+def test_instructions_forms(instructions):
+    assert spec.validate({"n": {"type": "noul", "instructions": instructions}}).valid
+
+
+@pytest.mark.parametrize("instructions", [1, 2.5, True])
+def test_instructions_of_other_types_are_refused(instructions):
+    error = only_error(spec.validate({"n": {"type": "noul", "instructions": instructions}}))
+    assert (error.code, error.path) == ("invalid_instructions", "questions.n.instructions")
+
+
+@pytest.mark.parametrize(
+    ("question", "code"),
+    [
+        ({}, "missing_type"),
+        ({"type": "choise"}, "unknown_type"),
+        ({"type": 3}, "unknown_type"),
+        ({"type": "noul", "description": "x"}, "unknown_question_field"),
+        ({"type": "choice"}, "invalid_criteria"),
+        ({"type": "choice", "criteria": ["a", "b"]}, "invalid_criteria"),
+        ({"type": "score", "criteria": {"a": "b", "c": "d"}}, "invalid_criteria"),
+        ({"type": "score"}, "invalid_criteria"),
+        ({"type": "noul", "criteria": "yes"}, "invalid_criteria"),
+        ({"type": "noul", "criteria": []}, "invalid_criteria"),
+        ({"type": "noul", "criteria": {"maybe": "x"}}, "invalid_noul_key"),
+        ({"type": "noul", "criteria": {"True": "x"}}, "invalid_noul_key"),
+    ],
+)
+def test_bad_questions(question, code):
+    error = only_error(spec.validate({"q": question}))
+    assert (error.code, error.question) == (code, "q")
+
+
+@pytest.mark.parametrize("value", ["a question", 1, None, [], True])
+def test_a_question_must_be_an_object(value):
+    error = only_error(spec.validate({"q": value, "r": {"type": "noul"}}))
+    assert (error.code, error.path) == ("question_not_object", "questions.q")
+
+
+@pytest.mark.parametrize("value", [[], "x", 1, None, True])
+def test_a_document_must_be_an_object(value):
+    result = spec.validate(value)
+    assert codes(result) == ["document_not_object"]
+    assert result.document is None
+    assert result.sha256 is None
+
+
+def test_every_error_is_reported_not_just_the_first():
+    doc = {"a": choice(1), "b": score(11), "c": {"type": "noul", "criteria": {"x": 1}}}
+    assert sorted(codes(spec.validate(doc))) == [
+        "invalid_noul_key",
+        "too_few_options",
+        "too_many_levels",
+    ]
+
+
+# --- noul criteria and absent versus null -----------------------------------------------------
+
+
+NOUL_CRITERIA = [
+    spec.ABSENT,
+    None,
+    {},
+    {"true": "yes"},
+    {"false": None},
+    {"true": "a", "false": {"what": "b"}},
+]
+
+
+@pytest.mark.parametrize("criteria", NOUL_CRITERIA)
+def test_noul_criteria_survive_parse_canonical_parse(criteria):
+    question = {"type": "noul", "instructions": "Is it raining?"}
+    if criteria is not spec.ABSENT:
+        question["criteria"] = criteria
+    doc = spec.parse({"n": question})
+    again = spec.parse(spec.loads(spec.canonical_json(doc.to_json())))
+    assert again.questions["n"].criteria == criteria
+    assert ("criteria" in again.to_json()["n"]) is (criteria is not spec.ABSENT)
+    assert again.sha256 == doc.sha256
+
+
+def test_the_four_noul_criteria_values_hash_differently():
+    hashes = set()
+    for criteria in NOUL_CRITERIA[:4]:
+        q = {"type": "noul"} if criteria is spec.ABSENT else {"type": "noul", "criteria": criteria}
+        hashes.add(spec.parse({"n": q}).sha256)
+    assert len(hashes) == 4
+
+
+def test_absent_and_null_instructions_are_different():
+    absent = spec.parse({"n": {"type": "noul"}})
+    null = spec.parse({"n": {"type": "noul", "instructions": None}})
+    assert absent.questions["n"].instructions is spec.ABSENT
+    assert null.questions["n"].instructions is None
+    assert absent.sha256 != null.sha256
+
+
+def test_null_state_is_a_value_and_no_state_is_not():
+    null = spec.parse({"state": None, "questions": noul_set(1)})
+    assert null.state is None
+    assert null.state_sha256 == hashlib.sha256(b"null").hexdigest()
+    bare = spec.parse(noul_set(1))
+    assert bare.state is spec.ABSENT
+    assert bare.state_sha256 is None
+    again = spec.parse(spec.loads(spec.canonical_json(null.to_json())))
+    assert "state" in again.to_json()
+    assert again.state is None
+
+
+# --- the document forms ------------------------------------------------------------------------
+
+
+def test_bare_map():
+    result = spec.validate(noul_set(2))
+    assert result.form is spec.Form.BARE
+    assert list(result.document.questions) == ["q0", "q1"]
+
+
+def test_runtime_request_example_is_a_decisions_body():
+    doc = spec.parse(json.loads((EXAMPLES / "runtime-request.json").read_text()))
+    assert doc.form is spec.Form.DECISIONS
+    assert list(doc.questions) == ["intent", "start", "energy"]
+    assert doc.questions["intent"].option_names == ["explicit", "incidental", "none"]
+    assert doc.questions["energy"].level_count == 4
+    assert doc.state["body"] == "at rest"
+
+
+def test_provider_request_example_is_a_provider_body():
+    doc = spec.parse(json.loads((EXAMPLES / "typesafe-request.json").read_text()))
+    assert doc.form is spec.Form.PROVIDER
+    assert doc.meta == {"model": "jev-latest"}
+    assert doc.state.startswith("Help!")
+
+
+@pytest.mark.parametrize("state", [None, "text", 3, 1.5, True, [], [1, 2], {}, {"a": [None]}])
+def test_any_json_state_is_accepted(state):
+    assert spec.validate({"state": state, "questions": noul_set(1)}).valid
+
+
+def test_decisions_body_with_profile():
+    doc = spec.parse({"state": {}, "questions": noul_set(1), "profile": "support"})
+    assert doc.form is spec.Form.DECISIONS
+    assert doc.meta == {"profile": "support"}
+    error = only_error(spec.validate({"state": {}, "questions": noul_set(1), "profile": " "}))
+    assert error.code == "invalid_profile"
+
+
+def test_bodies_need_a_state_and_the_provider_body_a_model():
+    assert codes(spec.validate({"questions": noul_set(1)})) == ["missing_state"]
+    assert codes(spec.validate({"questions": noul_set(1), "profile": "p"})) == ["missing_state"]
+    provider = {"state": "s", "model": "", "questions": noul_set(1)}
+    assert codes(spec.validate(provider)) == ["invalid_model"]
+    assert codes(spec.validate({"state": "s", "profile": "p"})) == ["missing_questions"]
+
+
+@pytest.mark.parametrize("questions", [[], "x", None])
+def test_a_body_whose_questions_are_not_a_map(questions):
+    result = spec.validate({"state": 1, "questions": questions})
+    assert codes(result) == ["questions_not_object"]
+
+
+def test_unknown_body_fields_are_warned_about_not_dropped_silently():
+    result = spec.validate({"state": 1, "questions": noul_set(1), "stream": True})
+    assert result.valid
+    assert "unknown_field" in warning_codes(result)
+
+
+def test_a_bare_map_may_use_wrapper_words_as_ids():
+    doc = spec.parse({"state": {"type": "noul"}, "questions": {"type": "noul"}})
+    assert doc.form is spec.Form.BARE
+    assert list(doc.questions) == ["state", "questions"]
+
+
+def export_document(questions: dict, **overrides) -> dict:
+    doc = {
+        "format": spec.EXPORT_FORMAT,
+        "question_set": "gestures",
+        "version": 3,
+        "status": "approved",
+        "sha256": spec.questions_sha256(questions),
+        "model": "jev-latest",
+        "approved_by": "reviewer",
+        "approved_at": "2026-11-29T12:00:00Z",
+        "questions": questions,
+    }
+    doc.update(overrides)
+    return doc
+
+
+def test_export_document():
+    questions = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]
+    doc = spec.parse(export_document(questions))
+    assert doc.form is spec.Form.EXPORT
+    assert doc.questions_json() == questions
+    assert doc.sha256 == spec.questions_sha256(questions)
+    assert doc.meta["version"] == 3
+
+
+def test_export_document_checks_its_own_fields():
+    questions = noul_set(1)
+    assert codes(spec.validate(export_document(questions, format="other@9"))) == [
+        "unsupported_format"
+    ]
+    assert codes(spec.validate(export_document(questions, version=0))) == ["invalid_version"]
+    assert codes(spec.validate(export_document(questions, version=True))) == ["invalid_version"]
+    assert codes(spec.validate(export_document(questions, status="live"))) == ["invalid_status"]
+    tampered = export_document(questions, sha256="0" * 64)
+    error = only_error(spec.validate(tampered))
+    assert (error.code, error.actual) == ("sha256_mismatch", spec.questions_sha256(questions))
+    minimal = {"format": spec.EXPORT_FORMAT, "questions": questions}
+    assert spec.validate(minimal).valid
+
+
+# --- state size ----------------------------------------------------------------------------------
+
+
+def state_of_bytes(n: int) -> str:
+    return "x" * (n - 2)  # a JSON string serialises with its two quotes
+
+
+@pytest.mark.parametrize(("size", "valid"), [(262_143, True), (262_144, True), (262_145, False)])
+def test_state_size_bound(size, valid):
+    state = state_of_bytes(size)
+    assert len(spec.canonical_json(state)) == size
+    result = spec.validate({"state": state, "questions": noul_set(1)})
+    assert result.valid is valid
+    if not valid:
+        error = only_error(result)
+        assert (error.code, error.limit, error.actual) == ("state_too_large", 262_144, 262_145)
+        assert error.path == "state"
+        assert "xxxx" not in error.message  # the state is never echoed
+
+
+def test_state_size_follows_the_configured_limit_and_counts_utf8_bytes():
+    limits = spec.Limits(max_state_bytes=10)
+    assert spec.validate({"state": "é" * 4, "questions": noul_set(1)}, limits=limits).valid
+    result = spec.validate({"state": "é" * 5, "questions": noul_set(1)}, limits=limits)
+    assert only_error(result).actual == 12
+
+
+# --- lints -------------------------------------------------------------------------------------
+
+
+def test_lint_an_option_named_only_by_its_id():
+    doc = {
+        "pick": {
+            "type": "choice",
+            "criteria": {
+                "billing": None,
+                "support": "Technical help",
+                "other": "",
+                "review": {},
+                "x": "x",
+            },
+        }
+    }
+    result = spec.validate(doc)
+    assert result.valid
+    flagged = [w.path for w in result.warnings if w.code == "undescribed_option"]
+    assert flagged == [
+        f"questions.pick.criteria.{name}" for name in ("billing", "other", "review", "x")
+    ]
+
+
+def test_lint_a_level_without_words():
+    result = spec.validate({"s": {"type": "score", "criteria": ["low", None, {"what": " "}]}})
+    assert [w.path for w in result.warnings] == ["questions.s.criteria.1", "questions.s.criteria.2"]
+    assert {w.code for w in result.warnings} == {"undescribed_level"}
+
+
+def test_lint_no_escape_option():
+    no_escape = {"t": {"type": "choice", "criteria": {"billing": "Payments", "tech": "Bugs"}}}
+    assert "no_escape_option" in warning_codes(spec.validate(no_escape))
+    for escape in (
+        {"other": "anything else"},
+        {"not_sure": "can't tell"},
+        {"misc": "None of the above"},
+    ):
+        doc = {"t": {"type": "choice", "criteria": {"billing": "Payments", **escape}}}
+        assert "no_escape_option" not in warning_codes(spec.validate(doc)), escape
+
+
+def test_lint_two_options_or_levels_with_the_same_description():
+    doc = {
+        "t": {
+            "type": "choice",
+            "criteria": {"a": "Same words", "b": {"what": "same  WORDS"}, "other": "else"},
+        },
+        "s": {"type": "score", "criteria": ["low", "mid", "low"]},
+    }
+    dupes = [w for w in spec.validate(doc).warnings if w.code == "duplicate_description"]
+    assert [(w.question, w.path) for w in dupes] == [
+        ("t", "questions.t.criteria.b"),
+        ("s", "questions.s.criteria.2"),
+    ]
+
+
+def test_lint_compound_noul_statement():
+    compound = {"n": {"type": "noul", "instructions": "Is it urgent and about billing?"}}
+    assert warning_codes(spec.validate(compound)) == ["compound_statement"]
+    single = {"n": {"type": "noul", "instructions": "Is it urgent? (Android counts)"}}
+    assert warning_codes(spec.validate(single)) == []
+
+
+def test_lint_token_budget_warns_but_never_refuses():
+    state = "word " * 30_000  # about 37k tokens at four bytes a token
+    result = spec.validate({"state": state, "questions": noul_set(1)})
+    assert result.valid
+    budget = [w for w in result.warnings if w.code == "token_budget"]
+    assert budget and budget[0].limit == 32_000 and budget[0].actual > 32_000 * 0.8
+    small = spec.validate({"state": "short", "questions": noul_set(1)})
+    assert "token_budget" not in warning_codes(small)
+
+
+def test_lints_never_repair_the_document():
+    doc = {"pick": {"type": "choice", "criteria": {"a": None, "b": None}}}
+    parsed = spec.parse(doc)
+    assert parsed.questions_json() == doc
+
+
+# --- canonical form and hashes -----------------------------------------------------------------
+
+
+def test_canonical_json_sorts_keys_keeps_arrays_and_drops_whitespace():
+    value = {"b": [3, 1, 2], "a": {"z": "ü", "y": None}}
+    assert spec.canonical_json(value) == '{"a":{"y":null,"z":"ü"},"b":[3,1,2]}'.encode()
+
+
+def test_hashes_of_a_document_a_question_and_a_state():
+    q = {"type": "noul", "instructions": "Is it late?"}
+    assert (
+        spec.question_sha256(q)
+        == hashlib.sha256(b'{"instructions":"Is it late?","type":"noul"}').hexdigest()
+    )
+    doc = spec.parse({"late": q})
+    assert doc.questions["late"].sha256 == spec.question_sha256(q)
+    assert doc.sha256 == spec.sha256_of({"late": q})
+    # ids are addressing: the same words under another id are the same question content
+    assert spec.parse({"other_id": q}).questions["other_id"].sha256 == doc.questions["late"].sha256
+    assert spec.state_sha256({"b": 1, "a": 2}) == spec.state_sha256({"a": 2, "b": 1})
+
+
+def test_score_level_order_is_meaning_and_changes_the_hash():
+    a = spec.parse({"s": {"type": "score", "criteria": ["low", "high"]}})
+    b = spec.parse({"s": {"type": "score", "criteria": ["high", "low"]}})
+    assert a.sha256 != b.sha256
+
+
+def test_document_keeps_declared_option_order():
+    criteria = {"zeta": "last letter", "alpha": "first letter", "other": "else"}
+    doc = spec.parse({"c": {"type": "choice", "criteria": criteria}})
+    assert doc.questions["c"].option_names == ["zeta", "alpha", "other"]
+
+
+# --- JSON text ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "{", "NaN", '{"a": Infinity}', "[1,]", b"\xff\xfe"])
+def test_loads_refuses_what_is_not_json(text):
+    with pytest.raises(spec.JSONTextError):
+        spec.loads(text)
+
+
+def test_loads_refuses_too_deep_nesting_with_a_clear_error():
+    with pytest.raises(spec.JSONTextError):
+        spec.loads("[" * 100_000 + "]" * 100_000)
+
+
+def test_canonical_json_refuses_nan():
+    with pytest.raises(ValueError):
+        spec.canonical_json(float("nan"))
+
+
+def test_parse_raises_with_every_error():
+    with pytest.raises(spec.InvalidDocument) as caught:
+        spec.parse({"a": choice(1), "b": score(1)})
+    assert [e.code for e in caught.value.errors] == ["too_few_options", "too_few_levels"]
+
+
+def test_issues_serialise_with_all_their_fields():
+    result = spec.validate({"intent": choice(256)})
+    assert result.as_dict()["errors"] == [
+        {
+            "path": "questions.intent.criteria",
+            "code": "too_many_options",
+            "message": "choice `intent` has 256 options; at most 255",
+            "question": "intent",
+            "limit": 255,
+            "actual": 256,
+        }
+    ]
+    assert result.as_dict()["valid"] is False
+
+
+# --- limits from the environment ---------------------------------------------------------------
+
+
+def test_limits_from_the_environment():
+    limits = spec.Limits.from_env(
+        {"DECISIONS__MAX_QUESTIONS": "8", "DECISIONS__MAX_STATE_BYTES": " 1024 "}
+    )
+    assert (limits.max_questions, limits.max_state_bytes) == (8, 1024)
+    assert spec.Limits.from_env({}) == spec.DEFAULT_LIMITS
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "many", "1.5"])
+def test_a_bad_limit_names_its_variable(raw):
+    with pytest.raises(ValueError, match="DECISIONS__MAX_QUESTIONS"):
+        spec.Limits.from_env({"DECISIONS__MAX_QUESTIONS": raw})

@@ -1,0 +1,134 @@
+"""Property tests: any valid document survives parse → canonical → parse unchanged, and the
+validator returns errors (never raises) on arbitrary JSON."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from questions import spec
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+names = st.text(min_size=1, max_size=128).filter(lambda s: s.strip())
+entries = (
+    st.none()
+    | st.text(max_size=40)
+    | st.fixed_dictionaries(
+        {},
+        optional={
+            "what": st.text(max_size=40),
+            "not_for": st.text(max_size=40),
+            "examples": st.lists(st.text(max_size=20), max_size=3),
+        },
+    )
+)
+instructions = (
+    st.just(spec.ABSENT)
+    | st.none()
+    | st.text(max_size=60)
+    | st.dictionaries(st.text(max_size=8), json_values, max_size=3)
+    | st.lists(json_values, max_size=3)
+)
+noul_criteria = (
+    st.just(spec.ABSENT)
+    | st.none()
+    | st.just({})
+    | st.fixed_dictionaries({}, optional={"true": entries, "false": entries})
+)
+
+
+def question(qtype: str, criteria) -> st.SearchStrategy:
+    def build(instr, crit):
+        q = {"type": qtype}
+        if instr is not spec.ABSENT:
+            q["instructions"] = instr
+        if crit is not spec.ABSENT:
+            q["criteria"] = crit
+        return q
+
+    return st.builds(build, instructions, criteria)
+
+
+questions = (
+    question("choice", st.dictionaries(names, entries, min_size=2, max_size=6))
+    | question("score", st.lists(entries, min_size=2, max_size=10))
+    | question("noul", noul_criteria)
+)
+question_maps = st.dictionaries(names, questions, min_size=1, max_size=5)
+
+
+def wrap(form: str, qmap: dict, state, model: str) -> dict:
+    if form == "bare":
+        return qmap
+    if form == "decisions":
+        return {"state": state, "questions": qmap}
+    if form == "provider":
+        return {"state": state, "model": model, "questions": qmap}
+    return {
+        "format": spec.EXPORT_FORMAT,
+        "question_set": "s",
+        "version": 1,
+        "status": "approved",
+        "sha256": spec.questions_sha256(qmap),
+        "questions": qmap,
+    }
+
+
+documents = st.builds(
+    wrap,
+    st.sampled_from(["bare", "decisions", "provider", "export"]),
+    question_maps,
+    json_values,
+    names,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_any_valid_document_survives_parse_canonical_parse(value):
+    first = spec.parse(value)
+    text = spec.canonical_json(first.to_json())
+    second = spec.parse(spec.loads(text))
+    assert second == first
+    assert second.form is first.form
+    assert spec.canonical_json(second.to_json()) == text
+    assert second.sha256 == first.sha256
+    assert second.state_sha256 == first.state_sha256
+    assert second.questions_json() == (
+        value if first.form is spec.Form.BARE else value["questions"]
+    )
+
+
+@settings(max_examples=300)
+@given(json_values)
+def test_the_validator_never_raises_on_arbitrary_json(value):
+    result = spec.validate(value)
+    assert result.valid == (result.document is not None)
+    assert all(isinstance(e, spec.Issue) for e in result.errors + result.warnings)
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(["choice", "score", "noul", "other", 1]), json_values, json_values, json_values
+)
+def test_the_validator_never_raises_inside_a_question(qtype, criteria, instr, state):
+    value = {
+        "state": state,
+        "questions": {"q": {"type": qtype, "criteria": criteria, "instructions": instr}},
+    }
+    result = spec.validate(value)
+    assert result.valid == (result.document is not None)
+    for error in result.errors:
+        assert error.path and error.code and error.message
