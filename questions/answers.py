@@ -1,0 +1,324 @@
+"""Answer checking (DESIGN.md §2.5), in pure Python.
+
+This module owns what makes a provider's response acceptable: every asked question answered with
+its own type and required fields, every number where it must lie, the advisory `nearUniform`, and
+the cost of a call. An answer is checked, never repaired: a response that breaks a rule raises
+`AnswerError` (a 502: the provider answered in an unexpected shape), whose detail names the
+question and the rule. Answers for ids that were not asked are dropped; fields the provider adds,
+to an answer or to the response, are kept.
+
+The rounding tolerance
+----------------------
+Jev reports every probability, confidence and score rounded to two decimals. Write a reported
+value as r and the value the model computed as p. Rounding to two decimals moves a number by at
+most half a hundredth, so
+
+    p_i ∈ [r_i − h, r_i + h] ∩ [0, 1],    h = 0.005.                                    (1)
+
+The model's distribution sums to one, Σ p_i = 1. A reported distribution r is therefore
+*explainable by rounding* exactly when some p inside the boxes (1) sums to one:
+
+    Σ max(0, r_i − h)  ≤  1  ≤  Σ min(1, r_i + h).                                      (2)
+
+For n values this lets the reported sum drift from 1 by at most n·h (0.015 for three options),
+less where a value is 0 and cannot have been rounded up from below zero. A sum outside (2) is no
+rounding artefact and the response is rejected.
+
+A score is the weighted sum S = Σ i·p_i over the levels i = 0…n−1, itself reported rounded
+(|s − S| ≤ h). Over all p allowed by (1) and Σ p_i = 1, S ranges over an interval [S_lo, S_hi]:
+start every p_i at its lower bound and hand the remaining mass 1 − Σ lower to the highest
+levels first (for S_hi) or the lowest first (for S_lo), each up to its upper bound. This greedy
+fill is optimal because S is linear in p and the constraints are a box cut by one hyperplane. A
+reported score is accepted exactly when
+
+    S_lo − h  ≤  s  ≤  S_hi + h.                                                        (3)
+
+For the documented answer {"0": 0.0, "1": 0.95, "2": 0.05} with s = 1.05 the boxes are
+[0, 0.005], [0.945, 0.955], [0.045, 0.055]; the lower bounds leave 0.01 to place, which gives
+[S_lo, S_hi] = [1.04, 1.055], widened by h to [1.035, 1.06]: accepted. A score of 2 over {0.05, 0.2, 0.6, 0.15}
+(Σ i·r_i = 1.85, accepted range [1.825, 1.875]) is not. A further 1e-9 absorbs binary floating point.
+A probability may arrive as the integer 0 or 1; booleans are not numbers here.
+
+`score` must also lie in 0…n−1 and probabilities and confidence in 0…1: rounding never moves a
+value across those bounds, so they get no tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from questions import spec
+
+HALF_HUNDREDTH: Final = 0.005
+FLOAT_SLACK: Final = 1e-9
+NEAR_UNIFORM_WITHIN: Final = 0.05
+DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS: Final = 0.042
+
+REQUIRED_FIELDS: Final = {
+    "choice": ("choice", "probabilities", "confidence"),
+    "score": ("score", "probabilities", "legend", "confidence"),
+    "noul": ("noul",),
+}
+
+
+class AnswerError(Exception):
+    """The provider answered in an unexpected shape: a 502. `detail` names the question and the
+    broken rule; `problems` lists every rule broken, as (question id or None, message)."""
+
+    status = 502
+
+    def __init__(self, problems: list[tuple[str | None, str]]):
+        self.problems = problems
+        shown = "; ".join(message for _, message in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        self.detail = f"The provider's answer was rejected: {shown}{more}"
+        super().__init__(self.detail)
+
+    @property
+    def question(self) -> str | None:
+        return self.problems[0][0] if self.problems else None
+
+
+@dataclass(frozen=True)
+class CheckedDecision:
+    """A response that passed every check: answers keyed by the asked ids, in asked order."""
+
+    model: str | None
+    answers: dict[str, dict[str, Any]]
+    usage: dict[str, Any] | None
+    cost: float | None
+    extra: dict[str, Any] = field(default_factory=dict)  # top-level fields the provider added
+    dropped: tuple[str, ...] = ()  # ids answered but never asked
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "model": self.model,
+            "answers": self.answers,
+            "usage": self.usage,
+            "cost": self.cost,
+        }
+
+
+def is_number(value: Any) -> bool:
+    """A finite JSON number; `true`/`false` are not numbers."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def near_uniform(probabilities: Mapping[str, float]) -> bool:
+    """Advisory: every option within 0.05 of 1/n, so the model did not really choose."""
+    if not probabilities:
+        return False
+    even = 1 / len(probabilities)
+    return all(abs(p - even) <= NEAR_UNIFORM_WITHIN + FLOAT_SLACK for p in probabilities.values())
+
+
+def rounding_bounds(reported: list[float]) -> tuple[list[float], list[float]]:
+    """The box (1) of the module docstring: where each unrounded value can lie."""
+    lower = [max(0.0, r - HALF_HUNDREDTH) for r in reported]
+    upper = [min(1.0, r + HALF_HUNDREDTH) for r in reported]
+    return lower, upper
+
+
+def sum_explained_by_rounding(reported: list[float]) -> bool:
+    """Condition (2): some distribution that rounds to `reported` sums to one."""
+    lower, upper = rounding_bounds(reported)
+    return sum(lower) <= 1 + FLOAT_SLACK and sum(upper) >= 1 - FLOAT_SLACK
+
+
+def weighted_score_range(reported: list[float]) -> tuple[float, float]:
+    """[S_lo, S_hi] of the module docstring, for a distribution that passes (2)."""
+    lower, upper = rounding_bounds(reported)
+
+    def fill(order: range) -> float:
+        p = list(lower)
+        remaining = 1 - sum(lower)
+        for i in order:
+            add = max(0.0, min(remaining, upper[i] - lower[i]))
+            p[i] += add
+            remaining -= add
+        return sum(i * pi for i, pi in enumerate(p))
+
+    n = len(reported)
+    return fill(range(n)), fill(range(n - 1, -1, -1))
+
+
+def cost_of(usage: Any, price_per_million: float) -> float | None:
+    """Cost of a call: a cost the provider reports wins; else input tokens × price. Unknown
+    token counts stay unknown (None), never zero."""
+    if not isinstance(usage, Mapping):
+        return None
+    reported = usage.get("cost")
+    if is_number(reported) and reported >= 0:
+        return float(reported)
+    tokens = usage.get("input_tokens")
+    if is_number(tokens) and tokens >= 0:
+        return tokens * price_per_million / 1_000_000
+    return None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+class _AnswerChecker:
+    def __init__(self) -> None:
+        self.problems: list[tuple[str | None, str]] = []
+
+    def fail(self, qid: str | None, message: str) -> None:
+        self.problems.append((qid, message))
+
+    def unit(self, qid: str, name: str, value: Any) -> bool:
+        """A number in 0..1."""
+        if not is_number(value):
+            self.fail(qid, f"`{qid}`: {name} must be a number; got {spec.describe(value)}")
+            return False
+        if not 0 <= value <= 1:
+            self.fail(qid, f"`{qid}`: {name} is {_fmt(value)}; it must lie in 0..1")
+            return False
+        return True
+
+    def distribution(self, qid: str, probabilities: Any, keys: list[str], what: str) -> bool:
+        """A map naming exactly `keys`, each a probability, whose sum rounding explains."""
+        if not isinstance(probabilities, Mapping):
+            self.fail(
+                qid, f"`{qid}`: probabilities must be an object; got {spec.describe(probabilities)}"
+            )
+            return False
+        missing = [k for k in keys if k not in probabilities]
+        extra = [k for k in probabilities if k not in keys]
+        if missing:
+            self.fail(qid, f"`{qid}`: probabilities lack {what} {_names(missing)}")
+        if extra:
+            self.fail(qid, f"`{qid}`: probabilities name undeclared {what} {_names(extra)}")
+        ok = not missing and not extra
+        for key in keys:
+            if key in probabilities:
+                ok = self.unit(qid, f"the probability of {what} `{key}`", probabilities[key]) and ok
+        if not ok:
+            return False
+        values = [probabilities[k] for k in keys]
+        if not sum_explained_by_rounding(values):
+            self.fail(
+                qid,
+                f"`{qid}`: probabilities sum to {_fmt(sum(values))}, which two-decimal rounding "
+                f"of {len(values)} values cannot explain",
+            )
+            return False
+        return True
+
+    def answer(self, question: spec.Question, answer: Any) -> dict[str, Any] | None:
+        qid = question.id
+        if not isinstance(answer, Mapping):
+            self.fail(qid, f"`{qid}`: the answer must be an object; got {spec.describe(answer)}")
+            return None
+        atype = answer.get("type")
+        if atype != question.type:
+            got = f"`{atype}`" if isinstance(atype, str) else "no type"
+            self.fail(qid, f"`{qid}` was asked as {question.type} and answered with {got}")
+            return None
+        missing = [f for f in REQUIRED_FIELDS[question.type] if f not in answer]
+        if missing:
+            self.fail(qid, f"{question.type} `{qid}`: the answer lacks {_names(missing)}")
+            return None
+        before = len(self.problems)
+        checked = dict(answer)
+        if question.type == "noul":
+            self.unit(qid, "noul", answer["noul"])
+        elif question.type == "choice":
+            self.choice(question, answer, checked)
+        else:
+            self.score(question, answer)
+        return checked if len(self.problems) == before else None
+
+    def choice(self, question: spec.Question, answer: Mapping, checked: dict) -> None:
+        qid, options = question.id, question.option_names
+        chosen = answer["choice"]
+        if not isinstance(chosen, str) or chosen not in options:
+            shown = f"`{chosen}`" if isinstance(chosen, str) else spec.describe(chosen)
+            self.fail(qid, f"choice `{qid}` chose {shown}, which is not a declared option")
+        self.unit(qid, "confidence", answer["confidence"])
+        if self.distribution(qid, answer["probabilities"], options, "option"):
+            checked["nearUniform"] = near_uniform(answer["probabilities"])
+
+    def score(self, question: spec.Question, answer: Mapping) -> None:
+        qid, n = question.id, question.level_count
+        keys = [str(i) for i in range(n)]
+        self.unit(qid, "confidence", answer["confidence"])
+        legend = answer["legend"]
+        if not isinstance(legend, Mapping):
+            self.fail(qid, f"`{qid}`: legend must be an object; got {spec.describe(legend)}")
+        elif sorted(legend) != sorted(keys):
+            self.fail(
+                qid, f"score `{qid}`: legend keys are {_names(list(legend))}; expected 0…{n - 1}"
+            )
+        value = answer["score"]
+        if not is_number(value):
+            self.fail(qid, f"score `{qid}`: score must be a number; got {spec.describe(value)}")
+            return
+        if not 0 <= value <= n - 1:
+            self.fail(qid, f"score `{qid}`: score is {_fmt(value)}; it must lie in 0..{n - 1}")
+            return
+        probabilities = answer["probabilities"]
+        if not self.distribution(qid, probabilities, keys, "level"):
+            return
+        values = [probabilities[k] for k in keys]
+        lo, hi = weighted_score_range(values)
+        if not lo - HALF_HUNDREDTH - FLOAT_SLACK <= value <= hi + HALF_HUNDREDTH + FLOAT_SLACK:
+            weighted = sum(i * p for i, p in enumerate(values))
+            self.fail(
+                qid,
+                f"score `{qid}`: score is {_fmt(value)} but its probabilities weigh "
+                f"{_fmt(weighted)}; two-decimal rounding allows {lo - HALF_HUNDREDTH:.3f}…"
+                f"{hi + HALF_HUNDREDTH:.3f}",
+            )
+
+
+def _names(keys: list[str]) -> str:
+    shown = ", ".join(f"`{k}`" for k in keys[:5])
+    return shown + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+
+
+def check_response(
+    questions: spec.Document | Mapping[str, spec.Question],
+    body: Any,
+    *,
+    price_per_million: float = DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
+) -> CheckedDecision:
+    """Check a provider response body against the questions that were asked."""
+    asked = questions.questions if isinstance(questions, spec.Document) else questions
+    checker = _AnswerChecker()
+    if not isinstance(body, Mapping):
+        raise AnswerError([(None, f"the response is {spec.describe(body)}, not an object")])
+    if "error" in body and "answers" not in body:
+        raise AnswerError([(None, "the response carries an error instead of answers")])
+    raw_answers = body.get("answers")
+    if not isinstance(raw_answers, Mapping):
+        raise AnswerError([(None, "the response has no answers object")])
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        checker.fail(None, f"model must be a string; got {spec.describe(model)}")
+    usage = body.get("usage")
+    if usage is not None and not isinstance(usage, Mapping):
+        checker.fail(None, f"usage must be an object; got {spec.describe(usage)}")
+    answers: dict[str, dict[str, Any]] = {}
+    for qid, question in asked.items():
+        if qid not in raw_answers:
+            checker.fail(qid, f"{question.type} `{qid}` has no answer")
+            continue
+        checked = checker.answer(question, raw_answers[qid])
+        if checked is not None:
+            answers[qid] = checked
+    if checker.problems:
+        raise AnswerError(checker.problems)
+    return CheckedDecision(
+        model=model,
+        answers=answers,
+        usage=dict(usage) if usage is not None else None,
+        cost=cost_of(usage, price_per_million),
+        extra={k: v for k, v in body.items() if k not in ("model", "answers", "usage", "cost")},
+        dropped=tuple(k for k in raw_answers if k not in asked),
+    )
