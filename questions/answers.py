@@ -35,8 +35,9 @@ reported score is accepted exactly when
 
 For the documented answer {"0": 0.0, "1": 0.95, "2": 0.05} with s = 1.05 the boxes are
 [0, 0.005], [0.945, 0.955], [0.045, 0.055]; the lower bounds leave 0.01 to place, which gives
-[S_lo, S_hi] = [1.04, 1.055], widened by h to [1.035, 1.06]: accepted. A score of 2 over {0.05, 0.2, 0.6, 0.15}
-(Σ i·r_i = 1.85, accepted range [1.825, 1.875]) is not. A further 1e-9 absorbs binary floating point.
+[S_lo, S_hi] = [1.04, 1.055], widened by h to [1.035, 1.06]: accepted. A score of 2 over
+{0.05, 0.2, 0.6, 0.15} (Σ i·r_i = 1.85, accepted range [1.825, 1.875]) is not. A further 1e-9
+absorbs binary floating point.
 A probability may arrive as the integer 0 or 1; booleans are not numbers here.
 
 `score` must also lie in 0…n−1 and probabilities and confidence in 0…1: rounding never moves a

@@ -1,0 +1,159 @@
+"""`python manage.py questions validate FILE [--json]`: verdicts, lines and exit status."""
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        call_command("questions", *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.stdin = old_stdin
+    return code, out.getvalue(), err.getvalue()
+
+
+def write(tmp_path: Path, value, name: str = "doc.json") -> str:
+    path = tmp_path / name
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["runtime-request.json", "typesafe-request.json"])
+def test_valid_examples_exit_0(name):
+    code, out, _ = run("validate", str(EXAMPLES / name))
+    assert code == 0
+    assert out.splitlines()[-1].startswith("valid: ")
+
+
+def test_every_error_and_warning_on_its_own_line_naming_question_and_limit(tmp_path):
+    doc = {
+        "intent": {"type": "choice", "criteria": {f"o{i}": f"opt {i}" for i in range(256)}},
+        "energy": {"type": "score", "criteria": ["only one"]},
+        "start": {"type": "noul", "instructions": "Is it late and dark?"},
+    }
+    code, out, _ = run("validate", write(tmp_path, doc))
+    assert code == 1
+    lines = out.splitlines()
+    assert (
+        "error: questions.intent.criteria: choice `intent` has 256 options; at most 255 "
+        "[too_many_options]" in lines
+    )
+    assert (
+        "error: questions.energy.criteria: score `energy` has 1 level; at least 2 levels "
+        "[too_few_levels]" in lines
+    )
+    assert any(
+        line.startswith("warning: questions.start.instructions: noul `start`") for line in lines
+    )
+    assert lines[-1].startswith("invalid: 2 errors, ")
+
+
+def test_json_output(tmp_path):
+    doc = {"q": {"type": "choice", "criteria": {"a": "first"}}}
+    code, out, _ = run("validate", write(tmp_path, doc), "--json")
+    assert code == 1
+    result = json.loads(out)
+    assert result["valid"] is False
+    assert result["sha256"] is None
+    assert result["status"] == 422
+    assert "choice `q` has 1 option" in result["detail"]
+    assert result["errors"] == [
+        {
+            "path": "questions.q.criteria",
+            "code": "too_few_options",
+            "message": "choice `q` has 1 option; at least 2 options",
+            "question": "q",
+            "limit": 2,
+            "actual": 1,
+        }
+    ]
+
+
+def test_json_output_of_a_valid_document_with_warnings(tmp_path):
+    doc = {"q": {"type": "choice", "criteria": {"a": None, "b": None}}}
+    code, out, _ = run("validate", write(tmp_path, doc), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["valid"] is True
+    assert result["errors"] == []
+    assert {w["code"] for w in result["warnings"]} == {"undescribed_option", "no_escape_option"}
+    assert len(result["sha256"]) == 64
+    assert set(result) == {"valid", "errors", "warnings", "sha256"}
+
+
+def test_the_hash_is_the_canonical_questions_hash_in_every_form(tmp_path):
+    body = json.loads((EXAMPLES / "runtime-request.json").read_text())
+    hashes = set()
+    for value in (body, body["questions"], {"state": None, "model": "m", **body}):
+        _, out, _ = run("validate", write(tmp_path, value), "--json")
+        hashes.add(json.loads(out)["sha256"])
+    assert len(hashes) == 1
+
+
+@pytest.mark.parametrize("text", ["", "{", "not json", "NaN", '{"a": 1,}'])
+def test_not_json_exits_2(tmp_path, text):
+    code, out, err = run("validate", write(tmp_path, text))
+    assert code == 2
+    assert "is not JSON" in err
+    assert out == ""
+
+
+def test_unreadable_file_exits_2(tmp_path):
+    code, _, err = run("validate", str(tmp_path / "missing.json"))
+    assert code == 2
+    assert "cannot read" in err
+    code, out, _ = run("validate", str(tmp_path), "--json")
+    assert code == 2
+    assert json.loads(out)["valid"] is False
+
+
+def test_reads_standard_input():
+    code, out, _ = run("validate", "-", stdin='{"q": {"type": "noul", "instructions": "Late?"}}')
+    assert code == 0
+    assert "valid: bare document, 1 question" in out
+
+
+def test_invalid_utf8_exits_2(tmp_path):
+    path = tmp_path / "doc.json"
+    path.write_bytes(b'{"q": "\xff"}')
+    assert run("validate", str(path))[0] == 2
+
+
+def test_exit_status_from_a_real_process(tmp_path):
+    bad = write(tmp_path, {"q": {"type": "score", "criteria": []}})
+    env_python = sys.executable
+    for args, expected in (
+        (["validate", str(EXAMPLES / "runtime-request.json")], 0),
+        (["validate", bad], 1),
+        (["validate", str(tmp_path / "missing.json")], 2),
+        (["validate"], 2),
+    ):
+        proc = subprocess.run(
+            [env_python, "manage.py", "questions", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "DJANGO_SECRET_KEY": "x",
+                "DATABASE_URL": "sqlite:///:memory:",
+            },
+        )
+        assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
