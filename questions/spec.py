@@ -96,9 +96,13 @@ class Issue:
     question: str | None = None
     limit: Any = None
     actual: Any = None
+    #: the same place as `path`, as keys: ("questions", "intent", "criteria", "explicit")
+    loc: tuple[str | int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["loc"] = list(self.loc)
+        return out
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message} [{self.code}]"
@@ -357,8 +361,16 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _key_path(base: str, key: str) -> str:
-    return f"{base}.{key}"
+Loc = tuple[str | int, ...]
+
+
+def _key_path(base: Loc, key: str | int) -> Loc:
+    return (*base, key)
+
+
+def path_of(loc: Loc) -> str:
+    """`questions.intent.criteria` from its keys; `$` is the document itself."""
+    return ".".join(str(k) for k in loc) if loc else "$"
 
 
 class _Checker:
@@ -370,16 +382,16 @@ class _Checker:
         self.errors: list[Issue] = []
         self.warnings: list[Issue] = []
 
-    def error(self, path, code, message, question=None, limit=None, actual=None) -> None:
-        self.errors.append(Issue(path, code, message, question, limit, actual))
+    def error(self, loc, code, message, question=None, limit=None, actual=None) -> None:
+        self.errors.append(Issue(path_of(loc), code, message, question, limit, actual, loc))
 
-    def warn(self, path, code, message, question=None, limit=None, actual=None) -> None:
+    def warn(self, loc, code, message, question=None, limit=None, actual=None) -> None:
         if self.lints:
-            self.warnings.append(Issue(path, code, message, question, limit, actual))
+            self.warnings.append(Issue(path_of(loc), code, message, question, limit, actual, loc))
 
     # names (question ids, option names) ------------------------------------------------------
 
-    def name(self, name: str, path: str, what: str, question: str | None) -> bool:
+    def name(self, name: str, path: Loc, what: str, question: str | None) -> bool:
         limit = self.limits.max_name_length
         if not name.strip():
             self.error(path, f"blank_{what.replace(' ', '_')}", f"{what} is blank", question)
@@ -396,7 +408,7 @@ class _Checker:
             return False
         return True
 
-    def repeated_keys(self, obj: dict, path: str, what: str, question: str | None) -> None:
+    def repeated_keys(self, obj: dict, path: Loc, what: str, question: str | None) -> None:
         for key in getattr(obj, "repeated", ()):
             self.error(
                 _key_path(path, key),
@@ -407,7 +419,7 @@ class _Checker:
 
     # entries ---------------------------------------------------------------------------------
 
-    def entry(self, value: Any, path: str, qid: str, label: str) -> None:
+    def entry(self, value: Any, path: Loc, qid: str, label: str) -> None:
         """`null`, a string, or {"what", "not_for", "examples"} with each key optional."""
         if value is None or isinstance(value, str):
             return
@@ -443,7 +455,7 @@ class _Checker:
                 for i, example in enumerate(item):
                     if not isinstance(example, str):
                         self.error(
-                            f"{item_path}.{i}",
+                            (*item_path, i),
                             "invalid_entry_field",
                             f"{label}: example {i} must be a string; got {describe(example)}",
                             qid,
@@ -458,7 +470,7 @@ class _Checker:
 
     # questions -------------------------------------------------------------------------------
 
-    def questions(self, value: Any, path: str) -> dict[str, Question] | None:
+    def questions(self, value: Any, path: Loc) -> dict[str, Question] | None:
         if not isinstance(value, dict):
             self.error(
                 path,
@@ -490,7 +502,7 @@ class _Checker:
                 parsed[qid] = q
         return parsed
 
-    def question(self, value: Any, path: str, qid: str) -> Question | None:
+    def question(self, value: Any, path: Loc, qid: str) -> Question | None:
         if not isinstance(value, dict):
             self.error(
                 path,
@@ -554,7 +566,7 @@ class _Checker:
             return None
         return Question(qid, qtype, instructions, criteria)
 
-    def choice(self, criteria: Any, path: str, qid: str) -> None:
+    def choice(self, criteria: Any, path: Loc, qid: str) -> None:
         if not isinstance(criteria, dict):
             got = "none" if criteria is ABSENT else describe(criteria)
             self.error(
@@ -583,7 +595,7 @@ class _Checker:
         self.lint_entries(list(criteria.items()), path, qid, "option")
         self.lint_escape(criteria, path, qid)
 
-    def score(self, criteria: Any, path: str, qid: str) -> None:
+    def score(self, criteria: Any, path: Loc, qid: str) -> None:
         if not isinstance(criteria, list):
             got = "none" if criteria is ABSENT else describe(criteria)
             self.error(
@@ -604,10 +616,10 @@ class _Checker:
             self.limits.max_levels,
         )
         for i, entry in enumerate(criteria):
-            self.entry(entry, f"{path}.{i}", qid, f"level {i}")
+            self.entry(entry, (*path, i), qid, f"level {i}")
         self.lint_entries([(str(i), e) for i, e in enumerate(criteria)], path, qid, "level")
 
-    def noul(self, criteria: Any, path: str, qid: str, instructions: Any) -> None:
+    def noul(self, criteria: Any, path: Loc, qid: str, instructions: Any) -> None:
         if criteria is not ABSENT and criteria is not None:
             if not isinstance(criteria, dict):
                 self.error(
@@ -635,7 +647,7 @@ class _Checker:
                         self.entry(entry, kpath, qid, f"the `{key}` case")
         if isinstance(instructions, str) and _COMPOUND.search(instructions):
             self.warn(
-                path.rsplit(".", 1)[0] + ".instructions",
+                (*path[:-1], "instructions"),
                 "compound_statement",
                 f"noul `{qid}` joins two statements with “and”/“or”; one P(true) cannot say "
                 "which part was true — consider two questions",
@@ -664,7 +676,7 @@ class _Checker:
 
     # lints (warnings that never repair) ------------------------------------------------------
 
-    def lint_entries(self, items: list[tuple[str, Any]], path: str, qid: str, kind: str) -> None:
+    def lint_entries(self, items: list[tuple[str, Any]], path: Loc, qid: str, kind: str) -> None:
         seen: dict[str, str] = {}
         for name, entry in items:
             text = entry_text(entry)
@@ -691,7 +703,7 @@ class _Checker:
             else:
                 seen[key] = name
 
-    def lint_escape(self, criteria: dict, path: str, qid: str) -> None:
+    def lint_escape(self, criteria: dict, path: Loc, qid: str) -> None:
         for name, entry in criteria.items():
             if _ESCAPE_WORDS.intersection(re.split(r"[\W_]+", name.lower())):
                 return
@@ -716,14 +728,14 @@ class _Checker:
                 (state_bytes + sizes[longest]) // BYTES_PER_TOKEN,
                 self.limits.state_and_question_tokens,
                 f"the state plus the longest question (`{longest}`)",
-                _key_path("questions", longest),
+                ("questions", longest),
                 longest,
             ),
             (
                 (state_bytes + sum(sizes.values())) // BYTES_PER_TOKEN,
                 self.limits.request_tokens,
                 "the whole request",
-                "questions",
+                ("questions",),
                 None,
             ),
         ):
@@ -740,7 +752,7 @@ class _Checker:
 
     # state and wrappers ----------------------------------------------------------------------
 
-    def state(self, wrapper: dict, path: str = "state") -> Any:
+    def state(self, wrapper: dict, path: Loc = ("state",)) -> Any:
         if "state" not in wrapper:
             self.error(
                 path,
@@ -769,12 +781,12 @@ class _Checker:
     def nonblank_string(self, wrapper: dict, key: str, code: str, required: bool) -> None:
         if key not in wrapper:
             if required:
-                self.error(key, f"missing_{key}", f"the body has no `{key}`")
+                self.error((key,), f"missing_{key}", f"the body has no `{key}`")
             return
         value = wrapper[key]
         if not isinstance(value, str) or not value.strip():
             self.error(
-                key,
+                (key,),
                 code,
                 f"`{key}` must be a non-blank string; got "
                 f"{'a blank string' if isinstance(value, str) else describe(value)}",
@@ -785,7 +797,7 @@ class _Checker:
         for key in wrapper:
             if key not in allowed:
                 self.warn(
-                    key,
+                    (key,),
                     "unknown_field",
                     f"`{key}` is not part of a {form.value} document and is ignored",
                 )
@@ -794,7 +806,7 @@ class _Checker:
         fmt = doc.get("format")
         if fmt != EXPORT_FORMAT:
             self.error(
-                "format",
+                ("format",),
                 "unsupported_format",
                 f"format is {json.dumps(fmt)[:80]}; this console reads `{EXPORT_FORMAT}`",
                 None,
@@ -821,7 +833,7 @@ class _Checker:
         }
         for key, (ok, expected) in checks.items():
             if key in doc and not ok(doc[key]):
-                self.error(key, f"invalid_{key}", f"`{key}` must be {expected}")
+                self.error((key,), f"invalid_{key}", f"`{key}` must be {expected}")
 
 
 _COMPOUND = re.compile(r"\b(and|or)\b", re.IGNORECASE)
@@ -894,7 +906,7 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
     checker = _Checker(limits, lints)
     if not isinstance(value, dict):
         checker.error(
-            "$",
+            (),
             "document_not_object",
             f"a question set document is a JSON object; got {describe(value)}",
         )
@@ -905,7 +917,7 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
     if form is Form.BARE:
         raw_questions = value
     else:
-        checker.repeated_keys(value, "$", "field", None)
+        checker.repeated_keys(value, (), "field", None)
         checker.unknown_keys(value, form)
         raw_questions = value.get("questions", ABSENT)
         if form is Form.EXPORT:
@@ -923,12 +935,12 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
         }
         if raw_questions is ABSENT:
             checker.error(
-                "questions", "missing_questions", f"the {form.value} body has no questions"
+                ("questions",), "missing_questions", f"the {form.value} body has no questions"
             )
     questions = None
     if raw_questions is not ABSENT:
         # A bare map is addressed as `questions.<id>` too, so paths read the same in every form.
-        questions = checker.questions(raw_questions, "questions")
+        questions = checker.questions(raw_questions, ("questions",))
     if lints and questions and not checker.errors:
         checker.lint_budget(raw_questions, state)
     document = None
@@ -937,7 +949,7 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
         claimed = meta.get("sha256")
         if form is Form.EXPORT and claimed is not None and claimed != document.sha256:
             checker.error(
-                "sha256",
+                ("sha256",),
                 "sha256_mismatch",
                 "sha256 does not match the questions; they were changed after the export "
                 "(remove sha256 to import them as they are)",

@@ -81,6 +81,7 @@ def test_json_output(tmp_path):
             "question": "q",
             "limit": 2,
             "actual": 1,
+            "loc": ["questions", "q", "criteria"],
         }
     ]
 

@@ -581,6 +581,7 @@ def test_issues_serialise_with_all_their_fields():
             "question": "intent",
             "limit": 255,
             "actual": 256,
+            "loc": ["questions", "intent", "criteria"],
         }
     ]
     assert result.as_dict()["valid"] is False
