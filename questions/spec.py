@@ -592,8 +592,11 @@ class _Checker:
             opath = _key_path(path, name)
             self.name(name, opath, "option name", qid)
             self.entry(entry, opath, qid, f"option `{name}`")
-        self.lint_entries(list(criteria.items()), path, qid, "option")
-        self.lint_escape(criteria, path, qid)
+        if self.lints:
+            names = list(criteria)
+            texts = [entry_text(e) for e in criteria.values()]
+            self.lint_entries(names, texts, path, qid, "option")
+            self.lint_escape(names, texts, path, qid)
 
     def score(self, criteria: Any, path: Loc, qid: str) -> None:
         if not isinstance(criteria, list):
@@ -617,7 +620,9 @@ class _Checker:
         )
         for i, entry in enumerate(criteria):
             self.entry(entry, (*path, i), qid, f"level {i}")
-        self.lint_entries([(str(i), e) for i, e in enumerate(criteria)], path, qid, "level")
+        if self.lints:
+            texts = [entry_text(e) for e in criteria]
+            self.lint_entries(range(len(criteria)), texts, path, qid, "level")
 
     def noul(self, criteria: Any, path: Loc, qid: str, instructions: Any) -> None:
         if criteria is not ABSENT and criteria is not None:
@@ -676,39 +681,41 @@ class _Checker:
 
     # lints (warnings that never repair) ------------------------------------------------------
 
-    def lint_entries(self, items: list[tuple[str, Any]], path: Loc, qid: str, kind: str) -> None:
-        seen: dict[str, str] = {}
-        for name, entry in items:
-            text = entry_text(entry)
-            label = f"{kind} `{name}`" if kind == "option" else f"level {name}"
-            if not text or (kind == "option" and _norm(text) == _norm(name)):
+    def lint_entries(
+        self, keys: list[str] | range, texts: list[str], path: Loc, qid: str, kind: str
+    ) -> None:
+        """Undescribed and duplicate descriptions; `keys` are option names or level indices."""
+        seen: dict[str, str | int] = {}
+        for key, text in zip(keys, texts, strict=True):
+            label = f"{kind} `{key}`" if kind == "option" else f"level {key}"
+            norm = _norm(text) if text else ""
+            if not norm or (kind == "option" and norm == _norm(key)):
                 self.warn(
-                    _key_path(path, name),
+                    _key_path(path, key),
                     f"undescribed_{kind}",
                     f"{label} of `{qid}` is named only by its id; describe it by its "
                     "consequence, or the model answers it at chance",
                     qid,
                 )
                 continue
-            key = _norm(text)
-            if key in seen:
-                other = seen[key]
+            if norm in seen:
+                other = seen[norm]
                 other_label = f"`{other}`" if kind == "option" else other
                 self.warn(
-                    _key_path(path, name),
+                    _key_path(path, key),
                     "duplicate_description",
                     f"{label} of `{qid}` has the same description as {kind} {other_label}",
                     qid,
                 )
             else:
-                seen[key] = name
+                seen[norm] = key
 
-    def lint_escape(self, criteria: dict, path: Loc, qid: str) -> None:
-        for name, entry in criteria.items():
-            if _ESCAPE_WORDS.intersection(re.split(r"[\W_]+", name.lower())):
+    def lint_escape(self, names: list[str], texts: list[str], path: Loc, qid: str) -> None:
+        for name in names:
+            if _ESCAPE_WORDS.intersection(_WORD_SPLIT.split(name.lower())):
                 return
-            if _ESCAPE_PHRASE.search(entry_text(entry)):
-                return
+        if any(_ESCAPE_PHRASE.search(text) for text in texts if text):
+            return
         self.warn(
             path,
             "no_escape_option",
@@ -836,6 +843,7 @@ class _Checker:
                 self.error((key,), f"invalid_{key}", f"`{key}` must be {expected}")
 
 
+_WORD_SPLIT = re.compile(r"[\W_]+")
 _COMPOUND = re.compile(r"\b(and|or)\b", re.IGNORECASE)
 _ESCAPE_WORDS = frozenset(
     {
@@ -880,7 +888,7 @@ def entry_text(entry: Any) -> str:
         examples = entry.get("examples")
         if isinstance(examples, list):
             parts.extend(examples)
-        return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+        return " ".join(p for p in parts if isinstance(p, str)).strip()
     return ""
 
 

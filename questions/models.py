@@ -1,0 +1,172 @@
+"""Persistence only (DESIGN.md §4). Every write goes through `questions/services.py`.
+
+Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
+options (declared order is what the author wrote and what the charts show), and a JSONField
+stores a JSON `null` state as SQL NULL. Text keeps both exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from questions import spec
+
+
+class QuestionSet(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="question_sets"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("set-detail", args=[self.slug])
+
+
+class Version(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft"
+        IN_REVIEW = "in_review", "in review"
+        APPROVED = "approved", "approved"
+        CHANGES_REQUESTED = "changes_requested", "changes requested"
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    document_text = models.TextField(help_text="the questions map as JSON, in declared order")
+    sha256 = models.CharField(max_length=64)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="versions"
+    )
+    revision = models.PositiveIntegerField(default=1, help_text="bumped by every saved edit")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["question_set", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question_set", "number"], name="version_number_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["question_set"], condition=Q(status="draft"), name="one_open_draft_per_set"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_set.slug} v{self.number}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("version-edit", args=[self.question_set.slug, self.number])
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return spec.loads(self.document_text)
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == self.Status.DRAFT
+
+
+class ReviewEvent(models.Model):
+    """The record of a version's life: created, edited here; the review workflow adds the rest."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        EDITED = "edited"
+        SUBMITTED = "submitted"
+        APPROVED = "approved"
+        CHANGES_REQUESTED = "changes_requested", "changes requested"
+        COMMENTED = "commented"
+
+    version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.version}: {self.kind}"
+
+
+class SampleState(models.Model):
+    """A named state of a set, with optional expected answers per question id and tags."""
+
+    question_set = models.ForeignKey(
+        QuestionSet, on_delete=models.CASCADE, related_name="sample_states"
+    )
+    name = models.CharField(max_length=128)
+    state_text = models.TextField(help_text="any JSON value; `null` is a value")
+    expected = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["question_set", "name"], name="state_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def state(self) -> Any:
+        return spec.loads(self.state_text)
+
+    @property
+    def size(self) -> int:
+        return len(self.state_text.encode())
+
+
+class SampleStateRevision(models.Model):
+    """One saved content of a sample state; recordings point at the exact one they ran on."""
+
+    sample_state = models.ForeignKey(
+        SampleState, on_delete=models.CASCADE, related_name="revisions"
+    )
+    revision = models.PositiveIntegerField()
+    name = models.CharField(max_length=128)
+    state_text = models.TextField()
+    state_sha256 = models.CharField(max_length=64)
+    expected = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sample_state", "-revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["sample_state", "revision"], name="state_revision_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} r{self.revision}"
+
+    @property
+    def state(self) -> Any:
+        return spec.loads(self.state_text)

@@ -1,0 +1,397 @@
+"""Every write (DESIGN.md §4, §7): one function per state change, keyword-only, atomic.
+
+Only a draft changes; a version in any other status is immutable, and this is the one place that
+enforces it. A draft carries a revision counter: a save based on a stale revision is refused
+with `StaleRevision`, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils.text import slugify
+
+from questions import spec
+from questions.models import (
+    QuestionSet,
+    ReviewEvent,
+    SampleState,
+    SampleStateRevision,
+    Version,
+)
+
+AUTHORS_GROUP = "authors"
+REVIEWERS_GROUP = "reviewers"
+
+
+class ServiceError(Exception):
+    """A refused change, with a message for the person who asked for it."""
+
+
+class NotADraft(ServiceError):
+    def __init__(self, version: Version):
+        super().__init__(
+            f"Version {version.number} of {version.question_set.slug} is "
+            f"{version.get_status_display()}; only a draft changes. Make a new draft from it."
+        )
+
+
+class StaleRevision(ServiceError):
+    def __init__(self, version: Version, base: int):
+        self.version = version
+        self.base = base
+        super().__init__(
+            f"This draft was saved elsewhere (another tab or person) since you opened it: it is "
+            f"at revision {version.revision}, you started from {base}. Nothing was saved; what "
+            "you typed is still here."
+        )
+
+
+class DraftExists(ServiceError):
+    def __init__(self, draft: Version):
+        self.draft = draft
+        super().__init__(
+            f"{draft.question_set.slug} already has an open draft, version {draft.number}; "
+            "continue there, or finish it first."
+        )
+
+
+class InvalidContent(ServiceError):
+    def __init__(self, what: str, errors: list[spec.Issue]):
+        self.errors = errors
+        shown = "; ".join(e.message for e in errors[:3])
+        super().__init__(f"The {what} is invalid: {shown}" + (" …" if len(errors) > 3 else ""))
+
+
+def document_text(document: Any) -> str:
+    """How a document or a state is stored: JSON in its own key order, no padding."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _limits() -> spec.Limits:
+    return settings.DECISIONS_LIMITS
+
+
+# --- sets and versions ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def question_set_create(
+    *, slug: str, name: str = "", description: str = "", owner: AbstractBaseUser
+) -> QuestionSet:
+    slug = slugify(slug)
+    if not slug:
+        raise ServiceError("A set needs a slug: letters, digits, hyphens or underscores.")
+    if QuestionSet.objects.filter(slug=slug).exists():
+        raise ServiceError(f"A set called {slug} exists already.")
+    question_set = QuestionSet(slug=slug, name=name or slug, description=description, owner=owner)
+    question_set.full_clean()
+    try:
+        with transaction.atomic():
+            question_set.save()
+    except IntegrityError as exc:
+        raise ServiceError(f"A set called {slug} exists already.") from exc
+    return question_set
+
+
+def _lock_set(question_set: QuestionSet) -> QuestionSet:
+    """Serialise writers of one set (numbering, the one open draft) on its row."""
+    return QuestionSet.objects.select_for_update().get(pk=question_set.pk)
+
+
+def _next_number(question_set: QuestionSet) -> int:
+    return (question_set.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+
+
+def open_draft(question_set: QuestionSet) -> Version | None:
+    return question_set.versions.filter(status=Version.Status.DRAFT).first()
+
+
+@transaction.atomic
+def version_create(
+    *,
+    question_set: QuestionSet,
+    document: dict[str, Any],
+    author: AbstractBaseUser,
+    parent: Version | None = None,
+    note: str = "",
+) -> Version:
+    """A new draft holding `document` (a questions map). Refused while the set has an open
+    draft. The document may be work in progress; validity is checked on submission."""
+    locked = _lock_set(question_set)
+    draft = open_draft(locked)
+    if draft is not None:
+        raise DraftExists(draft)
+    version = Version(
+        question_set=locked,
+        number=_next_number(locked),
+        status=Version.Status.DRAFT,
+        document_text=document_text(document),
+        sha256=spec.sha256_of(document),
+        parent=parent,
+        author=author,
+    )
+    try:
+        with transaction.atomic():
+            version.save()
+    except IntegrityError as exc:  # a racing writer on a database without row locks
+        draft = open_draft(locked)
+        if draft is not None:
+            raise DraftExists(draft) from exc
+        raise ServiceError("Another version was created at the same moment; try again.") from exc
+    ReviewEvent.objects.create(
+        version=version, kind=ReviewEvent.Kind.CREATED, actor=author, note=note
+    )
+    locked.save(update_fields=["updated_at"])
+    return version
+
+
+def version_draft_from(*, version: Version, author: AbstractBaseUser) -> Version:
+    """ "New draft from this version": any version, any status."""
+    return version_create(
+        question_set=version.question_set,
+        document=version.document,
+        author=author,
+        parent=version,
+        note=f"from version {version.number}",
+    )
+
+
+@transaction.atomic
+def version_save(
+    *,
+    version: Version,
+    document: dict[str, Any],
+    base_revision: int,
+    author: AbstractBaseUser,
+) -> Version:
+    """Save a draft's document. Refused unless the version is a draft and `base_revision` is
+    its current revision; on refusal nothing is written."""
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    if locked.revision != base_revision:
+        raise StaleRevision(locked, base_revision)
+    text = document_text(document)
+    if text == locked.document_text:
+        return locked
+    locked.document_text = text
+    locked.sha256 = spec.sha256_of(document)
+    locked.revision += 1
+    locked.save(update_fields=["document_text", "sha256", "revision", "updated_at"])
+    _record_edit(locked, author)
+    QuestionSet.objects.filter(pk=locked.question_set_id).update(updated_at=locked.updated_at)
+    return locked
+
+
+def _record_edit(version: Version, author: AbstractBaseUser) -> None:
+    """One `edited` event per person and run of saves: consecutive saves by the same author
+    extend the last event instead of flooding the record."""
+    last = version.events.order_by("-created_at", "-id").first()
+    if last and last.kind == ReviewEvent.Kind.EDITED and last.actor_id == author.pk:
+        last.note = f"revision {version.revision}"
+        last.save(update_fields=["note"])
+        return
+    ReviewEvent.objects.create(
+        version=version,
+        kind=ReviewEvent.Kind.EDITED,
+        actor=author,
+        note=f"revision {version.revision}",
+    )
+
+
+@transaction.atomic
+def version_discard(*, version: Version, author: AbstractBaseUser) -> None:
+    """Delete an open draft (its number is not reused)."""
+    locked = Version.objects.select_for_update().get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    locked.delete()
+
+
+def version_import(*, slug: str, value: Any, author: AbstractBaseUser, name: str = "") -> Version:
+    """A new draft from a document in any form (bare map, request body, export); the set is
+    created when new. Invalid input changes nothing."""
+    result = spec.validate(value, limits=_limits())
+    if not result.valid:
+        raise InvalidContent("document", result.errors)
+    with transaction.atomic():
+        question_set = QuestionSet.objects.filter(slug=slugify(slug)).first()
+        if question_set is None:
+            question_set = question_set_create(slug=slug, name=name, owner=author)
+        return version_create(
+            question_set=question_set,
+            document=result.document.questions_json(),
+            author=author,
+            note=f"imported ({result.form} document)",
+        )
+
+
+# --- sample states -------------------------------------------------------------------------------
+
+
+def _clean_state_fields(
+    *, name: str, state: Any, expected: dict[str, Any] | None, tags: Iterable[str] | None
+) -> tuple[str, str, dict[str, Any], list[str]]:
+    name = (name or "").strip()
+    if not name:
+        raise ServiceError("A sample state needs a name.")
+    if len(name) > 128:
+        raise ServiceError(f"A sample state's name has {len(name)} characters; at most 128.")
+    checked = spec.validate(
+        {"state": state, "questions": {"_": {"type": "noul"}}}, limits=_limits(), lints=False
+    )
+    if not checked.valid:
+        raise InvalidContent("state", checked.errors)
+    expected = dict(expected or {})
+    for qid, answer in expected.items():
+        if not isinstance(qid, str) or not (
+            isinstance(answer, str | bool) or (isinstance(answer, int) and answer >= 0)
+        ):
+            raise ServiceError(
+                f"Expected answer for `{qid}` must be an option name, a level number or true/false."
+            )
+    tags = sorted({t.strip() for t in (tags or []) if t and t.strip()})
+    return name, document_text(state), expected, tags
+
+
+@transaction.atomic
+def sample_state_create(
+    *,
+    question_set: QuestionSet,
+    name: str,
+    state: Any,
+    author: AbstractBaseUser,
+    expected: dict[str, Any] | None = None,
+    tags: Iterable[str] | None = None,
+) -> SampleState:
+    name, text, expected, tags = _clean_state_fields(
+        name=name, state=state, expected=expected, tags=tags
+    )
+    if question_set.sample_states.filter(name=name).exists():
+        raise ServiceError(f"{question_set.slug} has a sample state called {name} already.")
+    sample = SampleState.objects.create(
+        question_set=question_set, name=name, state_text=text, expected=expected, tags=tags
+    )
+    _record_state_revision(sample, author)
+    return sample
+
+
+@transaction.atomic
+def sample_state_update(
+    *,
+    sample: SampleState,
+    name: str,
+    state: Any,
+    author: AbstractBaseUser,
+    base_revision: int,
+    expected: dict[str, Any] | None = None,
+    tags: Iterable[str] | None = None,
+) -> SampleState:
+    locked = SampleState.objects.select_for_update().get(pk=sample.pk)
+    if locked.revision != base_revision:
+        raise ServiceError(
+            f"Sample state {locked.name} was saved elsewhere since you opened it (revision "
+            f"{locked.revision}, you started from {base_revision}). Nothing was saved; what you "
+            "typed is still here."
+        )
+    name, text, expected, tags = _clean_state_fields(
+        name=name, state=state, expected=expected, tags=tags
+    )
+    if name != locked.name and locked.question_set.sample_states.filter(name=name).exists():
+        raise ServiceError(f"{locked.question_set.slug} has a sample state called {name} already.")
+    unchanged = (locked.name, locked.state_text, locked.expected, locked.tags) == (
+        name,
+        text,
+        expected,
+        tags,
+    )
+    if unchanged:
+        return locked
+    locked.name, locked.state_text, locked.expected, locked.tags = name, text, expected, tags
+    locked.revision += 1
+    locked.save(update_fields=["name", "state_text", "expected", "tags", "revision", "updated_at"])
+    _record_state_revision(locked, author)
+    return locked
+
+
+def sample_state_duplicate(*, sample: SampleState, author: AbstractBaseUser) -> SampleState:
+    existing = set(sample.question_set.sample_states.values_list("name", flat=True))
+    name = f"{sample.name} (copy)"
+    n = 2
+    while name in existing:
+        name = f"{sample.name} (copy {n})"
+        n += 1
+    return sample_state_create(
+        question_set=sample.question_set,
+        name=name,
+        state=sample.state,
+        author=author,
+        expected=sample.expected,
+        tags=sample.tags,
+    )
+
+
+@transaction.atomic
+def sample_state_delete(*, sample: SampleState) -> None:
+    sample.delete()
+
+
+def _record_state_revision(sample: SampleState, author: AbstractBaseUser) -> None:
+    SampleStateRevision.objects.create(
+        sample_state=sample,
+        revision=sample.revision,
+        name=sample.name,
+        state_text=sample.state_text,
+        state_sha256=spec.state_sha256(sample.state),
+        expected=sample.expected,
+        tags=sample.tags,
+        author=author,
+    )
+
+
+def sample_states_import(
+    *, question_set: QuestionSet, items: list[Any], author: AbstractBaseUser
+) -> list[SampleState]:
+    """All or nothing: every item is {"name", "state", "expected"?, "tags"?}."""
+    created = []
+    try:
+        with transaction.atomic():
+            for i, item in enumerate(items):
+                if not isinstance(item, dict) or "name" not in item or "state" not in item:
+                    raise ServiceError(
+                        f"item {i + 1}: needs an object with name and state (null is a state)"
+                    )
+                unknown = set(item) - {"name", "state", "expected", "tags"}
+                if unknown:
+                    raise ServiceError(f"item {i + 1}: unknown keys {sorted(unknown)}")
+                if not isinstance(item["name"], str):
+                    raise ServiceError(f"item {i + 1}: name must be a string")
+                expected = item.get("expected") or {}
+                if not isinstance(expected, dict):
+                    raise ServiceError(f"item {i + 1}: expected must be an object")
+                tags = item.get("tags") or []
+                if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                    raise ServiceError(f"item {i + 1}: tags must be an array of strings")
+                try:
+                    created.append(
+                        sample_state_create(
+                            question_set=question_set,
+                            name=item["name"],
+                            state=item["state"],
+                            author=author,
+                            expected=expected,
+                            tags=tags,
+                        )
+                    )
+                except ServiceError as exc:
+                    raise ServiceError(f"item {i + 1} ({item['name']}): {exc}") from exc
+    except ServiceError:
+        raise
+    return created
