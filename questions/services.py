@@ -207,6 +207,23 @@ def _record_edit(version: Version, author: AbstractBaseUser) -> None:
 
 
 @transaction.atomic
+def version_submit(*, version: Version, author: AbstractBaseUser, note: str = "") -> Version:
+    """A draft goes to review and freezes. Only a valid document is submitted."""
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    result = spec.validate(locked.document, limits=_limits(), lints=False)
+    if not result.valid:
+        raise InvalidContent("draft", result.errors)
+    locked.status = Version.Status.IN_REVIEW
+    locked.save(update_fields=["status", "updated_at"])
+    ReviewEvent.objects.create(
+        version=locked, kind=ReviewEvent.Kind.SUBMITTED, actor=author, note=note
+    )
+    return locked
+
+
+@transaction.atomic
 def version_discard(*, version: Version, author: AbstractBaseUser) -> None:
     """Delete an open draft (its number is not reused)."""
     locked = Version.objects.select_for_update().get(pk=version.pk)
@@ -361,37 +378,34 @@ def sample_states_import(
 ) -> list[SampleState]:
     """All or nothing: every item is {"name", "state", "expected"?, "tags"?}."""
     created = []
-    try:
-        with transaction.atomic():
-            for i, item in enumerate(items):
-                if not isinstance(item, dict) or "name" not in item or "state" not in item:
-                    raise ServiceError(
-                        f"item {i + 1}: needs an object with name and state (null is a state)"
+    with transaction.atomic():
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or "name" not in item or "state" not in item:
+                raise ServiceError(
+                    f"item {i + 1}: needs an object with name and state (null is a state)"
+                )
+            unknown = set(item) - {"name", "state", "expected", "tags"}
+            if unknown:
+                raise ServiceError(f"item {i + 1}: unknown keys {sorted(unknown)}")
+            if not isinstance(item["name"], str):
+                raise ServiceError(f"item {i + 1}: name must be a string")
+            expected = item.get("expected") or {}
+            if not isinstance(expected, dict):
+                raise ServiceError(f"item {i + 1}: expected must be an object")
+            tags = item.get("tags") or []
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise ServiceError(f"item {i + 1}: tags must be an array of strings")
+            try:
+                created.append(
+                    sample_state_create(
+                        question_set=question_set,
+                        name=item["name"],
+                        state=item["state"],
+                        author=author,
+                        expected=expected,
+                        tags=tags,
                     )
-                unknown = set(item) - {"name", "state", "expected", "tags"}
-                if unknown:
-                    raise ServiceError(f"item {i + 1}: unknown keys {sorted(unknown)}")
-                if not isinstance(item["name"], str):
-                    raise ServiceError(f"item {i + 1}: name must be a string")
-                expected = item.get("expected") or {}
-                if not isinstance(expected, dict):
-                    raise ServiceError(f"item {i + 1}: expected must be an object")
-                tags = item.get("tags") or []
-                if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-                    raise ServiceError(f"item {i + 1}: tags must be an array of strings")
-                try:
-                    created.append(
-                        sample_state_create(
-                            question_set=question_set,
-                            name=item["name"],
-                            state=item["state"],
-                            author=author,
-                            expected=expected,
-                            tags=tags,
-                        )
-                    )
-                except ServiceError as exc:
-                    raise ServiceError(f"item {i + 1} ({item['name']}): {exc}") from exc
-    except ServiceError:
-        raise
+                )
+            except ServiceError as exc:
+                raise ServiceError(f"item {i + 1} ({item['name']}): {exc}") from exc
     return created

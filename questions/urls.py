@@ -1,8 +1,36 @@
 from django.urls import path
 
-from questions import views
+from questions.views import check, editor, sets, states
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("validate/", views.document_validate, name="document-validate"),
+    path("", sets.set_list, name="set-list"),
+    path("check/", check.document_check, name="document-check"),
+    path("sets/new/", sets.set_create, name="set-create"),
+    path("sets/<slug:slug>/", sets.set_detail, name="set-detail"),
+    path("sets/<slug:slug>/history/", sets.set_history, name="set-history"),
+    path("sets/<slug:slug>/diff/", sets.version_diff, name="version-diff"),
+    path("sets/<slug:slug>/v<int:number>/", editor.version_edit, name="version-edit"),
+    path("sets/<slug:slug>/v<int:number>/save/", editor.version_save, name="version-save"),
+    path(
+        "sets/<slug:slug>/v<int:number>/validate/", editor.version_validate, name="version-validate"
+    ),
+    path("sets/<slug:slug>/v<int:number>/card/", editor.version_card, name="version-card"),
+    path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),
+    path(
+        "sets/<slug:slug>/v<int:number>/new-draft/",
+        sets.version_new_draft,
+        name="version-new-draft",
+    ),
+    path("sets/<slug:slug>/v<int:number>/submit/", sets.version_submit, name="version-submit"),
+    path("sets/<slug:slug>/v<int:number>/discard/", sets.version_discard, name="version-discard"),
+    path("sets/<slug:slug>/states/new/", states.state_create, name="state-create"),
+    path("sets/<slug:slug>/states/check/", states.state_check, name="state-check"),
+    path("sets/<slug:slug>/states/<int:pk>/", states.state_edit, name="state-edit"),
+    path(
+        "sets/<slug:slug>/states/<int:pk>/duplicate/",
+        states.state_duplicate,
+        name="state-duplicate",
+    ),
+    path("sets/<slug:slug>/states/<int:pk>/delete/", states.state_delete, name="state-delete"),
+    path("sets/<slug:slug>/states/<int:pk>/history/", states.state_history, name="state-history"),
 ]

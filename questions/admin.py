@@ -1,0 +1,116 @@
+"""The admin: a window on the records. A version that is not a draft is read-only here as
+everywhere; a draft's document is saved through `services.version_save`, like the editor's."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+
+from questions import services, spec
+from questions.models import QuestionSet, ReviewEvent, SampleState, SampleStateRevision, Version
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class VersionInline(admin.TabularInline):
+    model = Version
+    fields = ("number", "status", "author", "revision", "updated_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(QuestionSet)
+class QuestionSetAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "owner", "updated_at")
+    search_fields = ("slug", "name", "description")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [VersionInline]
+
+
+class DraftForm(forms.ModelForm):
+    class Meta:
+        model = Version
+        fields = ("document_text",)
+
+    def clean_document_text(self) -> str:
+        text = self.cleaned_data["document_text"]
+        try:
+            value = spec.loads(text)
+        except spec.JSONTextError as exc:
+            raise forms.ValidationError(f"Not JSON: {exc}", code="not_json") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("A document is a JSON object.", code="not_object")
+        return text
+
+
+@admin.register(Version)
+class VersionAdmin(admin.ModelAdmin):
+    list_display = ("question_set", "number", "status", "author", "revision", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("question_set__slug",)
+    form = DraftForm
+    readonly_fields = (
+        "question_set",
+        "number",
+        "status",
+        "sha256",
+        "parent",
+        "author",
+        "revision",
+        "created_at",
+        "updated_at",
+    )
+
+    def has_add_permission(self, request) -> bool:
+        return False  # versions are made by import or "new draft from this version"
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return obj is None or obj.is_draft
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return obj is not None and obj.is_draft
+
+    def save_model(self, request, obj, form, change) -> None:
+        base = Version.objects.values_list("revision", flat=True).get(pk=obj.pk)
+        try:
+            services.version_save(
+                version=obj,
+                document=json.loads(form.cleaned_data["document_text"]),
+                base_revision=base,
+                author=request.user,
+            )
+        except services.ServiceError as exc:
+            messages.error(request, str(exc))
+
+    def delete_model(self, request, obj) -> None:
+        services.version_discard(version=obj, author=request.user)
+
+
+@admin.register(ReviewEvent)
+class ReviewEventAdmin(ReadOnlyAdmin):
+    list_display = ("version", "kind", "actor", "created_at")
+    list_filter = ("kind",)
+
+
+@admin.register(SampleState)
+class SampleStateAdmin(ReadOnlyAdmin):
+    list_display = ("question_set", "name", "revision", "updated_at")
+    search_fields = ("name", "question_set__slug")
+
+
+@admin.register(SampleStateRevision)
+class SampleStateRevisionAdmin(ReadOnlyAdmin):
+    list_display = ("sample_state", "revision", "author", "created_at")

@@ -1,0 +1,313 @@
+"""The editor's per-type question forms: a document ⇄ the fields of the editor page.
+
+A question is a card whose fields are named `q-<card>-…`; a choice option, a score level or a
+noul case is a row, `q-<card>-r-<row>-…`. Hidden `q` and `q-<card>-r` inputs list the cards and
+rows in page order, so reordering on the page reorders the document.
+
+Nothing is lost or rewritten on the way through: absent and `null` instructions and criteria
+are distinct choices on the form; an entry keeps its shape (no description / text / structured);
+and every row carries its original entry (and every card its original question) so that what
+the author did not touch comes back byte-for-byte — `{"what": "x"}` does not turn into `"x"`.
+Textareas send CRLF; it is read back as LF.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from questions import spec
+
+ENTRY_SHAPES = ("text", "object", "null")  # a noul case may also be "absent"
+INSTRUCTION_MODES = ("text", "json", "null", "absent")
+NOUL_MODES = ("absent", "null", "empty", "described")
+
+
+def new_key() -> str:
+    return secrets.token_hex(4)
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass
+class Row:
+    """An option (with a name), a level, or a noul case (`true` / `false`)."""
+
+    key: str
+    name: str = ""
+    shape: str = "text"
+    what: str = ""
+    not_for: str = ""
+    examples: str = ""  # one per line
+    orig: str = ""  # JSON of the entry this row was made from
+
+    @classmethod
+    def from_entry(cls, key: str, entry: Any, name: str = "") -> Row:
+        row = cls(key=key, name=name)
+        if entry is spec.ABSENT:
+            row.shape = "absent"
+            return row
+        row.orig = json.dumps(entry, ensure_ascii=False)
+        if entry is None:
+            row.shape = "null"
+        elif isinstance(entry, str):
+            row.shape, row.what = "text", entry
+        elif isinstance(entry, dict):
+            row.shape = "object"
+            row.what = entry.get("what") if isinstance(entry.get("what"), str) else ""
+            row.not_for = entry.get("not_for") if isinstance(entry.get("not_for"), str) else ""
+            examples = entry.get("examples")
+            if isinstance(examples, list):
+                row.examples = "\n".join(e for e in examples if isinstance(e, str))
+        return row
+
+    def entry(self) -> Any:
+        """The entry these fields mean; the original one when the fields still show it."""
+        if self.orig:
+            original = json.loads(self.orig)
+            if Row.from_entry(self.key, original, self.name).fields() == self.fields():
+                return original
+        if self.shape == "absent":
+            return spec.ABSENT
+        if self.shape == "null":
+            return None
+        if self.shape == "text":
+            return self.what
+        entry: dict[str, Any] = {}
+        if self.what:
+            entry["what"] = self.what
+        if self.not_for:
+            entry["not_for"] = self.not_for
+        examples = [line.strip() for line in self.examples.split("\n") if line.strip()]
+        if examples:
+            entry["examples"] = examples
+        return entry
+
+    def fields(self) -> tuple:
+        """What the form shows: fields hidden by the shape do not count."""
+        if self.shape in ("null", "absent"):
+            return (self.shape,)
+        if self.shape == "text":
+            return (self.shape, self.what)
+        examples = tuple(line.strip() for line in self.examples.split("\n") if line.strip())
+        return (self.shape, self.what, self.not_for, examples)
+
+
+@dataclass
+class Card:
+    """One question on the editor page."""
+
+    key: str
+    id: str = ""
+    type: str = "choice"
+    instructions_mode: str = "text"
+    instructions: str = ""
+    rows: list[Row] = field(default_factory=list)  # options or levels
+    noul_mode: str = "absent"
+    noul_true: Row = field(default_factory=lambda: Row(key="t", shape="absent"))
+    noul_false: Row = field(default_factory=lambda: Row(key="f", shape="absent"))
+    #: what JSON cannot hold (instructions that are not JSON, a name used twice)
+    errors: list[str] = field(default_factory=list)
+    #: issues found at this card's fields, for its status badge
+    error_count: int = 0
+    warning_count: int = 0
+
+    @classmethod
+    def from_question(cls, key: str, qid: str, question: Any) -> Card:
+        card = cls(key=key, id=qid)
+        if not isinstance(question, dict):
+            return card
+        qtype = question.get("type")
+        card.type = qtype if qtype in spec.QUESTION_TYPES else "choice"
+        instructions = question.get("instructions", spec.ABSENT)
+        if instructions is spec.ABSENT:
+            card.instructions_mode = "absent"
+        elif instructions is None:
+            card.instructions_mode = "null"
+        elif isinstance(instructions, str):
+            card.instructions_mode, card.instructions = "text", instructions
+        else:
+            card.instructions_mode = "json"
+            card.instructions = json.dumps(instructions, ensure_ascii=False, indent=2)
+        criteria = question.get("criteria", spec.ABSENT)
+        if card.type == "choice" and isinstance(criteria, dict):
+            card.rows = [
+                Row.from_entry(f"r{i}", e, name) for i, (name, e) in enumerate(criteria.items())
+            ]
+        elif card.type == "score" and isinstance(criteria, list):
+            card.rows = [Row.from_entry(f"r{i}", e) for i, e in enumerate(criteria)]
+        elif card.type == "noul":
+            if criteria is spec.ABSENT:
+                card.noul_mode = "absent"
+            elif criteria is None:
+                card.noul_mode = "null"
+            elif criteria == {}:
+                card.noul_mode = "empty"
+            else:
+                card.noul_mode = "described"
+            if isinstance(criteria, dict):
+                card.noul_true = Row.from_entry("t", criteria.get("true", spec.ABSENT))
+                card.noul_false = Row.from_entry("f", criteria.get("false", spec.ABSENT))
+        return card
+
+    @classmethod
+    def blank(cls, qtype: str = "choice") -> Card:
+        card = cls(key=new_key(), type=qtype if qtype in spec.QUESTION_TYPES else "choice")
+        if card.type in ("choice", "score"):
+            card.rows = [Row(key=new_key()), Row(key=new_key())]
+        return card
+
+    def question(self) -> dict[str, Any]:
+        """The question these fields mean. Problems that JSON cannot hold (instructions that
+        are not JSON, an option name used twice) go to `self.errors`."""
+        self.errors = []
+        question: dict[str, Any] = {"type": self.type}
+        if self.instructions_mode == "text":
+            question["instructions"] = self.instructions
+        elif self.instructions_mode == "null":
+            question["instructions"] = None
+        elif self.instructions_mode == "json":
+            try:
+                question["instructions"] = spec.loads(self.instructions)
+            except spec.JSONTextError as exc:
+                self.errors.append(f"The structured instructions are not JSON: {exc}")
+        if self.type == "choice":
+            criteria: dict[str, Any] = {}
+            for row in self.rows:
+                if row.name in criteria:
+                    self.errors.append(f"Option name `{row.name}` is used twice.")
+                    continue
+                criteria[row.name] = row.entry()
+            question["criteria"] = criteria
+        elif self.type == "score":
+            question["criteria"] = [row.entry() for row in self.rows]
+        elif self.noul_mode == "null":
+            question["criteria"] = None
+        elif self.noul_mode == "empty":
+            question["criteria"] = {}
+        elif self.noul_mode == "described":
+            cases = {"true": self.noul_true.entry(), "false": self.noul_false.entry()}
+            question["criteria"] = {k: v for k, v in cases.items() if v is not spec.ABSENT}
+        return question
+
+    def row_for(self, key: str | int) -> Row | None:
+        """The row an issue location names: an option name, a level index or true/false."""
+        if self.type == "choice":
+            return next((r for r in self.rows if r.name == key), None)
+        if self.type == "score" and isinstance(key, int) and 0 <= key < len(self.rows):
+            return self.rows[key]
+        if self.type == "noul":
+            return {"true": self.noul_true, "false": self.noul_false}.get(key)
+        return None
+
+
+def cards_from_document(document: Mapping[str, Any]) -> list[Card]:
+    return [Card.from_question(f"k{i}", qid, q) for i, (qid, q) in enumerate(document.items())]
+
+
+def _row_from_post(data, prefix: str, key: str) -> Row:
+    p = f"{prefix}-r-{key}-"
+    shape = data.get(p + "shape", "text")
+    return Row(
+        key=key,
+        name=data.get(p + "name", ""),
+        shape=shape if shape in (*ENTRY_SHAPES, "absent") else "text",
+        what=_lf(data.get(p + "what", "")),
+        not_for=_lf(data.get(p + "not_for", "")),
+        examples=_lf(data.get(p + "examples", "")),
+        orig=data.get(p + "orig", ""),
+    )
+
+
+def card_from_post(data, key: str) -> Card:
+    """One card from the posted fields (a QueryDict or a plain dict of lists)."""
+    prefix = f"q-{key}"
+    qtype = data.get(f"{prefix}-type", "choice")
+    mode = data.get(f"{prefix}-instructions_mode", "text")
+    noul_mode = data.get(f"{prefix}-noul_mode", "absent")
+    card = Card(
+        key=key,
+        id=data.get(f"{prefix}-id", ""),
+        type=qtype if qtype in spec.QUESTION_TYPES else "choice",
+        instructions_mode=mode if mode in INSTRUCTION_MODES else "text",
+        instructions=_lf(data.get(f"{prefix}-instructions", "")),
+        noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
+    )
+    getlist = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k, []))
+    if card.type == "noul":
+        card.noul_true = _row_from_post(data, prefix, "t")
+        card.noul_false = _row_from_post(data, prefix, "f")
+    else:
+        card.rows = [_row_from_post(data, prefix, row) for row in getlist(f"{prefix}-r")]
+    return card
+
+
+def cards_from_post(data) -> list[Card]:
+    getlist = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k, []))
+    return [card_from_post(data, key) for key in getlist("q")]
+
+
+@dataclass
+class EditorDocument:
+    """The document the page's cards mean, and what kept it from being JSON."""
+
+    cards: list[Card]
+    document: dict[str, Any]
+    errors: list[str]  # page-level: ids used twice …
+
+    @property
+    def representable(self) -> bool:
+        return not self.errors and not any(card.errors for card in self.cards)
+
+
+def document_from_cards(cards: list[Card]) -> EditorDocument:
+    document: dict[str, Any] = {}
+    errors: list[str] = []
+    for card in cards:
+        question = card.question()
+        if card.id in document:
+            card.errors.append(f"Question id `{card.id}` is used by another question.")
+            continue
+        document[card.id] = question
+    return EditorDocument(cards, document, errors)
+
+
+# --- placing issues at their fields --------------------------------------------------------------
+
+
+def slot_id(card: str, part: str, row: str | None = None) -> str:
+    return f"slot-{card}-row-{row}" if row is not None else f"slot-{card}-{part}"
+
+
+def place_issues(cards: list[Card], issues: list[spec.Issue]) -> dict[str, list[spec.Issue]]:
+    """Each issue under the slot of the field it names; the document's own under `document`."""
+    by_id: dict[str, Card] = {}
+    for card in cards:
+        by_id.setdefault(card.id, card)
+    placed: dict[str, list[spec.Issue]] = {}
+    for issue in issues:
+        placed.setdefault(_slot_for(by_id, issue.loc), []).append(issue)
+    return placed
+
+
+def _slot_for(by_id: dict[str, Card], loc: tuple) -> str:
+    if len(loc) < 2 or loc[0] != "questions" or loc[1] not in by_id:
+        return "slot-document"
+    card = by_id[loc[1]]
+    if len(loc) == 2:
+        return slot_id(card.key, "id")
+    part = loc[2]
+    if part in ("type", "instructions"):
+        return slot_id(card.key, part)
+    if part == "criteria":
+        if len(loc) > 3:
+            row = card.row_for(loc[3])
+            if row is not None:
+                return slot_id(card.key, "row", row.key)
+        return slot_id(card.key, "criteria")
+    return slot_id(card.key, "card")

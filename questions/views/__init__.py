@@ -1,0 +1,1 @@
+"""Thin views: read the request, call one service or selector, render a template or partial."""

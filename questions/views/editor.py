@@ -1,0 +1,272 @@
+"""The version editor: the page, as-you-type validation of one card, card operations, the save
+with its stale-revision check, and the JSON view."""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from questions import forms, roles, services, spec
+from questions.models import Version
+from questions.views.sets import require_author
+
+EDIT_TEMPLATE = "questions/version_edit.html"
+
+
+def _version(slug: str, number: int) -> Version:
+    return get_object_or_404(
+        Version.objects.select_related("question_set", "author", "parent"),
+        question_set__slug=slug,
+        number=number,
+    )
+
+
+def _limits() -> spec.Limits:
+    return settings.DECISIONS_LIMITS
+
+
+def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
+    """What JSON could not hold, as issues at the card."""
+    return [
+        spec.Issue(
+            path=f"questions.{card.id}",
+            code="form",
+            message=message,
+            question=card.id,
+            loc=("questions", card.id, "form"),
+        )
+        for card in cards
+        for message in card.errors
+    ]
+
+
+def _checked(cards: list[forms.Card], document: dict) -> dict:
+    """The issues of a document, placed at the fields of `cards`, and a status per card."""
+    result = spec.validate(document, limits=_limits())
+    errors = result.errors + _form_issues(cards)
+    errors_at = forms.place_issues(cards, errors)
+    warnings_at = forms.place_issues(cards, result.warnings)
+    for card in cards:
+        prefix = f"slot-{card.key}-"
+        card.error_count = sum(len(v) for k, v in errors_at.items() if k.startswith(prefix))
+        card.warning_count = sum(len(v) for k, v in warnings_at.items() if k.startswith(prefix))
+    return {
+        "errors_at": errors_at,
+        "warnings_at": warnings_at,
+        "error_count": len(errors),
+        "warning_count": len(result.warnings),
+        "blank_row": forms.Row(key="__ROW__"),
+    }
+
+
+def _page(
+    request,
+    version: Version,
+    cards: list[forms.Card],
+    document: dict,
+    *,
+    revision: int,
+    status: int = 200,
+    **extra,
+) -> HttpResponse:
+    question_set = version.question_set
+    draft = (
+        version
+        if version.is_draft
+        else question_set.versions.filter(status=Version.Status.DRAFT).first()
+    )
+    context = {
+        "set": question_set,
+        "version": version,
+        "open_draft": draft,
+        "cards": cards,
+        "revision": revision,
+        "limits": _limits(),
+        "editable": version.is_draft and roles.is_author(request.user),
+        "can_author": roles.is_author(request.user),
+        "question_types": spec.QUESTION_TYPES,
+        **_checked(cards, document),
+        **extra,
+    }
+    return render(request, EDIT_TEMPLATE, context, status=status)
+
+
+@require_GET
+def version_edit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    version = _version(slug, number)
+    document = version.document
+    return _page(
+        request, version, forms.cards_from_document(document), document, revision=version.revision
+    )
+
+
+@require_POST
+def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Save the whole page. A stale revision, or content JSON cannot hold, is refused with the
+    typed content kept on the page."""
+    require_author(request)
+    version = _version(slug, number)
+    cards = forms.cards_from_post(request.POST)
+    edited = forms.document_from_cards(cards)
+    try:
+        base = int(request.POST.get("overwrite_revision") or request.POST.get("base_revision", ""))
+    except ValueError:
+        base = -1
+    if not edited.representable:
+        return _page(
+            request,
+            version,
+            cards,
+            edited.document,
+            revision=base,
+            status=422,
+            problem="Nothing was saved: fix what is marked below first.",
+        )
+    try:
+        saved = services.version_save(
+            version=version, document=edited.document, base_revision=base, author=request.user
+        )
+    except services.StaleRevision as exc:
+        return _page(
+            request,
+            version,
+            cards,
+            edited.document,
+            revision=base,
+            status=409,
+            conflict=exc,
+            latest_revision=exc.version.revision,
+        )
+    except services.NotADraft as exc:
+        return _page(
+            request, version, cards, edited.document, revision=base, status=409, problem=str(exc)
+        )
+    invalid = spec.validate(saved.document, limits=_limits(), lints=False).errors
+    if invalid:
+        messages.warning(
+            request,
+            f"Saved revision {saved.revision} with {len(invalid)} "
+            f"error{'s' if len(invalid) != 1 else ''}; a draft must be valid "
+            "before it is submitted.",
+        )
+    else:
+        messages.success(request, f"Saved revision {saved.revision}.")
+    return redirect(saved)
+
+
+@require_POST
+def version_validate(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """As the author types: check one card against the contract and swap in its issues,
+    counters and status (out of band). The other cards count by their ids only."""
+    version = _version(slug, number)
+    key = request.POST.get("card", "")
+    keys = request.POST.getlist("q")
+    card = forms.card_from_post(request.POST, key)
+    question = card.question()
+    document = {request.POST.get(f"q-{k}-id", ""): {"type": "noul"} for k in keys if k != key}
+    if card.id in document:
+        card.errors.append(f"Question id `{card.id}` is used by another question.")
+    document[card.id] = question
+    checked = _checked([card], document)
+    context = {
+        "set": version.question_set,
+        "version": version,
+        "card": card,
+        "limits": _limits(),
+        "question_count": len(keys),
+        **checked,
+    }
+    return render(request, EDIT_TEMPLATE + "#card-validation", context)
+
+
+@require_http_methods(["GET", "POST"])
+def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Card operations: a new blank card (GET ?type=…), a card re-rendered for its new type,
+    or a duplicate (POST op=type|duplicate)."""
+    require_author(request)
+    version = _version(slug, number)
+    if request.method == "GET":
+        card = forms.Card.blank(request.GET.get("type", "choice"))
+        taken = set(request.GET.getlist("ids"))
+        n = len(taken) + 1
+        while f"question_{n}" in taken:
+            n += 1
+        card.id = f"question_{n}"
+        fresh = True
+    else:
+        card = forms.card_from_post(request.POST, request.POST.get("card", ""))
+        fresh = False
+        if request.POST.get("op") == "duplicate":
+            card.key = forms.new_key()
+            taken = set(request.POST.getlist("ids"))
+            base = f"{card.id}_copy"
+            card.id, n = base, 2
+            while card.id in taken:
+                card.id, n = f"{base}_{n}", n + 1
+            fresh = True
+        elif card.type in ("choice", "score") and not card.rows:
+            card.rows = [forms.Row(key=forms.new_key()), forms.Row(key=forms.new_key())]
+    document = {card.id: card.question()}
+    context = {
+        "set": version.question_set,
+        "version": version,
+        "card": card,
+        "fresh": fresh,
+        "editable": True,
+        "limits": _limits(),
+        "question_types": spec.QUESTION_TYPES,
+        **_checked([card], document),
+    }
+    return render(request, EDIT_TEMPLATE + "#card", context)
+
+
+@require_http_methods(["GET", "POST"])
+def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The whole document as JSON; a pasted one is validated before it replaces anything."""
+    version = _version(slug, number)
+    text = json.dumps(version.document, ensure_ascii=False, indent=2)
+    context = {
+        "set": version.question_set,
+        "version": version,
+        "text": text,
+        "revision": version.revision,
+        "result": None,
+        "problem": None,
+        "editable": version.is_draft and roles.is_author(request.user),
+    }
+    if request.method == "GET":
+        return render(request, "questions/version_json.html", context)
+    require_author(request)
+    context["text"] = text = request.POST.get("document", "")
+    try:
+        context["revision"] = base = int(request.POST.get("base_revision", ""))
+    except ValueError:
+        base = -1
+    try:
+        result = spec.validate(spec.loads(text), limits=_limits())
+    except spec.JSONTextError as exc:
+        result = None
+        context["problem"] = f"This is not JSON: {exc}"
+    context["result"] = result
+    if request.POST.get("action") == "check":
+        return render(request, "questions/version_json.html#json-result", context)
+    if result is None or not result.valid:
+        context["problem"] = context["problem"] or "Nothing was replaced: the document is invalid."
+        return render(request, "questions/version_json.html", context, status=422)
+    try:
+        saved = services.version_save(
+            version=version,
+            document=result.document.questions_json(),
+            base_revision=base,
+            author=request.user,
+        )
+    except services.ServiceError as exc:
+        context["problem"] = str(exc)
+        return render(request, "questions/version_json.html", context, status=409)
+    messages.success(request, f"Replaced the document: revision {saved.revision}.")
+    return redirect(saved)

@@ -1,0 +1,159 @@
+"""Sets list, set page, version history, diff, and the version actions (new draft, discard)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from questions import diff, roles, selectors, services
+from questions.models import QuestionSet, Version
+
+
+def require_author(request: HttpRequest) -> None:
+    if not roles.is_author(request.user):
+        raise PermissionDenied("Only authors change question sets.")
+
+
+@require_GET
+def set_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "")
+    context = {
+        "sets": selectors.question_sets(search),
+        "search": search,
+        "can_author": roles.is_author(request.user),
+    }
+    template = "questions/set_list.html"
+    if request.htmx and request.htmx.target == "set-rows":
+        template += "#set-rows"
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+def set_create(request: HttpRequest) -> HttpResponse:
+    require_author(request)
+    values = {"slug": "", "name": "", "description": ""}
+    error = None
+    if request.method == "POST":
+        values = {k: request.POST.get(k, "").strip() for k in values}
+        try:
+            question_set = services.question_set_create(owner=request.user, **values)
+            services.version_create(
+                question_set=question_set,
+                document={
+                    "first_question": {
+                        "type": "choice",
+                        "instructions": "",
+                        "criteria": {"yes": "", "no": "", "unclear": ""},
+                    }
+                },
+                author=request.user,
+                note="new set",
+            )
+        except services.ServiceError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Created {question_set.slug} with a first draft.")
+            return redirect("version-edit", question_set.slug, 1)
+    return render(
+        request,
+        "questions/set_create.html",
+        {"values": values, "error": error},
+        status=422 if error else 200,
+    )
+
+
+@require_GET
+def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet.objects.select_related("owner"), slug=slug)
+    versions = list(selectors.versions_of(question_set))
+    context = {
+        "set": question_set,
+        "versions": versions,
+        "draft": next((v for v in versions if v.is_draft), None),
+        "states": question_set.sample_states.all(),
+        "can_author": roles.is_author(request.user),
+    }
+    return render(request, "questions/set_detail.html", context)
+
+
+@require_GET
+def set_history(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    versions = selectors.versions_of(question_set).prefetch_related("events__actor")
+    return render(
+        request, "questions/set_history.html", {"set": question_set, "versions": versions}
+    )
+
+
+@require_GET
+def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
+    """The semantic diff between any two versions: ?a=N&b=M (default: the newest two)."""
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    versions = list(selectors.versions_of(question_set))
+    by_number = {v.number: v for v in versions}
+    error = None
+
+    def pick(name: str, default: Version | None) -> Version | None:
+        nonlocal error
+        raw = request.GET.get(name)
+        if raw is None:
+            return default
+        try:
+            return by_number[int(raw)]
+        except (ValueError, KeyError):
+            error = f"{question_set.slug} has no version {raw!r}."
+            return default
+
+    newest = versions[0] if versions else None
+    b = pick("b", newest)
+    a = pick("a", b.parent if b and b.parent else (versions[1] if len(versions) > 1 else b))
+    result = diff.document_diff(a.document, b.document) if a and b else None
+    return render(
+        request,
+        "questions/version_diff.html",
+        {"set": question_set, "versions": versions, "a": a, "b": b, "diff": result, "error": error},
+        status=404 if error else 200,
+    )
+
+
+@require_POST
+def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    require_author(request)
+    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    try:
+        draft = services.version_draft_from(version=version, author=request.user)
+    except services.DraftExists as exc:
+        messages.warning(request, str(exc))
+        return redirect(exc.draft)
+    messages.success(request, f"Version {draft.number} is a new draft from version {number}.")
+    return redirect(draft)
+
+
+@require_POST
+def version_discard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    require_author(request)
+    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    try:
+        services.version_discard(version=version, author=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect(version)
+    messages.success(request, f"Draft version {number} was discarded.")
+    return redirect("set-detail", slug)
+
+
+@require_POST
+def version_submit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    require_author(request)
+    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    try:
+        services.version_submit(version=version, author=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Version {number} is submitted for review; it no longer "
+                         "changes.")
+    return redirect(version)

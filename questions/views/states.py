@@ -1,0 +1,223 @@
+"""Sample states: create, edit (JSON checked as typed), duplicate, delete, history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from questions import roles, services, spec
+from questions.models import QuestionSet, SampleState
+from questions.views.sets import require_author
+
+TEMPLATE = "questions/samplestate_form.html"
+
+
+def _questions(question_set: QuestionSet) -> list[dict[str, Any]]:
+    """The newest version's questions, for the expected-answer choices."""
+    version = question_set.versions.order_by("-number").first()
+    if version is None:
+        return []
+    document = version.document
+    out = []
+    for qid, q in document.items():
+        if not isinstance(q, dict):
+            continue
+        qtype = q.get("type")
+        criteria = q.get("criteria")
+        if qtype == "choice" and isinstance(criteria, dict):
+            choices = [(name, name) for name in criteria]
+        elif qtype == "score" and isinstance(criteria, list):
+            choices = [(str(i), f"{i}: {_short(e)}") for i, e in enumerate(criteria)]
+        elif qtype == "noul":
+            choices = [("true", "true"), ("false", "false")]
+        else:
+            continue
+        out.append({"id": qid, "type": qtype, "choices": choices})
+    return out
+
+
+def _short(entry: Any) -> str:
+    text = spec.entry_text(entry) or "(no description)"
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _state_check(text: str) -> dict[str, Any]:
+    """The typed state: its value, or what is wrong, and its size against the limit."""
+    limit = settings.DECISIONS_LIMITS.max_state_bytes
+    if not text.strip():
+        return {"state_error": "Type a JSON value (null is a value).", "size": 0, "limit": limit}
+    try:
+        value = spec.loads(text)
+    except spec.JSONTextError as exc:
+        return {"state_error": f"Not JSON: {exc}", "size": None, "limit": limit}
+    size = len(spec.canonical_json(value))
+    error = None
+    if size > limit:
+        error = f"The state is {size:,} bytes serialised; at most {limit:,}."
+    return {"state_error": error, "size": size, "limit": limit, "value": value}
+
+
+def _expected_from_post(post, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    expected: dict[str, Any] = {}
+    for q in questions:
+        raw = post.get(f"expected-{q['id']}", "")
+        if raw == "":
+            continue
+        if q["type"] == "score":
+            expected[q["id"]] = int(raw) if raw.isdigit() else raw
+        elif q["type"] == "noul":
+            expected[q["id"]] = raw == "true"
+        else:
+            expected[q["id"]] = raw
+    return expected
+
+
+def _expected_for_form(expected: dict[str, Any]) -> dict[str, str]:
+    return {k: (json.dumps(v) if isinstance(v, bool) else str(v)) for k, v in expected.items()}
+
+
+def _form(
+    request, question_set, sample, *, text, name, tags, expected, revision, status=200, problem=None
+):
+    questions = _questions(question_set)
+    shown = _expected_for_form(expected)
+    for q in questions:
+        q["expected"] = shown.get(q["id"], "")
+    context = {
+        "set": question_set,
+        "sample": sample,
+        "text": text,
+        "name": name,
+        "tags": ", ".join(tags),
+        "questions": questions,
+        "revision": revision,
+        "problem": problem,
+        "editable": roles.is_author(request.user),
+        **_state_check(text),
+    }
+    return render(request, TEMPLATE, context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def state_create(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    if request.method == "GET":
+        require_author(request)
+        return _form(
+            request, question_set, None, text="{}", name="", tags=[], expected={}, revision=0
+        )
+    return _save(request, question_set, None)
+
+
+@require_http_methods(["GET", "POST"])
+def state_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    sample = get_object_or_404(
+        SampleState.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+    )
+    if request.method == "GET":
+        text = json.dumps(sample.state, ensure_ascii=False, indent=2)
+        return _form(
+            request,
+            sample.question_set,
+            sample,
+            text=text,
+            name=sample.name,
+            tags=sample.tags,
+            expected=sample.expected,
+            revision=sample.revision,
+        )
+    return _save(request, sample.question_set, sample)
+
+
+def _save(request, question_set: QuestionSet, sample: SampleState | None) -> HttpResponse:
+    require_author(request)
+    text = request.POST.get("state", "")
+    name = request.POST.get("name", "")
+    tags = [t.strip() for t in request.POST.get("tags", "").split(",") if t.strip()]
+    questions = _questions(question_set)
+    expected = _expected_from_post(request.POST, questions)
+    try:
+        revision = int(request.POST.get("base_revision", "0"))
+    except ValueError:
+        revision = -1
+    checked = _state_check(text)
+    keep = {"text": text, "name": name, "tags": tags, "expected": expected, "revision": revision}
+    if checked["state_error"]:
+        return _form(
+            request,
+            question_set,
+            sample,
+            status=422,
+            problem=f"Nothing was saved: {checked['state_error']}",
+            **keep,
+        )
+    try:
+        if sample is None:
+            sample = services.sample_state_create(
+                question_set=question_set,
+                name=name,
+                state=checked["value"],
+                author=request.user,
+                expected=expected,
+                tags=tags,
+            )
+        else:
+            sample = services.sample_state_update(
+                sample=sample,
+                name=name,
+                state=checked["value"],
+                author=request.user,
+                base_revision=revision,
+                expected=expected,
+                tags=tags,
+            )
+    except services.ServiceError as exc:
+        return _form(
+            request, question_set, sample, status=409 if sample else 422, problem=str(exc), **keep
+        )
+    messages.success(request, f"Saved sample state {sample.name} (revision {sample.revision}).")
+    return redirect("state-edit", question_set.slug, sample.pk)
+
+
+@require_POST
+def state_check(request: HttpRequest, slug: str) -> HttpResponse:
+    """As the author types the state: its size against the limit, or what is wrong."""
+    checked = _state_check(request.POST.get("state", ""))
+    return render(request, TEMPLATE + "#state-status", checked)
+
+
+@require_POST
+def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    require_author(request)
+    sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
+    copy = services.sample_state_duplicate(sample=sample, author=request.user)
+    messages.success(request, f"Duplicated {sample.name} as {copy.name}.")
+    return redirect("state-edit", slug, copy.pk)
+
+
+@require_POST
+def state_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    require_author(request)
+    sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
+    services.sample_state_delete(sample=sample)
+    messages.success(request, f"Deleted sample state {sample.name}.")
+    return redirect("set-detail", slug)
+
+
+@require_GET
+def state_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    sample = get_object_or_404(
+        SampleState.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+    )
+    revisions = sample.revisions.select_related("author")
+    return render(
+        request,
+        "questions/samplestate_history.html",
+        {"set": sample.question_set, "sample": sample, "revisions": revisions},
+    )
