@@ -93,9 +93,9 @@ class Row:
         if self.shape in ("null", "absent"):
             return (self.shape,)
         if self.shape == "text":
-            return (self.shape, self.what)
-        examples = tuple(line.strip() for line in self.examples.split("\n") if line.strip())
-        return (self.shape, self.what, self.not_for, examples)
+            return (self.shape, _lf(self.what))
+        examples = tuple(line.strip() for line in _lf(self.examples).split("\n") if line.strip())
+        return (self.shape, _lf(self.what), _lf(self.not_for), examples)
 
 
 @dataclass
@@ -107,6 +107,7 @@ class Card:
     type: str = "choice"
     instructions_mode: str = "text"
     instructions: str = ""
+    instructions_orig: str = ""  # JSON of the instructions the card was made from
     rows: list[Row] = field(default_factory=list)  # options or levels
     noul_mode: str = "absent"
     noul_true: Row = field(default_factory=lambda: Row(key="t", shape="absent"))
@@ -125,15 +126,9 @@ class Card:
         qtype = question.get("type")
         card.type = qtype if qtype in spec.QUESTION_TYPES else "choice"
         instructions = question.get("instructions", spec.ABSENT)
-        if instructions is spec.ABSENT:
-            card.instructions_mode = "absent"
-        elif instructions is None:
-            card.instructions_mode = "null"
-        elif isinstance(instructions, str):
-            card.instructions_mode, card.instructions = "text", instructions
-        else:
-            card.instructions_mode = "json"
-            card.instructions = json.dumps(instructions, ensure_ascii=False, indent=2)
+        card.instructions_mode, card.instructions = _instructions_fields(instructions)
+        if instructions is not spec.ABSENT:
+            card.instructions_orig = json.dumps(instructions, ensure_ascii=False)
         criteria = question.get("criteria", spec.ABSENT)
         if card.type == "choice" and isinstance(criteria, dict):
             card.rows = [
@@ -167,15 +162,9 @@ class Card:
         are not JSON, an option name used twice) go to `self.errors`."""
         self.errors = []
         question: dict[str, Any] = {"type": self.type}
-        if self.instructions_mode == "text":
-            question["instructions"] = self.instructions
-        elif self.instructions_mode == "null":
-            question["instructions"] = None
-        elif self.instructions_mode == "json":
-            try:
-                question["instructions"] = spec.loads(self.instructions)
-            except spec.JSONTextError as exc:
-                self.errors.append(f"The structured instructions are not JSON: {exc}")
+        instructions = self._instructions()
+        if instructions is not spec.ABSENT:
+            question["instructions"] = instructions
         if self.type == "choice":
             criteria: dict[str, Any] = {}
             for row in self.rows:
@@ -195,6 +184,23 @@ class Card:
             question["criteria"] = {k: v for k, v in cases.items() if v is not spec.ABSENT}
         return question
 
+    def _instructions(self) -> Any:
+        if self.instructions_orig:
+            original = json.loads(self.instructions_orig)
+            mode, text = _instructions_fields(original)
+            if (mode, _lf(text)) == (self.instructions_mode, _lf(self.instructions)):
+                return original
+        if self.instructions_mode == "text":
+            return self.instructions
+        if self.instructions_mode == "null":
+            return None
+        if self.instructions_mode == "json":
+            try:
+                return spec.loads(self.instructions)
+            except spec.JSONTextError as exc:
+                self.errors.append(f"The structured instructions are not JSON: {exc}")
+        return spec.ABSENT
+
     def row_for(self, key: str | int) -> Row | None:
         """The row an issue location names: an option name, a level index or true/false."""
         if self.type == "choice":
@@ -204,6 +210,17 @@ class Card:
         if self.type == "noul":
             return {"true": self.noul_true, "false": self.noul_false}.get(key)
         return None
+
+
+def _instructions_fields(instructions: Any) -> tuple[str, str]:
+    """The (mode, text) the form shows for instructions."""
+    if instructions is spec.ABSENT:
+        return "absent", ""
+    if instructions is None:
+        return "null", ""
+    if isinstance(instructions, str):
+        return "text", instructions
+    return "json", json.dumps(instructions, ensure_ascii=False, indent=2)
 
 
 def cards_from_document(document: Mapping[str, Any]) -> list[Card]:
@@ -236,6 +253,7 @@ def card_from_post(data, key: str) -> Card:
         type=qtype if qtype in spec.QUESTION_TYPES else "choice",
         instructions_mode=mode if mode in INSTRUCTION_MODES else "text",
         instructions=_lf(data.get(f"{prefix}-instructions", "")),
+        instructions_orig=data.get(f"{prefix}-instructions_orig", ""),
         noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
     )
     getlist = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k, []))

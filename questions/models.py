@@ -24,6 +24,8 @@ class QuestionSet(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="question_sets"
     )
+    #: the last version number handed out; a discarded draft's number is never reused
+    version_counter = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

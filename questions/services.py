@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils.text import slugify
 
 from questions import spec
@@ -105,8 +104,11 @@ def _lock_set(question_set: QuestionSet) -> QuestionSet:
     return QuestionSet.objects.select_for_update().get(pk=question_set.pk)
 
 
-def _next_number(question_set: QuestionSet) -> int:
-    return (question_set.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+def _next_number(locked: QuestionSet) -> int:
+    """Hand out the next number of a set locked by `_lock_set` (never one used before)."""
+    locked.version_counter += 1
+    locked.save(update_fields=["version_counter"])
+    return locked.version_counter
 
 
 def open_draft(question_set: QuestionSet) -> Version | None:

@@ -1,1 +1,30 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the rule that nothing is skipped silently in CI.
+
+With CI set, a skipped test fails the run, except the PostgreSQL-only tests while the suite runs
+on SQLite (CI runs the suite again on PostgreSQL, where they run and nothing may skip).
+"""
+
+import os
+
+import pytest
+
+POSTGRES_ONLY = "needs PostgreSQL"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not os.environ.get("CI"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    on_postgres = os.environ.get("DATABASE_URL", "").startswith("postgres")
+    refused = []
+    for report in reporter.stats.get("skipped", []):
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        if on_postgres or not reason.startswith(f"Skipped: {POSTGRES_ONLY}"):
+            refused.append(f"{report.nodeid}: {reason}")
+    if refused:
+        reporter.write_line("CI forbids skipped tests:", red=True)
+        for line in refused:
+            reporter.write_line(f"  {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

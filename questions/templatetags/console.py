@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from questions.forms import slot_id
 
@@ -32,7 +32,7 @@ def slot(errors, warnings, card: str, part: str, row: str | None = None, oob: bo
     return format_html(
         '<div id="{}" class="slot" aria-live="polite"{}>{}</div>',
         sid,
-        format_html(' hx-swap-oob="true"') if oob else "",
+        mark_safe(' hx-swap-oob="true"') if oob else "",
         _issues_html(found),
     )
 

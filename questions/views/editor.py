@@ -190,9 +190,10 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     or a duplicate (POST op=type|duplicate)."""
     require_author(request)
     version = _version(slug, number)
+    data = request.GET if request.method == "GET" else request.POST
+    taken = {data.get(f"q-{key}-id", "") for key in data.getlist("q")}
     if request.method == "GET":
         card = forms.Card.blank(request.GET.get("type", "choice"))
-        taken = set(request.GET.getlist("ids"))
         n = len(taken) + 1
         while f"question_{n}" in taken:
             n += 1
@@ -203,7 +204,6 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         fresh = False
         if request.POST.get("op") == "duplicate":
             card.key = forms.new_key()
-            taken = set(request.POST.getlist("ids"))
             base = f"{card.id}_copy"
             card.id, n = base, 2
             while card.id in taken:

@@ -154,6 +154,7 @@ def version_submit(request: HttpRequest, slug: str, number: int) -> HttpResponse
     except services.ServiceError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Version {number} is submitted for review; it no longer "
-                         "changes.")
+        messages.success(
+            request, f"Version {number} is submitted for review; it no longer changes."
+        )
     return redirect(version)

@@ -9,8 +9,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def test_sign_in_and_check_a_document_while_typing(page, sign_in):
-    sign_in()
-    expect(page.get_by_role("heading", name="Decision Console")).to_be_visible()
+    url = sign_in()
+    expect(page.get_by_role("heading", name="Question sets")).to_be_visible()
+    page.goto(f"{url}/check/")
     box = page.get_by_label("Document (JSON)")
     one_option = {"q": {"type": "choice", "criteria": {"a": "first"}}}
     box.fill(json.dumps(one_option))

@@ -1,4 +1,4 @@
-"""The home page behind sign-in and its document check (full page and htmx partial)."""
+"""Sign-in, and the document check page (full page and htmx partial)."""
 
 import json
 
@@ -20,10 +20,11 @@ def signed_in(client, author):
     return client
 
 
-def test_home_needs_sign_in(client):
-    response = client.get(reverse("home"))
+@pytest.mark.parametrize("name", ["set-list", "document-check", "set-create"])
+def test_pages_need_sign_in(client, name):
+    response = client.get(reverse(name))
     assert response.status_code == 302
-    assert response.url == f"{reverse('login')}?next=/"
+    assert response.url == f"{reverse('login')}?next={reverse(name)}"
 
 
 def test_sign_in_page_and_signing_in(client, author):
@@ -32,7 +33,7 @@ def test_sign_in_page_and_signing_in(client, author):
     assert b"Sign in" in page.content
     response = client.post(reverse("login"), {"username": "author", "password": "pw-for-tests"})
     assert response.status_code == 302
-    assert client.get(reverse("home")).status_code == 200
+    assert client.get(reverse("set-list")).status_code == 200
 
 
 def test_a_wrong_password_says_so(client, author):
@@ -41,8 +42,8 @@ def test_a_wrong_password_says_so(client, author):
     assert b"did not match" in response.content
 
 
-def test_home_shows_the_limits_in_force_and_loads_htmx_locally(signed_in, settings):
-    response = signed_in.get(reverse("home"))
+def test_check_page_shows_the_limits_in_force_and_loads_htmx_locally(signed_in):
+    response = signed_in.get(reverse("document-check"))
     assert response.status_code == 200
     body = response.content.decode()
     assert "1 – 32" in body and "2 – 255" in body and "2 – 10" in body
@@ -53,7 +54,7 @@ def test_home_shows_the_limits_in_force_and_loads_htmx_locally(signed_in, settin
 
 def test_validate_full_page(signed_in):
     doc = {"q": {"type": "choice", "criteria": {"a": "first"}}}
-    response = signed_in.post(reverse("document-validate"), {"document": json.dumps(doc)})
+    response = signed_in.post(reverse("document-check"), {"document": json.dumps(doc)})
     assert response.status_code == 200
     body = response.content.decode()
     assert "<html" in body
@@ -64,7 +65,7 @@ def test_validate_full_page(signed_in):
 def test_validate_htmx_partial(signed_in):
     doc = {"q": {"type": "noul", "instructions": "Is it late?"}}
     response = signed_in.post(
-        reverse("document-validate"), {"document": json.dumps(doc)}, headers={"HX-Request": "true"}
+        reverse("document-check"), {"document": json.dumps(doc)}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200
     body = response.content.decode()
@@ -79,7 +80,7 @@ def test_validate_htmx_partial(signed_in):
 )
 def test_validate_bad_input_says_what_is_wrong(signed_in, text, message):
     response = signed_in.post(
-        reverse("document-validate"), {"document": text}, headers={"HX-Request": "true"}
+        reverse("document-check"), {"document": text}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200
     assert message in response.content.decode()
@@ -87,19 +88,18 @@ def test_validate_bad_input_says_what_is_wrong(signed_in, text, message):
 
 def test_pasted_text_is_escaped(signed_in):
     doc = {"<script>alert(1)</script>": {"type": "noul"}, "b": "x"}
-    response = signed_in.post(reverse("document-validate"), {"document": json.dumps(doc)})
+    response = signed_in.post(reverse("document-check"), {"document": json.dumps(doc)})
     body = response.content.decode()
     assert "<script>alert(1)</script>" not in body
     assert "&lt;script&gt;" in body
 
 
-def test_validate_needs_post_and_sign_in(client, signed_in):
-    assert signed_in.get(reverse("document-validate")).status_code == 405
-    assert Client().post(reverse("document-validate"), {"document": "{}"}).status_code == 302
+def test_check_needs_sign_in():
+    assert Client().post(reverse("document-check"), {"document": "{}"}).status_code == 302
 
 
 def test_csrf_is_enforced(author):
     client = Client(enforce_csrf_checks=True)
     client.force_login(author)
-    response = client.post(reverse("document-validate"), {"document": "{}"})
+    response = client.post(reverse("document-check"), {"document": "{}"})
     assert response.status_code == 403

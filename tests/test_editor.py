@@ -1,0 +1,465 @@
+"""The version editor through its real pages: the fields a browser would send, as-you-type
+validation partials, saving, conflicts, the JSON view and the query count."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+
+from questions import services, spec
+from questions.models import Version
+from tests import factories
+from tests.test_spec_properties import question_maps
+
+pytestmark = pytest.mark.django_db
+
+
+class FormFields(HTMLParser):
+    """The controls a browser submits with form `editor` (form= attribute or inside it), in
+    document order, as a browser sends them: textarea newlines as CRLF, the first newline after
+    <textarea> dropped, nothing from <template> or disabled fieldsets."""
+
+    def __init__(self, form_id: str = "editor"):
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.pairs: list[tuple[str, str]] = []
+        self._template = 0
+        self._disabled = 0
+        self._in_form = 0
+        self._textarea: tuple[str, list[str]] | None = None
+        self._select: tuple[str, str | None, str | None] | None = None
+
+    def _mine(self, attrs: dict) -> bool:
+        return (attrs.get("form") == self.form_id or self._in_form) and not (
+            self._template or self._disabled
+        )
+
+    def handle_starttag(self, tag, attrs_list):
+        attrs = dict(attrs_list)
+        if tag == "template":
+            self._template += 1
+        elif tag == "fieldset" and "disabled" in attrs:
+            self._disabled += 1
+        elif tag == "form" and attrs.get("id") == self.form_id:
+            self._in_form += 1
+        elif tag == "input" and self._mine(attrs) and attrs.get("name"):
+            if attrs.get("type") not in ("submit", "button", "checkbox", "radio"):
+                value = attrs.get("value") or ""
+                if attrs.get("type") != "hidden":
+                    value = value.replace("\r", "").replace("\n", "")
+                self.pairs.append((attrs["name"], value))
+        elif tag == "textarea" and self._mine(attrs) and attrs.get("name"):
+            self._textarea = (attrs["name"], [])
+        elif tag == "select" and self._mine(attrs) and attrs.get("name"):
+            self._select = (attrs["name"], None, None)
+        elif tag == "option" and self._select:
+            name, first, chosen = self._select
+            value = attrs.get("value", "")
+            self._select = (
+                name,
+                first if first is not None else value,
+                value if "selected" in attrs else chosen,
+            )
+
+    def handle_endtag(self, tag):
+        if tag == "template":
+            self._template -= 1
+        elif tag == "fieldset" and self._disabled:
+            self._disabled -= 1
+        elif tag == "form" and self._in_form:
+            self._in_form -= 1
+        elif tag == "textarea" and self._textarea:
+            name, parts = self._textarea
+            text = "".join(parts)
+            text = text[1:] if text.startswith("\n") else text
+            self.pairs.append((name, text.replace("\r\n", "\n").replace("\n", "\r\n")))
+            self._textarea = None
+        elif tag == "select" and self._select:
+            name, first, chosen = self._select
+            self.pairs.append((name, chosen if chosen is not None else first or ""))
+            self._select = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self._textarea[1].append(data)
+
+
+def fields_of(html: str) -> list[tuple[str, str]]:
+    parser = FormFields()
+    parser.feed(html)
+    return parser.pairs
+
+
+def as_post(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    data: dict[str, list[str]] = {}
+    for name, value in pairs:
+        data.setdefault(name, []).append(value)
+    return data
+
+
+def editor_url(version: Version, name: str = "version-edit") -> str:
+    return reverse(name, args=[version.question_set.slug, version.number])
+
+
+@pytest.fixture
+def author_client(client):
+    user = factories.author("writer")
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+def draft_with(client, document: dict) -> Version:
+    qs = factories.question_set(owner=client.user)
+    version = factories.draft(qs)
+    return services.version_save(
+        version=version, document=document, base_revision=1, author=client.user
+    )
+
+
+EVERY_SHAPE = {
+    "intent": {
+        "type": "choice",
+        "instructions": "Line one\nline two",
+        "criteria": {
+            "explicit": {"what": "asks for a movement", "examples": ["can you wave", " spaced "]},
+            "incidental": {"what": "mentions one"},
+            "empty_obj": {},
+            "with_empty": {"what": "x", "not_for": "", "examples": []},
+            "none": None,
+            "text": "",
+        },
+    },
+    "start": {
+        "type": "noul",
+        "instructions": None,
+        "criteria": {"true": {"examples": ["wave please"]}, "false": None},
+    },
+    "absent": {"type": "noul"},
+    "nullc": {"type": "noul", "criteria": None},
+    "emptyc": {"type": "noul", "criteria": {}},
+    "onlytrue": {"type": "noul", "criteria": {"true": "yes"}},
+    "energy": {
+        "type": "score",
+        "instructions": {"read": "`state.body`", "n": [1, 2.5]},
+        "criteria": ["still", {"what": "calm"}, None, "\nplayful"],
+    },
+    "list_instr": {"type": "noul", "instructions": ["a", {"b": None}]},
+}
+
+
+def test_an_untouched_save_gives_back_the_same_document(author_client):
+    version = draft_with(author_client, EVERY_SHAPE)
+    page = author_client.get(editor_url(version))
+    assert page.status_code == 200
+    response = author_client.post(
+        editor_url(version, "version-save"), as_post(fields_of(page.content.decode()))
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    version.refresh_from_db()
+    assert version.document == EVERY_SHAPE
+    assert version.revision == 2  # untouched: no new revision
+    assert version.sha256 == spec.sha256_of(EVERY_SHAPE)
+
+
+editor_documents = question_maps.filter(
+    lambda qmap: (
+        all("\r" not in k and "\n" not in k for k in qmap)
+        and all(
+            "\r" not in n and "\n" not in n
+            for q in qmap.values()
+            if q["type"] == "choice"
+            for n in q.get("criteria", {})
+        )
+    )
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(editor_documents)
+def test_any_valid_document_survives_the_editor_unchanged(author_client, document):
+    version = draft_with(author_client, document)
+    page = author_client.get(editor_url(version))
+    author_client.post(
+        editor_url(version, "version-save"), as_post(fields_of(page.content.decode()))
+    )
+    version.refresh_from_db()
+    assert version.document == document
+    assert version.sha256 == spec.sha256_of(document)
+
+
+def post_with(pairs, **changes):
+    data = as_post(pairs)
+    for name, value in changes.items():
+        data[name] = [value] if isinstance(value, str) else value
+    return data
+
+
+def card_key(pairs, qid: str) -> str:
+    return next(n.split("-")[1] for n, v in pairs if n.endswith("-id") and v == qid)
+
+
+def test_edits_through_the_fields_become_the_document(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    row = next(v for n, v in pairs if n == f"q-{key}-r")
+    data = post_with(
+        pairs,
+        **{
+            f"q-{key}-id": "renamed",
+            f"q-{key}-instructions": "New words",
+            f"q-{key}-r-{row}-what": "changed\r\nover lines",
+        },
+    )
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 302
+    version.refresh_from_db()
+    q = version.document["renamed"]
+    assert q["instructions"] == "New words"
+    assert q["criteria"]["o0"] == "changed\nover lines"
+
+
+def test_reordering_cards_and_rows_reorders_the_document(author_client):
+    version = draft_with(author_client, factories.document(2))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    k0, k1 = card_key(pairs, "q0"), card_key(pairs, "q1")
+    rows = [v for n, v in pairs if n == f"q-{k0}-r"]
+    data = post_with(pairs, q=[k1, k0], **{f"q-{k0}-r": list(reversed(rows))})
+    author_client.post(editor_url(version, "version-save"), data)
+    version.refresh_from_db()
+    assert list(version.document) == ["q1", "q0"]
+    assert list(version.document["q0"]["criteria"]) == ["other", "o1", "o0"]
+
+
+def test_a_stale_save_is_refused_and_keeps_what_was_typed(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    # a second tab saves first
+    services.version_save(
+        version=version,
+        document=factories.document(2),
+        base_revision=version.revision,
+        author=author_client.user,
+    )
+    key = card_key(pairs, "q0")
+    data = post_with(pairs, **{f"q-{key}-instructions": "typed in the first tab"})
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 409
+    body = response.content.decode()
+    assert "Not saved" in body and "typed in the first tab" in body
+    version.refresh_from_db()
+    assert list(version.document) == ["q0", "q1"]  # the second tab's save stands
+    # "save mine over" sends the revision it was shown
+    data["overwrite_revision"] = [str(version.revision)]
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 302
+    version.refresh_from_db()
+    assert version.document["q0"]["instructions"] == "typed in the first tab"
+
+
+def test_content_json_cannot_hold_is_refused_with_the_text_kept(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    data = post_with(
+        pairs, **{f"q-{key}-instructions_mode": "json", f"q-{key}-instructions": "{not json"}
+    )
+    before = version.revision
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 422
+    assert "not JSON" in response.content.decode()
+    assert "{not json" in response.content.decode()
+    version.refresh_from_db()
+    assert version.revision == before
+
+
+def test_an_invalid_draft_is_saved_with_a_warning(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    rows = [v for n, v in pairs if n == f"q-{key}-r"]
+    response = author_client.post(
+        editor_url(version, "version-save"),
+        post_with(pairs, **{f"q-{key}-r": rows[:1]}),
+        follow=True,
+    )
+    assert "a draft must be valid before it is submitted" in response.content.decode()
+    version.refresh_from_db()
+    assert len(version.document["q0"]["criteria"]) == 1
+
+
+# --- as-you-type validation ---------------------------------------------------------------------
+
+
+def validate(client, version, pairs, key, **changes):
+    data = post_with(pairs, card=key, **changes)
+    return client.post(
+        editor_url(version, "version-validate"), data, headers={"HX-Request": "true"}
+    )
+
+
+def test_validation_swaps_in_errors_at_the_field_and_counters(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    rows = [v for n, v in pairs if n == f"q-{key}-r"]
+    response = validate(author_client, version, pairs, key, **{f"q-{key}-r": rows[:1]})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in body
+    assert f'id="slot-{key}-criteria" class="slot" aria-live="polite" hx-swap-oob="true"' in body
+    assert "choice `q0` has 1 option; at least 2 options" in body
+    assert "1 / 255 options" in body
+    assert "1 error" in body
+    fixed = validate(author_client, version, pairs, key).content.decode()
+    assert "at least 2 options" not in fixed
+    assert "3 / 255 options" in fixed and "valid" in fixed
+
+
+def test_validation_places_an_option_error_at_its_row(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    row = next(v for n, v in pairs if n == f"q-{key}-r")
+    body = validate(
+        author_client, version, pairs, key, **{f"q-{key}-r-{row}-name": "x" * 129}
+    ).content.decode()
+    start = body.index(f'id="slot-{key}-row-{row}"')
+    assert "has 129 characters; at most 128" in body[start : start + 400]
+
+
+def test_validation_counts_questions_and_sees_duplicate_ids(author_client):
+    version = draft_with(author_client, factories.document(2))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q1")
+    body = validate(author_client, version, pairs, key, **{f"q-{key}-id": "q0"}).content.decode()
+    assert "2 / 32 questions" in body
+    assert "Question id `q0` is used by another question." in body
+
+
+def test_new_card_type_change_and_duplicate_partials(author_client):
+    version = draft_with(author_client, factories.document(1))
+    url = editor_url(version, "version-card")
+    new = author_client.get(
+        url,
+        {"type": "score", "q": ["a", "b"], "q-a-id": "q0", "q-b-id": "question_3"},
+        headers={"HX-Request": "true"},
+    )
+    body = new.content.decode()
+    assert new.status_code == 200 and "<html" not in body
+    assert 'value="question_4"' in body and "2 / 10 levels" in body
+    assert "revalidate, load" in body
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    retyped = author_client.post(
+        url, post_with(pairs, op="type", card=key, **{f"q-{key}-type": "score"})
+    )
+    assert "3 / 10 levels" in retyped.content.decode()
+    dup = author_client.post(url, post_with(pairs, op="duplicate", card=key))
+    assert 'value="q0_copy"' in dup.content.decode()
+
+
+def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_assert_num_queries):
+    version = draft_with(author_client, factories.document(32, options=255))
+    url = editor_url(version)
+    author_client.get(url)  # the session and the user are loaded once per request anyway
+    with django_assert_num_queries(4):
+        response = author_client.get(url)
+    assert response.status_code == 200
+    assert response.content.decode().count('class="card ') == 32
+
+
+# --- the JSON view ------------------------------------------------------------------------------
+
+
+def test_json_view_shows_the_document_and_replaces_it_only_when_valid(author_client):
+    version = draft_with(author_client, factories.document(1))
+    url = editor_url(version, "version-json")
+    page = author_client.get(url)
+    assert json.loads(page.context["text"]) == factories.document(1)
+    bad = author_client.post(
+        url, {"document": '{"q": {"type": "choice"}}', "base_revision": version.revision}
+    )
+    assert bad.status_code == 422
+    assert "Nothing was replaced" in bad.content.decode()
+    version.refresh_from_db()
+    assert version.document == factories.document(1)
+    body = {"state": None, "questions": factories.document(3)}
+    good = author_client.post(
+        url, {"document": json.dumps(body), "base_revision": version.revision}
+    )
+    assert good.status_code == 302
+    version.refresh_from_db()
+    assert version.document == factories.document(3)
+
+
+def test_json_view_checks_as_you_type(author_client):
+    version = draft_with(author_client, factories.document(1))
+    response = author_client.post(
+        editor_url(version, "version-json"),
+        {"document": "{", "action": "check"},
+        headers={"HX-Request": "true"},
+    )
+    assert "This is not JSON" in response.content.decode()
+    assert "<html" not in response.content.decode()
+
+
+# --- who may do what --------------------------------------------------------------------------
+
+
+def test_a_viewer_reads_but_cannot_change(client):
+    owner = factories.author()
+    qs = factories.question_set(owner=owner)
+    version = factories.draft(qs)
+    viewer = factories.user()
+    client.force_login(viewer)
+    page = client.get(editor_url(version))
+    assert page.status_code == 200
+    assert "only authors edit it" in page.content.decode()
+    assert client.post(editor_url(version, "version-save"), {}).status_code == 403
+    assert client.post(editor_url(version, "version-json"), {"document": "{}"}).status_code == 403
+    assert client.get(editor_url(version, "version-card")).status_code == 403
+
+
+def test_a_version_in_review_is_read_only_everywhere(author_client):
+    version = draft_with(author_client, factories.document(1))
+    services.version_submit(version=version, author=author_client.user)
+    page = author_client.get(editor_url(version)).content.decode()
+    assert "cannot change" in page and "New draft from this version" in page
+    assert 'fieldset class="card' in page and "disabled" in page
+    response = author_client.post(
+        editor_url(version, "version-save"), {"q": [], "base_revision": "2"}
+    )
+    assert response.status_code == 409
+    version.refresh_from_db()
+    assert version.document == factories.document(1)
+
+
+def test_csrf_is_enforced_on_every_form_endpoint():
+    user = factories.author()
+    qs = factories.question_set(owner=user)
+    version = factories.draft(qs)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    for name in (
+        "version-save",
+        "version-validate",
+        "version-card",
+        "version-json",
+        "version-submit",
+        "version-discard",
+        "version-new-draft",
+    ):
+        assert client.post(editor_url(version, name), {}).status_code == 403, name
+    assert client.post(reverse("set-create"), {}).status_code == 403
+    assert client.post(reverse("state-create", args=[qs.slug]), {}).status_code == 403
