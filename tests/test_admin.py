@@ -1,0 +1,47 @@
+"""The admin: non-draft versions are read-only; a draft saves through the service."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from questions import services
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client):
+    user = get_user_model().objects.create_superuser("admin", password="pw")
+    client.force_login(user)
+    return user
+
+
+def test_a_version_that_is_not_a_draft_is_read_only_in_the_admin(client, staff):
+    qs = factories.question_set(owner=staff)
+    version = services.version_submit(version=factories.draft(qs), author=staff)
+    url = reverse("admin:questions_version_change", args=[version.pk])
+    page = client.get(url)
+    assert page.status_code == 200
+    assert b'name="document_text"' not in page.content
+    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}'})
+    assert response.status_code == 403
+    version.refresh_from_db()
+    assert "x" not in version.document
+    delete = client.post(
+        reverse("admin:questions_version_delete", args=[version.pk]), {"post": "yes"}
+    )
+    assert delete.status_code == 403
+
+
+def test_a_draft_saved_in_the_admin_goes_through_the_service(client, staff):
+    qs = factories.question_set(owner=staff)
+    version = factories.draft(qs)
+    url = reverse("admin:questions_version_change", args=[version.pk])
+    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}'})
+    assert response.status_code == 302
+    version.refresh_from_db()
+    assert (version.document, version.revision) == ({"x": {"type": "noul"}}, 2)
+    assert [e.kind for e in version.events.all()] == ["created", "edited"]
+    bad = client.post(url, {"document_text": "[1]"})
+    assert bad.status_code == 200 and b"A document is a JSON object" in bad.content

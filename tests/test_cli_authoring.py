@@ -1,0 +1,146 @@
+"""`questions import`, `states-import`, `submit` and `demo`."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from questions import spec
+from questions.models import QuestionSet, SampleState, Version
+from tests import factories
+from tests.test_cli_validate import run, write
+
+pytestmark = pytest.mark.django_db
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+@pytest.fixture
+def writer():
+    return factories.author("writer")
+
+
+@pytest.mark.parametrize("name", ["runtime-request.json", "typesafe-request.json"])
+def test_import_a_request_body_creates_the_set_and_a_draft(writer, name):
+    code, out, _ = run("import", str(EXAMPLES / name), "--set", "gestures", "--user", "writer")
+    assert code == 0
+    assert out.startswith("gestures version 1 (draft), sha256 ")
+    version = Version.objects.get(question_set__slug="gestures")
+    body = json.loads((EXAMPLES / name).read_text())
+    assert version.document == body["questions"]
+    assert version.author == writer
+
+
+def test_import_an_export_document_keeps_its_hash(writer, tmp_path):
+    questions = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]
+    export = {
+        "format": spec.EXPORT_FORMAT,
+        "question_set": "g",
+        "version": 4,
+        "status": "approved",
+        "sha256": spec.questions_sha256(questions),
+        "questions": questions,
+    }
+    code, out, _ = run(
+        "import", write(tmp_path, export), "--set", "g2", "--user", "writer", "--json"
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result == {
+        "set": "g2",
+        "version": 1,
+        "status": "draft",
+        "sha256": spec.questions_sha256(questions),
+    }
+
+
+def test_invalid_import_changes_nothing(writer, tmp_path):
+    code, out, err = run(
+        "import",
+        write(tmp_path, {"q": {"type": "score", "criteria": ["x"]}}),
+        "--set",
+        "new-set",
+        "--user",
+        "writer",
+    )
+    assert code == 1
+    assert "score `q` has 1 level; at least 2 levels" in out
+    assert "nothing was imported" in err
+    assert not QuestionSet.objects.exists()
+
+
+def test_import_while_a_draft_is_open_is_refused(writer, tmp_path):
+    factories.question_set("busy", owner=writer)
+    code, _, err = run(
+        "import", write(tmp_path, factories.document(2)), "--set", "busy", "--user", "writer"
+    )
+    assert code == 1
+    assert "already has an open draft, version 1" in err
+    assert Version.objects.filter(question_set__slug="busy").count() == 1
+
+
+def test_import_exit_2_for_unknown_users_and_unreadable_files(writer, tmp_path):
+    assert (
+        run("import", str(EXAMPLES / "runtime-request.json"), "--set", "s", "--user", "nobody")[0]
+        == 2
+    )
+    assert run("import", str(tmp_path / "missing.json"), "--set", "s", "--user", "writer")[0] == 2
+
+
+def test_states_import_array_and_jsonl(writer, tmp_path):
+    qs = factories.question_set("s", owner=writer)
+    items = [
+        {"name": "a", "state": None},
+        {"name": "b", "state": {"x": 1}, "expected": {"q0": "o0"}, "tags": ["t"]},
+    ]
+    code, out, _ = run("states-import", write(tmp_path, items), "--set", "s", "--user", "writer")
+    assert (code, out.strip()) == (0, "s: 2 sample states imported")
+    lines = "\n".join(json.dumps({"name": f"l{i}", "state": i}) for i in range(3))
+    code, _, _ = run(
+        "states-import", write(tmp_path, lines, "s.jsonl"), "--set", "s", "--user", "writer"
+    )
+    assert code == 0
+    assert list(qs.sample_states.values_list("name", flat=True)) == ["a", "b", "l0", "l1", "l2"]
+    assert SampleState.objects.get(name="a").state is None
+
+
+def test_states_import_is_all_or_nothing(writer, tmp_path):
+    factories.question_set("s", owner=writer)
+    items = [{"name": "a", "state": 1}, {"name": "b"}]
+    code, _, err = run("states-import", write(tmp_path, items), "--set", "s", "--user", "writer")
+    assert code == 1
+    assert "item 2" in err and "nothing was imported" in err
+    assert not SampleState.objects.exists()
+    assert run("states-import", write(tmp_path, items), "--set", "nope", "--user", "writer")[0] == 1
+    assert (
+        run("states-import", write(tmp_path, "{\n nope"), "--set", "s", "--user", "writer")[0] == 2
+    )
+
+
+def test_submit(writer):
+    qs = factories.question_set("s", owner=writer)
+    assert run("submit", "--set", "s", "--version", "1", "--user", "writer")[0] == 0
+    assert factories.draft(qs) is None
+    code, _, err = run("submit", "--set", "s", "--version", "1", "--user", "writer")
+    assert code == 1 and "only a draft changes" in err
+    assert run("submit", "--set", "s", "--version", "9", "--user", "writer")[0] == 1
+
+
+def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
+    settings.DEBUG = False
+    code, _, err = run("demo")
+    assert code == 1 and "Refused" in err
+    code, out, _ = run("demo", "--force")
+    assert code == 0
+    assert "created user author (password demo)" in out
+    assert set(QuestionSet.objects.values_list("slug", flat=True)) == {
+        "gestures",
+        "support-routing",
+        "shell-guard",
+    }
+    for version in Version.objects.all():
+        assert spec.validate(version.document).valid, version
+    gestures = QuestionSet.objects.get(slug="gestures")
+    assert [v.status for v in gestures.versions.order_by("number")] == ["in_review", "draft"]
+    assert gestures.sample_states.get(name="no state").state is None
+    code, out, _ = run("demo", "--force")
+    assert (code, "the demo is loaded already" in out) == (0, True)
