@@ -13,7 +13,7 @@ PORT ?= 8000
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test lint format
+.PHONY: run test lint format bench
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -25,8 +25,10 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 
 run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
 	@echo
 	@echo "  Decision Console: http://$(HOST):$(PORT)/"
+	@echo "  Sign in as author (writes) or reviewer (reviews), password demo."
 	@echo
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
 
@@ -40,3 +42,6 @@ lint: $(VENV)/.synced
 format: $(VENV)/.synced
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+bench: $(VENV)/.synced
+	$(VENV)/bin/python bench/editor_validation.py

@@ -146,6 +146,12 @@ try:
     DECISIONS_LIMITS = Limits.from_env(ENV)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
+# The editor posts every field of the largest set the limits allow: per option its name, shape,
+# description, not-for, examples, order and original (7), plus a few per question.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = (
+    DECISIONS_LIMITS.max_questions * (DECISIONS_LIMITS.max_options * 7 + 16) + 64
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 DECISIONS_MODEL = ENV.get("DECISIONS__MODEL", "").strip() or "jev-latest"
 DECISIONS_API_KEY_ENV = ENV.get("DECISIONS__API_KEY_ENV", "").strip() or "TYPESAFE_API_KEY"

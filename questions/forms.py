@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.datastructures import MultiValueDict
+
 from questions import spec
 
 ENTRY_SHAPES = ("text", "object", "null")  # a noul case may also be "absent"
@@ -227,7 +229,7 @@ def cards_from_document(document: Mapping[str, Any]) -> list[Card]:
     return [Card.from_question(f"k{i}", qid, q) for i, (qid, q) in enumerate(document.items())]
 
 
-def _row_from_post(data, prefix: str, key: str) -> Row:
+def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
     p = f"{prefix}-r-{key}-"
     shape = data.get(p + "shape", "text")
     return Row(
@@ -241,8 +243,8 @@ def _row_from_post(data, prefix: str, key: str) -> Row:
     )
 
 
-def card_from_post(data, key: str) -> Card:
-    """One card from the posted fields (a QueryDict or a plain dict of lists)."""
+def card_from_post(data: MultiValueDict, key: str) -> Card:
+    """One card from the posted fields (a QueryDict)."""
     prefix = f"q-{key}"
     qtype = data.get(f"{prefix}-type", "choice")
     mode = data.get(f"{prefix}-instructions_mode", "text")
@@ -256,18 +258,16 @@ def card_from_post(data, key: str) -> Card:
         instructions_orig=data.get(f"{prefix}-instructions_orig", ""),
         noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
     )
-    getlist = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k, []))
     if card.type == "noul":
         card.noul_true = _row_from_post(data, prefix, "t")
         card.noul_false = _row_from_post(data, prefix, "f")
     else:
-        card.rows = [_row_from_post(data, prefix, row) for row in getlist(f"{prefix}-r")]
+        card.rows = [_row_from_post(data, prefix, row) for row in data.getlist(f"{prefix}-r")]
     return card
 
 
-def cards_from_post(data) -> list[Card]:
-    getlist = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k, []))
-    return [card_from_post(data, key) for key in getlist("q")]
+def cards_from_post(data: MultiValueDict) -> list[Card]:
+    return [card_from_post(data, key) for key in data.getlist("q")]
 
 
 @dataclass

@@ -379,6 +379,20 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
     assert response.content.decode().count('class="card ') == 32
 
 
+def test_the_largest_set_saves_through_the_editor(author_client):
+    document = factories.document(32, options=255)
+    version = draft_with(author_client, document)
+    page = author_client.get(editor_url(version)).content.decode()
+    data = as_post(fields_of(page))
+    key = data["q"][31]
+    data[f"q-{key}-instructions"] = ["changed at the end"]
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 302
+    version.refresh_from_db()
+    document["q31"]["instructions"] = "changed at the end"
+    assert version.document == document
+
+
 # --- the JSON view ------------------------------------------------------------------------------
 
 
