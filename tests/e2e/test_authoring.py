@@ -25,6 +25,7 @@ def test_author_builds_saves_drafts_and_diffs(page, author_signed_in):
     page.get_by_label("Name").fill("Routing")
     page.get_by_label("Slug").fill("routing")
     page.get_by_role("button", name="Create with a first draft").click()
+    page.wait_for_load_state()  # htmx and editor.js are deferred scripts
     expect(page.get_by_role("heading", name="Routing · v1")).to_be_visible()
 
     # a new choice question, built by typing
@@ -69,6 +70,7 @@ def test_author_builds_saves_drafts_and_diffs(page, author_signed_in):
     page.get_by_role("button", name="Submit for review").click()
     expect(page.get_by_text("is submitted for review")).to_be_visible()
     page.get_by_role("button", name="New draft from this version").click()
+    page.wait_for_load_state()
     expect(page.get_by_role("heading", name="Routing · v2")).to_be_visible()
     page.locator("#cards .card").nth(2).locator(".rows .row").nth(1).get_by_label(
         "Description"
@@ -90,6 +92,7 @@ def test_unsaved_work_is_flagged(page, author_signed_in):
     page.get_by_label("Name").fill("Flags")
     page.get_by_label("Slug").fill("flags")
     page.get_by_role("button", name="Create with a first draft").click()
+    page.wait_for_load_state()  # htmx and editor.js are deferred scripts
     page.locator("#cards .card").first.get_by_label("Instructions", exact=True).fill("Typed")
     expect(page.locator("#dirty")).to_have_text("Unsaved changes")
     assert url
@@ -100,6 +103,7 @@ def test_retype_duplicate_and_reorder_questions(page, author_signed_in):
     page.get_by_label("Name").fill("Moves")
     page.get_by_label("Slug").fill("moves")
     page.get_by_role("button", name="Create with a first draft").click()
+    page.wait_for_load_state()  # htmx and editor.js are deferred scripts
     first = page.locator("#cards .card").first
     first.get_by_role("button", name="Duplicate").click()
     cards = page.locator("#cards .card")

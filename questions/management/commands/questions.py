@@ -46,7 +46,6 @@ def read_json_lines(name: str) -> list[Any]:
     try:
         value = spec.loads(raw)
     except spec.JSONTextError:
-        value = None
         items = []
         for number, line in enumerate(raw.splitlines(), 1):
             if line.strip():
@@ -75,6 +74,13 @@ def _user(username: str | None):
     return user
 
 
+def _file_into_set(parser) -> None:
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    parser.add_argument("--user", help="the author (default: the first superuser)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 class Command(BaseCommand):
     help = "Validate, import and manage question sets. See DESIGN.md §6."
 
@@ -95,10 +101,7 @@ class Command(BaseCommand):
             description="Make a new draft of SLUG from FILE (a questions map, a request body or "
             "an export document); the set is created if new. Invalid input changes nothing.",
         )
-        imp.add_argument("file", metavar="FILE")
-        imp.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-        imp.add_argument("--user", help="the author (default: the first superuser)")
-        imp.add_argument("--json", action="store_true")
+        _file_into_set(imp)
 
         states = sub.add_parser(
             "states-import",
@@ -106,10 +109,7 @@ class Command(BaseCommand):
             description='Add the sample states in FILE, each {"name", "state", "expected"?, '
             '"tags"?}, to SLUG: all or nothing.',
         )
-        states.add_argument("file", metavar="FILE")
-        states.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-        states.add_argument("--user", help="the author (default: the first superuser)")
-        states.add_argument("--json", action="store_true")
+        _file_into_set(states)
 
         submit = sub.add_parser("submit", help="submit a draft for review (it freezes)")
         submit.add_argument("--set", required=True, dest="slug", metavar="SLUG")
