@@ -160,3 +160,18 @@ DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS = _number(
     DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
     allow_zero=True,
 )
+
+# --- backends (DESIGN.md §3); keys stay here and in the backends, never in a page or a log ----
+TYPESAFE_API_KEY = ENV.get(DECISIONS_API_KEY_ENV, "").strip()
+TYPESAFE_BASE_URL = (ENV.get("TYPESAFE_BASE_URL", "").strip() or "https://api.typesafe.ai").rstrip(
+    "/"
+)
+RUNTIME_URL = ENV.get("RUNTIME_URL", "").strip().rstrip("/")
+RUNTIME_TOKEN = ENV.get("RUNTIME_TOKEN", "").strip()
+OPENROUTER_API_KEY = ENV.get("OPENROUTER_API_KEY", "").strip()
+OPENROUTER_BASE_URL = (
+    ENV.get("OPENROUTER_BASE_URL", "").strip() or "https://openrouter.ai/api"
+).rstrip("/")
+OPENROUTER_MODEL = ENV.get("OPENROUTER_MODEL", "").strip() or "~typesafe/jev-latest"
+#: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
+DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")

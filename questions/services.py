@@ -8,6 +8,7 @@ with `StaleRevision`, and nothing is written.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,8 +17,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from questions import spec
+from questions import backends, spec
+from questions.backends import Outcome
 from questions.models import (
+    Decision,
+    DecisionAnswer,
     QuestionSet,
     ReviewEvent,
     SampleState,
@@ -25,8 +29,7 @@ from questions.models import (
     Version,
 )
 
-AUTHORS_GROUP = "authors"
-REVIEWERS_GROUP = "reviewers"
+log = logging.getLogger("questions.decisions")
 
 
 class ServiceError(Exception):
@@ -411,3 +414,110 @@ def sample_states_import(
             except ServiceError as exc:
                 raise ServiceError(f"item {i + 1} ({item['name']}): {exc}") from exc
     return created
+
+
+# --- decisions -----------------------------------------------------------------------------------
+
+
+def decision_ask(
+    *,
+    backend: str,
+    document: Any,
+    state: Any,
+    model: str | None = None,
+    user: AbstractBaseUser | None = None,
+    version: Version | None = None,
+    sample_state: SampleStateRevision | None = None,
+) -> Outcome:
+    """Ask `document` (any form; its questions) about `state` through `backend`. An invalid
+    document or state, or a backend that is not configured, sends nothing. Every call that went
+    out is recorded, whatever its outcome."""
+    chosen = backends.get(backend)
+    model = model or chosen.default_model()
+    checked = spec.validate(
+        {"state": state, "questions": _questions_of(document)}, limits=_limits(), lints=False
+    )
+    if not checked.valid:
+        shown = "; ".join(f"{e.path}: {e.message}" for e in checked.errors[:3])
+        return Outcome(
+            backend=backend,
+            model_asked=model,
+            live=False,
+            error=backends.DecisionError(422, f"Nothing was sent: {shown}"),
+        )
+    ask = backends.Ask(questions=checked.document.questions, state=state, model=model)
+    outcome = chosen.ask(ask)
+    log.info(
+        "decision backend=%s status=%s provider_status=%s provider_ms=%s total_ms=%.1f id=%s",
+        backend,
+        outcome.status,
+        outcome.provider_status_code,
+        None if outcome.provider_ms is None else round(outcome.provider_ms, 1),
+        outcome.total_ms,
+        outcome.request_id or "-",
+    )
+    if outcome.request_body is not None:
+        decision_record(
+            outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
+        )
+    return outcome
+
+
+def _questions_of(document: Any) -> Any:
+    """The questions map of a document in any form (a bare map is its own)."""
+    if isinstance(document, dict) and spec.detect_form(document) is not spec.Form.BARE:
+        return document.get("questions")
+    return document
+
+
+@transaction.atomic
+def decision_record(
+    *,
+    outcome: Outcome,
+    ask: backends.Ask,
+    user: AbstractBaseUser | None,
+    version: Version | None = None,
+    sample_state: SampleStateRevision | None = None,
+) -> Decision:
+    """Store one live call: the canonical request (never the key), the raw response, status,
+    models, usage, cost, timing, request id, who and when; and each checked answer keyed by
+    (question sha256, state sha256, model)."""
+    request_text = spec.canonical_json(outcome.request_body).decode()
+    checked = outcome.checked
+    error = outcome.error
+    decision = Decision.objects.create(
+        backend=outcome.backend,
+        model_asked=ask.model,
+        model_answered=(checked.model or "")[:200] if checked else "",
+        request_text=request_text,
+        request_sha256=spec.sha256_of(outcome.request_body),
+        state_sha256=ask.state_sha256,
+        questions_sha256=spec.sha256_of(ask.questions_json),
+        response_text=outcome.response_text,
+        status=outcome.status,
+        provider_status_code=outcome.provider_status_code,
+        detail=error.detail if error else "",
+        provider_detail=(error.provider_detail or "") if error else "",
+        usage=checked.usage if checked else None,
+        cost=checked.cost if checked else None,
+        provider_ms=outcome.provider_ms,
+        total_ms=outcome.total_ms,
+        request_id=outcome.request_id,
+        version=version,
+        sample_state=sample_state,
+        user=user if user is not None and user.is_authenticated else None,
+    )
+    if checked:
+        DecisionAnswer.objects.bulk_create(
+            DecisionAnswer(
+                decision=decision,
+                question_id=qid,
+                question_sha256=ask.questions[qid].sha256,
+                state_sha256=decision.state_sha256,
+                model=ask.model,
+                model_answered=decision.model_answered,
+                answer=answer,
+            )
+            for qid, answer in checked.answers.items()
+        )
+    return decision

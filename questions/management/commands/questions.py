@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import demo, services, spec
+from questions import backends, demo, services, spec
 from questions.models import QuestionSet, Version
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -117,6 +117,32 @@ class Command(BaseCommand):
         submit.add_argument("--user", required=True)
         submit.add_argument("--json", action="store_true")
 
+        ask = sub.add_parser(
+            "ask",
+            help="ask a question set about a state, live or recorded",
+            description="Ask the questions of a version (--set) or a file (--file) about a "
+            "sample state (--state) or a state file (--state-file: its JSON value; null is a "
+            "value). Prints the checked decision as JSON.",
+        )
+        source = ask.add_mutually_exclusive_group(required=True)
+        source.add_argument("--set", dest="slug", metavar="SLUG")
+        source.add_argument("--file", metavar="FILE")
+        which = ask.add_mutually_exclusive_group()
+        which.add_argument("--version", type=int, dest="number", metavar="N")
+        which.add_argument("--label", metavar="L")
+        states = ask.add_mutually_exclusive_group(required=True)
+        states.add_argument("--state", dest="state_name", metavar="NAME")
+        states.add_argument("--state-file", metavar="FILE")
+        ask.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+        ask.add_argument("--model", help="the model to ask (default: the backend's)")
+        ask.add_argument("--json", action="store_true", help="on failure, print JSON too")
+
+        standin = sub.add_parser("standin", help="serve the local stand-in provider")
+        standin.add_argument("--port", type=int, default=8765)
+        standin.add_argument(
+            "--latency-ms", type=float, default=0, help="wait this long before every answer"
+        )
+
         demo_ = sub.add_parser(
             "demo",
             help="demo users author/reviewer (password demo) and demo sets",
@@ -216,6 +242,98 @@ class Command(BaseCommand):
             self.emit_json({"set": slug, "version": number, "status": version.status})
         else:
             self.stdout.write(f"{slug} version {number} submitted for review")
+        return EXIT_OK
+
+    def do_ask(
+        self,
+        *,
+        slug,
+        file,
+        number,
+        label,
+        state_name,
+        state_file,
+        backend,
+        model,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        version = sample = None
+        if file:
+            if number is not None or label:
+                raise Unusable("--version and --label go with --set, not --file")
+            if state_name:
+                raise Unusable(
+                    "--state names a sample state of a set; with --file use --state-file"
+                )
+            document = read_json_file(file)
+            if not spec.validate(document, limits=settings.DECISIONS_LIMITS).valid:
+                result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
+                shown = "; ".join(str(e) for e in result.errors[:5])
+                return self.fail(f"Nothing was sent: {shown}", as_json=json)
+        else:
+            if label:
+                raise Unusable("labels arrive with the review workflow; use --version N")
+            versions = Version.objects.filter(question_set__slug=slug).select_related(
+                "question_set"
+            )
+            version = (
+                versions.filter(number=number)
+                if number is not None
+                else versions.order_by("-number")
+            ).first()
+            if version is None:
+                return self.fail(
+                    f"{slug} has no version {number or ''}".strip() + ".", as_json=json, status=404
+                )
+            document = version.document
+        if state_file:
+            state = read_json_file(state_file)
+        else:
+            if version is None:
+                raise Unusable("--state needs --set")
+            sample = version.question_set.sample_states.filter(name=state_name).first()
+            if sample is None:
+                return self.fail(
+                    f"{slug} has no sample state {state_name!r}.", as_json=json, status=404
+                )
+            state = sample.state
+        revision = sample.revisions.filter(revision=sample.revision).first() if sample else None
+        outcome = services.decision_ask(
+            backend=backend,
+            document=document,
+            state=state,
+            model=model,
+            version=version,
+            sample_state=revision,
+        )
+        if outcome.error:
+            if json:
+                self.emit_json(outcome.error.to_json())
+            else:
+                self.stderr.write(f"{outcome.error.status}: {outcome.error.detail}")
+                if outcome.error.provider_detail:
+                    self.stderr.write(f"provider said: {outcome.error.provider_detail}")
+            return EXIT_FAILED
+        self.emit_json(outcome.to_json())
+        return EXIT_OK
+
+    def do_standin(self, *, port: int, latency_ms: float, **_: Any) -> int:
+        from questions import standin
+
+        try:
+            server = standin.make_server(port, latency_ms)
+        except OSError as exc:
+            raise Unusable(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
+        host, bound = server.server_address[:2]
+        self.stdout.write(f"stand-in provider (not Jev) on http://{host}:{bound}/v1/systemone")
+        self.stdout.flush()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
         return EXIT_OK
 
     def do_demo(self, *, force: bool, **_: Any) -> int:

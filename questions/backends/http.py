@@ -1,0 +1,101 @@
+"""The three live wires: TypeSafe's `POST /v1/systemone`, the runtime's `POST /api/decisions`,
+and OpenRouter's `POST /alpha/decisions`. Each reads its configuration from settings when asked,
+so a test can point it at a loopback server."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+
+from questions.backends.base import Ask, DecisionError, Outcome, Wire
+
+
+class _HttpBackend:
+    name = ""
+    live = True
+    needs = ""  # the variables to set, for the 503
+
+    def configured(self) -> bool:
+        raise NotImplementedError
+
+    def missing_configuration(self) -> str:
+        return f"Decisions through {self.name} need {self.needs} in the console's environment."
+
+    def default_model(self) -> str:
+        return settings.DECISIONS_MODEL
+
+    def wire(self) -> Wire:
+        raise NotImplementedError
+
+    def ask(self, ask: Ask) -> Outcome:
+        started = time.perf_counter()
+        if not self.configured():
+            return Outcome(
+                backend=self.name,
+                model_asked=ask.model,
+                live=False,
+                error=DecisionError(503, self.missing_configuration()),
+            )
+        return self.wire().call(ask, started)
+
+
+class TypeSafeBackend(_HttpBackend):
+    name = "typesafe"
+
+    @property
+    def needs(self) -> str:
+        return settings.DECISIONS_API_KEY_ENV
+
+    def configured(self) -> bool:
+        return bool(settings.TYPESAFE_API_KEY)
+
+    def wire(self) -> Wire:
+        return Wire(
+            name=self.name,
+            url=f"{settings.TYPESAFE_BASE_URL}/v1/systemone",
+            secret=settings.TYPESAFE_API_KEY,
+            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
+            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
+            request_id_header="x-typesafe-request-id",
+        )
+
+
+class RuntimeBackend(_HttpBackend):
+    name = "runtime"
+    needs = "RUNTIME_URL and RUNTIME_TOKEN"
+
+    def configured(self) -> bool:
+        return bool(settings.RUNTIME_URL and settings.RUNTIME_TOKEN)
+
+    def wire(self) -> Wire:
+        return Wire(
+            name=self.name,
+            url=f"{settings.RUNTIME_URL}/api/decisions",
+            secret=settings.RUNTIME_TOKEN,
+            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
+            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
+            request_id_header="x-request-id",
+            body_keys=("state", "questions"),  # the runtime holds the provider and its model
+        )
+
+
+class OpenRouterBackend(_HttpBackend):
+    name = "openrouter"
+    needs = "OPENROUTER_API_KEY"
+
+    def configured(self) -> bool:
+        return bool(settings.OPENROUTER_API_KEY)
+
+    def default_model(self) -> str:
+        return settings.OPENROUTER_MODEL
+
+    def wire(self) -> Wire:
+        return Wire(
+            name=self.name,
+            url=f"{settings.OPENROUTER_BASE_URL}/alpha/decisions",
+            secret=settings.OPENROUTER_API_KEY,
+            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
+            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
+            request_id_header="x-request-id",
+        )
