@@ -9,6 +9,7 @@ UV := .uv/bin/uv
 VENV := .venv
 HOST ?= 127.0.0.1
 PORT ?= 8000
+STANDIN_PORT ?= 8765
 
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
@@ -26,11 +27,19 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
-	@echo
-	@echo "  Decision Console: http://$(HOST):$(PORT)/"
-	@echo "  Sign in as author (writes) or reviewer (reviews), password demo."
-	@echo
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
+	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1}; \
+	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
+	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
+	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
+	  export TYPESAFE_API_KEY=local-stand-in TYPESAFE_BASE_URL=http://127.0.0.1:$(STANDIN_PORT) \
+	         DECISIONS__STANDIN=1; \
+	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
+	fi; \
+	echo; \
+	echo "  Decision Console: http://$(HOST):$(PORT)/"; \
+	echo "  Sign in as author (writes) or reviewer (reviews), password demo."; \
+	echo; \
+	$(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest

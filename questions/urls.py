@@ -1,6 +1,6 @@
 from django.urls import path
 
-from questions.views import check, editor, sets, states
+from questions.views import check, editor, preview, sets, states
 
 urlpatterns = [
     path("", sets.set_list, name="set-list"),
@@ -15,6 +15,9 @@ urlpatterns = [
         "sets/<slug:slug>/v<int:number>/validate/", editor.version_validate, name="version-validate"
     ),
     path("sets/<slug:slug>/v<int:number>/card/", editor.version_card, name="version-card"),
+    path(
+        "sets/<slug:slug>/v<int:number>/preview/", preview.version_preview, name="version-preview"
+    ),
     path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),
     path(
         "sets/<slug:slug>/v<int:number>/new-draft/",

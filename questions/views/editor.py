@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import forms, roles, services, spec
+from questions import backends, forms, roles, services, spec
 from questions.models import Version
 from questions.views.sets import require_author
 
@@ -90,6 +90,8 @@ def _page(
         "editable": version.is_draft and roles.is_author(request.user),
         "can_author": roles.is_author(request.user),
         "question_types": spec.QUESTION_TYPES,
+        "sample_states": list(question_set.sample_states.only("pk", "name")),
+        "backends": backends.available(),
         **_checked(cards, document),
         **extra,
     }

@@ -1,0 +1,118 @@
+"""Server-rendered SVG bar charts of checked answers, with the numbers as text (DESIGN.md §5).
+
+Readable without JavaScript and by a screen reader: every chart has a title and a description,
+and every bar its label and value as text. Pure Python; values are escaped here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH = 560
+LABEL_W = 190
+VALUE_W = 56
+BAR_W = WIDTH - LABEL_W - VALUE_W - 8
+ROW_H = 22
+DENSE_ROW_H = 13  # many options: thinner rows, smaller text, still one row each
+
+
+def _pct(p: float) -> str:
+    return f"{p:.2f}"
+
+
+def _label(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bars(rows: list[tuple[str, float, bool]], title: str, desc: str) -> SafeString:
+    """Horizontal bars, one per (label, probability, marked) row, in the given order."""
+    row_h = ROW_H if len(rows) <= 40 else DENSE_ROW_H
+    font = 12 if row_h == ROW_H else 9
+    height = row_h * len(rows) + 6
+    parts = [
+        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>",
+    ]
+    for i, (label, p, marked) in enumerate(rows):
+        y = 3 + i * row_h
+        w = max(0.0, min(1.0, p)) * BAR_W
+        cls = "bar chosen" if marked else "bar"
+        mark = "▶ " if marked else ""
+        parts.append(
+            f'<g class="row{" chosen" if marked else ""}">'
+            f'<text x="{LABEL_W - 6}" y="{y + row_h * 0.7:.1f}" text-anchor="end" '
+            f'font-size="{font}">{escape(mark + _label(label))}</text>'
+            f'<rect class="track" x="{LABEL_W}" y="{y + 2}" width="{BAR_W}" '
+            f'height="{row_h - 4}" rx="2"/>'
+            f'<rect class="{cls}" x="{LABEL_W}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
+            f'rx="2"><title>{escape(label)}: {_pct(p)}</title></rect>'
+            f'<text class="value" x="{WIDTH - 4}" y="{y + row_h * 0.7:.1f}" text-anchor="end" '
+            f'font-size="{font}">{_pct(p)}</text></g>'
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # every text above is escaped
+
+
+def choice_bar_chart(qid: str, answer: dict[str, Any], options: list[str]) -> SafeString:
+    """A bar per declared option in declared order; the chosen one marked."""
+    probabilities = answer["probabilities"]
+    rows = [(name, float(probabilities[name]), name == answer["choice"]) for name in options]
+    desc = f"chose {answer['choice']} with confidence {_pct(answer['confidence'])}; " + ", ".join(
+        f"{name} {_pct(p)}" for name, p, _ in rows
+    )
+    return _bars(rows, f"{qid}: choice", desc)
+
+
+def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString:
+    """A bar per level with its legend, and the fractional score on the 0…n−1 axis."""
+    probabilities, legend = answer["probabilities"], answer.get("legend") or {}
+    score = float(answer["score"])
+    nearest = min(levels - 1, max(0, round(score)))
+    rows = [
+        (f"{i} {legend.get(str(i), '')}".strip(), float(probabilities[str(i)]), i == nearest)
+        for i in range(levels)
+    ]
+    desc = f"score {score:.2f} of 0 to {levels - 1}; " + ", ".join(
+        f"level {r[0]} {_pct(r[1])}" for r in rows
+    )
+    bars = _bars(rows, f"{qid}: score", desc)
+    # the axis 0 … n−1 with the score marked
+    height = 34
+    scale = BAR_W / (levels - 1)
+    x = LABEL_W + score * scale
+    ticks = "".join(
+        f'<line x1="{LABEL_W + i * scale:.1f}" y1="12" x2="{LABEL_W + i * scale:.1f}" y2="18"/>'
+        f'<text x="{LABEL_W + i * scale:.1f}" y="30" text-anchor="middle" font-size="10">{i}'
+        "</text>"
+        for i in range(levels)
+    )
+    axis = (
+        f'<svg class="chart axis" role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{escape(qid)}: score {score:.2f} on the 0 to {levels - 1} axis</title>"
+        f'<text x="{LABEL_W - 6}" y="18" text-anchor="end" font-size="12">score</text>'
+        f'<line class="axis-line" x1="{LABEL_W}" y1="15" x2="{LABEL_W + BAR_W}" y2="15"/>'
+        f'<g class="ticks">{ticks}</g>'
+        f'<path class="marker" d="M{x:.1f} 15 l-5 -9 h10 z"/>'
+        f'<text class="value" x="{WIDTH - 4}" y="18" text-anchor="end" font-size="12">'
+        f"{score:.2f}</text></svg>"
+    )
+    return mark_safe(bars + axis)  # escaped above
+
+
+def noul_bar_chart(qid: str, answer: dict[str, Any]) -> SafeString:
+    """P(true) as one bar."""
+    p = float(answer["noul"])
+    return _bars([("P(true)", p, p >= 0.5)], f"{qid}: noul", f"P(true) {_pct(p)}")
+
+
+def chart_for(question, answer: dict[str, Any]) -> SafeString:
+    if question.type == "choice":
+        return choice_bar_chart(question.id, answer, question.option_names)
+    if question.type == "score":
+        return score_bar_chart(question.id, answer, question.level_count)
+    return noul_bar_chart(question.id, answer)

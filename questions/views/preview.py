@@ -1,0 +1,69 @@
+"""The preview panel: ask the questions on the page (saved or not) about a sample state or a
+typed one, live or recorded, and render the answers as bar charts."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_POST
+
+from questions import backends, charts, forms, services, spec
+from questions.models import SampleState, Version
+
+TEMPLATE = "questions/_preview_result.html"
+
+
+def _result(request, **context) -> HttpResponse:
+    return render(request, TEMPLATE, context)
+
+
+def _error(request, status: int, detail: str) -> HttpResponse:
+    return _result(request, error=backends.DecisionError(status, detail))
+
+
+@require_POST
+def version_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    version = get_object_or_404(
+        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
+    )
+    if request.POST.getlist("q"):
+        edited = forms.document_from_cards(forms.cards_from_post(request.POST))
+        if not edited.representable:
+            return _error(request, 422, "Nothing was sent: fix what is marked in the editor.")
+        document = edited.document
+    else:  # a read-only version: its fields are disabled, so ask what is stored
+        document = version.document
+    sample, revision = None, None
+    choice = request.POST.get("preview_state", "")
+    if choice:
+        sample = get_object_or_404(SampleState, pk=choice, question_set=version.question_set)
+        state = sample.state
+        revision = sample.revisions.filter(revision=sample.revision).first()
+    else:
+        try:
+            state = spec.loads(request.POST.get("preview_state_json", ""))
+        except spec.JSONTextError as exc:
+            return _error(request, 422, f"The typed state is not JSON ({exc}); null is a value.")
+    outcome = services.decision_ask(
+        backend=request.POST.get("preview_backend", "recorded"),
+        document=document,
+        state=state,
+        model=request.POST.get("preview_model", "").strip() or None,
+        user=request.user,
+        version=version,
+        sample_state=revision,
+    )
+    parsed = spec.validate(document, lints=False).document
+    rendered = []
+    if outcome.checked and parsed:
+        for qid, answer in outcome.checked.answers.items():
+            question = parsed.questions[qid]
+            rendered.append(
+                {
+                    "id": qid,
+                    "type": question.type,
+                    "answer": answer,
+                    "chart": charts.chart_for(question, answer),
+                }
+            )
+    return _result(request, outcome=outcome, error=outcome.error, answers=rendered, sample=sample)
