@@ -1,0 +1,427 @@
+"""Each backend against a real HTTP server on loopback: success, every row of the error
+mapping, timeouts, refused connections, malformed bodies and bad answers — and the key and the
+state never leaking into an error, a log line, a record or an output."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from questions import services
+from questions.models import Decision, DecisionAnswer
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+KEY = "sk-test-4f9c2a7e1b"
+STATE = "Help! My payouts have been failing for 3 days."
+DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())["questions"]
+GOOD = {
+    "model": "jev-1.13.0",
+    "answers": {
+        "is_urgent": {"type": "noul", "noul": 0.95},
+        "department": {
+            "type": "choice",
+            "choice": "billing",
+            "probabilities": {"billing": 0.88, "technical": 0.12, "sales": 0.0},
+            "confidence": 0.81,
+        },
+        "frustration": {
+            "type": "score",
+            "score": 1.05,
+            "legend": {"0": "Calm", "1": "Frustrated", "2": "Very angry"},
+            "probabilities": {"0": 0.0, "1": 0.95, "2": 0.05},
+            "confidence": 0.92,
+        },
+    },
+    "usage": {"input_tokens": 918, "output_tokens": 0},
+}
+PATHS = {"typesafe": "/v1/systemone", "runtime": "/api/decisions", "openrouter": "/alpha/decisions"}
+
+
+class Provider:
+    """A loopback provider whose next answers the test sets: (status, body, headers, delay)."""
+
+    def __init__(self):
+        self.replies: list[tuple[int, bytes, dict, float]] = []
+        self.requests: list[dict] = []
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                provider.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)}
+                )
+                status, body, headers, delay = (
+                    provider.replies.pop(0)
+                    if provider.replies
+                    else (200, json.dumps(GOOD).encode(), {}, 0)
+                )
+                if delay:
+                    time.sleep(delay)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError):
+                    self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def reply(self, status: int, body, headers: dict | None = None, delay: float = 0):
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.replies.append((status, raw, headers or {}, delay))
+
+
+@pytest.fixture
+def provider(settings):
+    p = Provider()
+    settings.TYPESAFE_API_KEY = KEY
+    settings.TYPESAFE_BASE_URL = p.url
+    settings.RUNTIME_URL = p.url
+    settings.RUNTIME_TOKEN = KEY
+    settings.OPENROUTER_API_KEY = KEY
+    settings.OPENROUTER_BASE_URL = p.url
+    settings.DECISIONS_TIMEOUT_SECONDS = 0.5
+    yield p
+    p.server.shutdown()
+    p.server.server_close()
+
+
+def ask(backend="typesafe", document=None, state=STATE, **kw):
+    return services.decision_ask(backend=backend, document=document or DOCUMENT, state=state, **kw)
+
+
+def assert_no_leak(caplog, *outputs):
+    """Neither the key nor the state in any log line, record or output."""
+    texts = [caplog.text, *(json.dumps(o) for o in outputs)]
+    for d in Decision.objects.all():
+        texts.extend(
+            [d.detail, d.provider_detail, d.response_text, d.request_text, json.dumps(d.usage)]
+        )
+    for text in texts:
+        assert KEY not in text
+    for text in [caplog.text, *(json.dumps(o) for o in outputs)]:
+        assert STATE not in text
+
+
+# --- success -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["typesafe", "runtime", "openrouter"])
+def test_success_is_checked_recorded_and_keyed(provider, backend, caplog):
+    caplog.set_level(logging.DEBUG)
+    reply = dict(GOOD)
+    if backend == "runtime":
+        reply["timing"] = {"total_ms": 356, "provider_ms": 349}
+    if backend == "openrouter":
+        reply |= {
+            "id": "gen-42",
+            "provider": "TypeSafe",
+            "usage": {"input_tokens": 918, "cost": 0.5},
+        }
+    provider.reply(200, reply, {"x-typesafe-request-id": "req-1"})
+    outcome = ask(backend)
+    assert outcome.status == 200, outcome.error
+    assert outcome.checked.answers["department"]["nearUniform"] is False
+    sent = provider.requests[0]
+    assert sent["path"] == PATHS[backend]
+    assert sent["headers"]["Authorization"] == f"Bearer {KEY}"
+    expected_body = {"state": STATE, "questions": DOCUMENT}
+    if backend != "runtime":
+        expected_body["model"] = "~typesafe/jev-latest" if backend == "openrouter" else "jev-latest"
+    assert sent["body"] == expected_body
+    decision = Decision.objects.get()
+    assert (decision.backend, decision.status, decision.model_answered) == (
+        backend,
+        200,
+        "jev-1.13.0",
+    )
+    assert json.loads(decision.request_text) == expected_body  # canonical, no key
+    assert decision.provider_ms is not None and decision.total_ms >= decision.provider_ms
+    if backend == "typesafe":
+        assert decision.request_id == "req-1"
+        assert decision.cost == pytest.approx(918 * 0.042 / 1e6)
+    if backend == "openrouter":
+        assert (decision.request_id, decision.cost) == ("gen-42", 0.5)
+        assert outcome.checked.extra["provider"] == "TypeSafe"
+    assert DecisionAnswer.objects.filter(decision=decision).count() == 3
+    assert_no_leak(caplog, outcome.to_json())
+
+
+def test_unasked_answers_are_dropped_and_added_fields_kept(provider):
+    reply = json.loads(json.dumps(GOOD))
+    reply["answers"]["extra_id"] = {"type": "noul", "noul": 0.5}
+    reply["answers"]["is_urgent"]["calibrated"] = True
+    reply["trace"] = "t-1"
+    provider.reply(200, reply)
+    outcome = ask()
+    assert set(outcome.checked.answers) == set(DOCUMENT)
+    assert outcome.checked.answers["is_urgent"]["calibrated"] is True
+    assert outcome.to_json()["trace"] == "t-1"
+    assert not DecisionAnswer.objects.filter(question_id="extra_id").exists()
+
+
+# --- every row of the mapping ---------------------------------------------------------------------
+
+
+FASTAPI_422 = {
+    "detail": [
+        {
+            "loc": ["body", "questions", "department", "choice", "criteria"],
+            "msg": "Too many choices",
+            "type": "value_error",
+            "input": STATE,
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "mapped", "provider_detail"),
+    [
+        (400, {"detail": {"error_type": "max_tokens_exceeded"}}, {}, 422, "max_tokens_exceeded"),
+        (
+            400,
+            {"detail": {"message": "Unknown model: jev-nope", "error_type": "unknown"}},
+            {},
+            422,
+            "Unknown model: jev-nope",
+        ),
+        (422, FASTAPI_422, {}, 422, "questions.department.choice.criteria: Too many choices"),
+        (429, {"detail": "Slow down"}, {"Retry-After": "7"}, 429, "Slow down"),
+        (401, {"detail": f"Invalid key {KEY}"}, {}, 502, None),
+        (403, {"detail": "Key lacks access"}, {}, 502, None),
+        (500, {"detail": "boom"}, {}, 502, None),
+        (529, {"detail": "overloaded"}, {}, 502, None),
+        (404, {"detail": "Not Found"}, {}, 502, None),
+    ],
+)
+def test_provider_errors_map_to_the_table(
+    provider, caplog, status, body, headers, mapped, provider_detail
+):
+    caplog.set_level(logging.INFO)
+    provider.reply(status, body, headers)
+    outcome = ask()
+    error = outcome.error
+    assert (error.status, error.provider_status_code) == (mapped, status)
+    assert error.provider_detail == provider_detail
+    if status == 429:
+        assert error.retry_after == 7
+    decision = Decision.objects.get()
+    assert decision.status == mapped and decision.provider_status_code == status
+    assert not DecisionAnswer.objects.exists()
+    if status in (401, 403):
+        assert decision.response_text == ""  # what it says about the key: server log only
+        assert "refused the key" in caplog.text
+    assert_no_leak(caplog, outcome.to_json())
+
+
+def test_openrouter_error_shape_and_in_band_errors(provider):
+    provider.reply(400, {"error": {"code": 400, "message": "Bad criteria", "metadata": {}}})
+    assert ask("openrouter").error.provider_detail == "Bad criteria"
+    provider.reply(200, {"error": {"code": 502, "message": "upstream"}})
+    error = ask("openrouter").error
+    assert (error.status, error.provider_status_code) == (502, 200)
+    provider.reply(524, {"error": {"code": 524, "message": "timeout"}})
+    assert ask("openrouter").error.status == 504
+
+
+def test_the_runtimes_own_errors_pass_their_provider_detail_on(provider):
+    provider.reply(
+        422,
+        {
+            "detail": "The provider rejected the questions",
+            "provider_status_code": 422,
+            "provider_detail": "Too many choices",
+        },
+    )
+    error = ask("runtime").error
+    assert (error.status, error.provider_detail) == (422, "Too many choices")
+    provider.reply(503, {"detail": "Decisions need TYPESAFE_API_KEY on the runtime"})
+    error = ask("runtime").error
+    assert error.status == 502 and "TYPESAFE_API_KEY on the runtime" in error.detail
+
+
+def test_a_provider_echoing_the_key_or_the_state_is_scrubbed(provider, caplog):
+    provider.reply(422, {"detail": f"bad request from {KEY} about {STATE}"})
+    outcome = ask()
+    assert KEY not in outcome.error.provider_detail
+    assert STATE not in outcome.error.provider_detail
+    assert_no_leak(caplog, outcome.to_json())
+
+
+def test_provider_detail_is_at_most_500_characters(provider):
+    provider.reply(400, {"detail": "x" * 2000})
+    assert len(ask().error.provider_detail) == 500
+
+
+# --- the wire failing ----------------------------------------------------------------------------
+
+
+def test_a_hang_past_the_timeout_is_a_504(provider, caplog):
+    provider.reply(200, GOOD, delay=1.5)
+    started = time.perf_counter()
+    outcome = ask()
+    assert time.perf_counter() - started < 1.4
+    assert outcome.error.status == 504
+    assert "DECISIONS__TIMEOUT_SECONDS" in outcome.error.detail
+    assert Decision.objects.get().status == 504
+    assert_no_leak(caplog, outcome.to_json())
+
+
+def test_connection_refused_is_a_502(provider, settings, caplog):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{closed}"
+    outcome = ask()
+    assert (outcome.error.status, outcome.error.provider_status_code) == (502, None)
+    assert "could not be reached" in outcome.error.detail
+    assert_no_leak(caplog, outcome.to_json())
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        (b"<html>gateway</html>", "not JSON"),
+        (
+            {
+                "model": "m",
+                "answers": {k: v for k, v in GOOD["answers"].items() if k != "department"},
+            },
+            "has no answer",
+        ),
+        (
+            {**GOOD, "answers": {**GOOD["answers"], "is_urgent": {"type": "noul", "noul": "high"}}},
+            "must be a number",
+        ),
+        (
+            {**GOOD, "answers": {**GOOD["answers"], "is_urgent": {"type": "noul", "noul": 1.2}}},
+            "must lie in 0..1",
+        ),
+        (
+            {
+                **GOOD,
+                "answers": {
+                    **GOOD["answers"],
+                    "department": {**GOOD["answers"]["department"], "choice": "legal"},
+                },
+            },
+            "not a declared option",
+        ),
+        (
+            {
+                **GOOD,
+                "answers": {
+                    **GOOD["answers"],
+                    "frustration": {**GOOD["answers"]["frustration"], "score": 1.9},
+                },
+            },
+            "two-decimal rounding",
+        ),
+    ],
+)
+def test_a_200_with_a_bad_body_is_a_502_naming_the_rule(provider, caplog, body, rule):
+    provider.reply(200, body)
+    outcome = ask()
+    assert (outcome.error.status, outcome.error.provider_status_code) == (502, 200)
+    assert rule in outcome.error.detail
+    assert not DecisionAnswer.objects.exists()
+    assert Decision.objects.get().status == 502
+    assert_no_leak(caplog, outcome.to_json())
+
+
+# --- nothing sent --------------------------------------------------------------------------------
+
+
+def test_nothing_is_sent_for_an_invalid_document_or_state(provider):
+    outcome = ask(document={"q": {"type": "choice", "criteria": {"only": "one"}}})
+    assert outcome.error.status == 422 and "Nothing was sent" in outcome.error.detail
+    outcome = ask(state="x" * 300_000)
+    assert outcome.error.status == 422 and "state" in outcome.error.detail
+    assert STATE not in outcome.error.detail
+    assert provider.requests == [] and not Decision.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("backend", "variable"),
+    [
+        ("typesafe", "TYPESAFE_API_KEY"),
+        ("runtime", "RUNTIME_URL and RUNTIME_TOKEN"),
+        ("openrouter", "OPENROUTER_API_KEY"),
+    ],
+)
+def test_a_missing_key_is_a_503_naming_the_variable_and_sends_nothing(
+    provider, settings, backend, variable
+):
+    settings.TYPESAFE_API_KEY = settings.RUNTIME_TOKEN = settings.OPENROUTER_API_KEY = ""
+    outcome = ask(backend)
+    assert outcome.error.status == 503
+    assert variable in outcome.error.detail
+    assert provider.requests == [] and not Decision.objects.exists()
+
+
+def test_the_key_variable_can_be_renamed(provider, settings):
+    settings.TYPESAFE_API_KEY = ""
+    settings.DECISIONS_API_KEY_ENV = "JEV_KEY"
+    assert "JEV_KEY" in ask().error.detail
+
+
+# --- recorded ------------------------------------------------------------------------------------
+
+
+def test_recorded_replays_what_was_asked_without_the_network(provider, settings):
+    provider.reply(200, GOOD)
+    live = ask()
+    settings.TYPESAFE_BASE_URL = "http://127.0.0.1:9"  # nothing is there; nothing is called
+    before = len(provider.requests)
+    replay = ask("recorded")
+    assert len(provider.requests) == before
+    assert replay.status == 200 and replay.missing == []
+    assert replay.checked.answers == live.checked.answers
+    assert Decision.objects.count() == 1  # a replay is not a call
+
+
+def test_recorded_matches_by_words_not_by_id_or_version_and_reports_the_rest(provider):
+    provider.reply(200, GOOD)
+    ask()
+    renamed = {
+        "urgent_renamed": DOCUMENT["is_urgent"],
+        "department": {**DOCUMENT["department"], "instructions": "Changed words?"},
+    }
+    replay = ask("recorded", document=renamed)
+    assert replay.status == 200
+    assert list(replay.checked.answers) == ["urgent_renamed"]
+    assert replay.missing == ["department"]
+    other_state = ask("recorded", state="Another state")
+    assert other_state.error.status == 404
+    other_model = ask("recorded", model="jev-nope")
+    assert other_model.error.status == 404
+    assert ask("recorded", model="jev-1.13.0").status == 200  # the model that answered
+
+
+def test_the_preview_never_retries(provider):
+    provider.reply(529, {"detail": "overloaded"})
+    provider.reply(200, GOOD)
+    assert ask().error.status == 502
+    assert len(provider.requests) == 1
