@@ -9,7 +9,15 @@ from django import forms
 from django.contrib import admin, messages
 
 from questions import services, spec
-from questions.models import QuestionSet, ReviewEvent, SampleState, SampleStateRevision, Version
+from questions.models import (
+    Decision,
+    DecisionAnswer,
+    QuestionSet,
+    ReviewEvent,
+    SampleState,
+    SampleStateRevision,
+    Version,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -114,3 +122,24 @@ class SampleStateAdmin(ReadOnlyAdmin):
 @admin.register(SampleStateRevision)
 class SampleStateRevisionAdmin(ReadOnlyAdmin):
     list_display = ("sample_state", "revision", "author", "created_at")
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "backend",
+        "status",
+        "model_asked",
+        "model_answered",
+        "provider_ms",
+        "total_ms",
+        "user",
+    )
+    list_filter = ("backend", "status")
+
+
+@admin.register(DecisionAnswer)
+class DecisionAnswerAdmin(ReadOnlyAdmin):
+    list_display = ("question_id", "model", "decision")
+    search_fields = ("question_id", "question_sha256", "state_sha256")
