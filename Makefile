@@ -54,3 +54,4 @@ format: $(VENV)/.synced
 
 bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/editor_validation.py
+	$(VENV)/bin/python bench/decisions_overhead.py
