@@ -176,3 +176,5 @@ OPENROUTER_BASE_URL = (
 OPENROUTER_MODEL = ENV.get("OPENROUTER_MODEL", "").strip() or "~typesafe/jev-latest"
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
+#: single-person teams: let the author of a version approve it too (off by default)
+DECISIONS_ALLOW_SELF_APPROVAL = _flag("DECISIONS__ALLOW_SELF_APPROVAL")

@@ -236,3 +236,69 @@ class DecisionAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question_id} ({self.model})"
+
+
+class Label(models.Model):
+    """A movable named pointer from a set to one of its approved versions."""
+
+    NAME_PATTERN = r"[a-z0-9_.-]{1,36}"
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=36)
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="labels")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["question_set", "name"], name="label_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_set.slug}@{self.name}"
+
+
+class LabelMove(models.Model):
+    """The append-only history of label moves: who, from, to, when."""
+
+    question_set = models.ForeignKey(
+        QuestionSet, on_delete=models.CASCADE, related_name="label_moves"
+    )
+    name = models.CharField(max_length=36)
+    from_version = models.ForeignKey(
+        Version, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    to_version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="+")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.from_version_id} → {self.to_version_id}"
+
+
+class APIToken(models.Model):
+    """A bearer token for the runtime's export fetch; only its SHA-256 is stored."""
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, help_text="the first characters, to tell tokens apart")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

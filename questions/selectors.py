@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from questions.models import QuestionSet, Version
+from questions import spec
+from questions.models import QuestionSet, ReviewEvent, Version
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
@@ -24,3 +30,76 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
 
 def versions_of(question_set: QuestionSet) -> QuerySet[Version]:
     return question_set.versions.select_related("author", "parent").order_by("-number")
+
+
+EXPORT_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "question-set-1.schema.json"
+
+
+def approval_of(version: Version) -> ReviewEvent | None:
+    """The event that approved a version (the last one, should there be more)."""
+    return (
+        version.events.filter(kind=ReviewEvent.Kind.APPROVED)
+        .select_related("actor")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def export_document(version: Version) -> dict[str, Any]:
+    """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
+    is the approved document exactly; `sha256` is the canonical hash of that map."""
+    approval = approval_of(version)
+    return {
+        "format": spec.EXPORT_FORMAT,
+        "question_set": version.question_set.slug,
+        "version": version.number,
+        "status": version.status,
+        "sha256": version.sha256,
+        "model": settings.DECISIONS_MODEL,
+        "approved_by": approval.actor.get_username() if approval else None,
+        "approved_at": approval.created_at.isoformat() if approval else None,
+        "questions": version.document,
+    }
+
+
+def export_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def exportable_version(
+    slug: str, *, label: str | None = None, number: int | None = None
+) -> Version | None:
+    """The approved version a label points at, or the approved version `number`; None for an
+    unknown set, label or version, or one that is not approved. Never a fallback."""
+    versions = Version.objects.select_related("question_set").filter(
+        question_set__slug=slug, status=Version.Status.APPROVED
+    )
+    if label is not None:
+        return versions.filter(labels__name=label).first()
+    if number is not None:
+        return versions.filter(number=number).first()
+    return None
+
+
+def review_queue() -> QuerySet[Version]:
+    return (
+        Version.objects.filter(status=Version.Status.IN_REVIEW)
+        .select_related("question_set", "author")
+        .order_by("updated_at")
+    )
+
+
+def review_baseline(version: Version) -> tuple[Version | None, str]:
+    """What a version is reviewed against: the version under `production`, else the last
+    approved one (never itself)."""
+    question_set = version.question_set
+    label = question_set.labels.filter(name="production").select_related("version").first()
+    if label and label.version_id != version.pk:
+        return label.version, "production"
+    approved = (
+        question_set.versions.filter(status=Version.Status.APPROVED)
+        .exclude(pk=version.pk)
+        .order_by("-number")
+        .first()
+    )
+    return approved, "the last approved version" if approved else ""

@@ -7,21 +7,28 @@ with `StaleRevision`, and nothing is written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
+import secrets
 from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
-from questions import backends, spec
+from questions import backends, roles, spec
 from questions.backends import Outcome
 from questions.models import (
+    APIToken,
     Decision,
     DecisionAnswer,
+    Label,
+    LabelMove,
     QuestionSet,
     ReviewEvent,
     SampleState,
@@ -213,7 +220,8 @@ def _record_edit(version: Version, author: AbstractBaseUser) -> None:
 
 @transaction.atomic
 def version_submit(*, version: Version, author: AbstractBaseUser, note: str = "") -> Version:
-    """A draft goes to review and freezes. Only a valid document is submitted."""
+    """A draft goes to review and freezes. Only a valid document is submitted, by an author."""
+    _require(author, roles.is_author, "authors")
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
@@ -521,3 +529,167 @@ def decision_record(
             for qid, answer in checked.answers.items()
         )
     return decision
+
+
+# --- review: submit, approve, request changes, labels ------------------------------------------
+
+
+def _require(user: AbstractBaseUser, check, what: str) -> None:
+    if not check(user):
+        raise NotAllowed(f"Only {what} do that.")
+
+
+class NotAllowed(ServiceError):
+    """The person may not take this step."""
+
+
+def _in_review(version: Version) -> Version:
+    locked = (
+        Version.objects.select_for_update()
+        .select_related("question_set", "author")
+        .get(pk=version.pk)
+    )
+    if locked.status != Version.Status.IN_REVIEW:
+        raise ServiceError(
+            f"Version {locked.number} of {locked.question_set.slug} is "
+            f"{locked.get_status_display()}, not in review: only a submitted version is "
+            "approved or sent back."
+        )
+    return locked
+
+
+@transaction.atomic
+def version_approve(
+    *, version: Version, reviewer: AbstractBaseUser, note: str = "", label: str = ""
+) -> Version:
+    """A reviewer approves a submitted version (never their own, unless single-person teams
+    are allowed), and may point a label at it in the same step."""
+    _require(reviewer, roles.is_reviewer, "reviewers")
+    locked = _in_review(version)
+    if locked.author_id == reviewer.pk and not settings.DECISIONS_ALLOW_SELF_APPROVAL:
+        raise NotAllowed(
+            f"{reviewer.get_username()} wrote version {locked.number}; a second person approves "
+            "it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
+        )
+    result = spec.validate(locked.document, limits=_limits(), lints=False)
+    if not result.valid:
+        raise InvalidContent("version", result.errors)
+    locked.status = Version.Status.APPROVED
+    locked.save(update_fields=["status", "updated_at"])
+    ReviewEvent.objects.create(
+        version=locked, kind=ReviewEvent.Kind.APPROVED, actor=reviewer, note=note
+    )
+    if label:
+        label_move(
+            question_set=locked.question_set,
+            name=label,
+            version=locked,
+            actor=reviewer,
+            note=f"on approval of version {locked.number}",
+        )
+    return locked
+
+
+@transaction.atomic
+def version_request_changes(*, version: Version, reviewer: AbstractBaseUser, note: str) -> Version:
+    """A reviewer sends a submitted version back with a note; its author continues in a new
+    draft from it."""
+    _require(reviewer, roles.is_reviewer, "reviewers")
+    if not note.strip():
+        raise ServiceError("Say what should change: the note is what the author works from.")
+    locked = _in_review(version)
+    locked.status = Version.Status.CHANGES_REQUESTED
+    locked.save(update_fields=["status", "updated_at"])
+    ReviewEvent.objects.create(
+        version=locked, kind=ReviewEvent.Kind.CHANGES_REQUESTED, actor=reviewer, note=note.strip()
+    )
+    return locked
+
+
+def version_comment(*, version: Version, actor: AbstractBaseUser, note: str) -> ReviewEvent:
+    if not note.strip():
+        raise ServiceError("A comment needs words.")
+    return ReviewEvent.objects.create(
+        version=version, kind=ReviewEvent.Kind.COMMENTED, actor=actor, note=note.strip()
+    )
+
+
+LABEL_NAME = re.compile(rf"\A{Label.NAME_PATTERN}\Z")
+
+
+@transaction.atomic
+def label_move(
+    *,
+    question_set: QuestionSet,
+    name: str,
+    version: Version,
+    actor: AbstractBaseUser,
+    note: str = "",
+) -> Label:
+    """Point a label at an approved version of the set; every move is logged. Rollback is a
+    move back."""
+    _require(actor, roles.is_reviewer, "reviewers")
+    if not LABEL_NAME.match(name or ""):
+        raise ServiceError(f"A label name is 1 to 36 of a-z, 0-9, _ . - (got {name!r}).")
+    if version.question_set_id != question_set.pk:
+        raise ServiceError("A label points at a version of its own set.")
+    if version.status != Version.Status.APPROVED:
+        raise ServiceError(
+            f"Version {version.number} is {version.get_status_display()}; labels point at "
+            "approved versions only."
+        )
+    _lock_set(question_set)
+    label = Label.objects.filter(question_set=question_set, name=name).first()
+    previous = label.version if label else None
+    if previous == version:
+        return label
+    if label is None:
+        label = Label.objects.create(question_set=question_set, name=name, version=version)
+    else:
+        label.version = version
+        label.save(update_fields=["version", "updated_at"])
+    LabelMove.objects.create(
+        question_set=question_set,
+        name=name,
+        from_version=previous,
+        to_version=version,
+        actor=actor,
+        note=note,
+    )
+    return label
+
+
+# --- API tokens ---------------------------------------------------------------------------------
+
+
+def api_token_create(*, name: str, user: AbstractBaseUser | None = None) -> tuple[APIToken, str]:
+    """A new token: returns the record and the token itself, which is never stored."""
+    name = (name or "").strip()
+    if not name:
+        raise ServiceError("A token needs a name (who or what uses it).")
+    raw = f"dct_{secrets.token_urlsafe(32)}"
+    token = APIToken.objects.create(
+        name=name[:100],
+        prefix=raw[:10],
+        token_sha256=hashlib.sha256(raw.encode()).hexdigest(),
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    return token, raw
+
+
+def api_token_revoke(*, token: APIToken) -> APIToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def api_token_authenticate(raw: str) -> APIToken | None:
+    """The active token a bearer string names, with its last use noted; None otherwise."""
+    if not raw:
+        return None
+    digest = hashlib.sha256(raw.encode()).hexdigest()
+    token = APIToken.objects.filter(token_sha256=digest, revoked_at__isnull=True).first()
+    if token is not None:
+        APIToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token

@@ -1,10 +1,19 @@
 from django.urls import path
 
-from questions.views import check, editor, preview, sets, states
+from questions.views import check, editor, preview, review, sets, states
 
 urlpatterns = [
     path("", sets.set_list, name="set-list"),
     path("check/", check.document_check, name="document-check"),
+    path("reviews/", review.review_queue, name="review-queue"),
+    path("tokens/", review.token_list, name="token-list"),
+    path("schemas/question-set-1.json", review.export_schema, name="export-schema"),
+    path("api/sets/<slug:slug>/export.json", review.api_export, name="api-export"),
+    path("sets/<slug:slug>/labels/", review.label_move, name="label-move"),
+    path("sets/<slug:slug>/v<int:number>/review/", review.version_review, name="version-review"),
+    path(
+        "sets/<slug:slug>/v<int:number>/export.json", review.version_export, name="version-export"
+    ),
     path("sets/new/", sets.set_create, name="set-create"),
     path("sets/<slug:slug>/", sets.set_detail, name="set-detail"),
     path("sets/<slug:slug>/history/", sets.set_history, name="set-history"),

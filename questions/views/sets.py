@@ -75,6 +75,12 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "draft": next((v for v in versions if v.is_draft), None),
         "states": question_set.sample_states.all(),
         "can_author": roles.is_author(request.user),
+        "can_review": roles.is_reviewer(request.user),
+        "labels": question_set.labels.select_related("version"),
+        "label_moves": question_set.label_moves.select_related(
+            "from_version", "to_version", "actor"
+        )[:50],
+        "approved": [v for v in versions if v.status == Version.Status.APPROVED],
     }
     return render(request, "questions/set_detail.html", context)
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import backends, demo, services, spec
+from questions import backends, demo, selectors, services, spec
 from questions.models import QuestionSet, Version
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -116,6 +116,29 @@ class Command(BaseCommand):
         submit.add_argument("--version", required=True, type=int, dest="number", metavar="N")
         submit.add_argument("--user", required=True)
         submit.add_argument("--json", action="store_true")
+
+        approve = sub.add_parser(
+            "approve", help="approve a submitted version (never your own), optionally labelling it"
+        )
+        approve.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        approve.add_argument("--version", required=True, type=int, dest="number", metavar="N")
+        approve.add_argument("--user", required=True)
+        approve.add_argument("--label", default="", metavar="L")
+        approve.add_argument("--note", default="")
+        approve.add_argument("--json", action="store_true")
+
+        export = sub.add_parser("export", help="write an approved version's export document")
+        export.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        which_export = export.add_mutually_exclusive_group(required=True)
+        which_export.add_argument("--version", type=int, dest="number", metavar="N")
+        which_export.add_argument("--label", metavar="L")
+        export.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
+        export.add_argument("--json", action="store_true", help="on failure, print JSON")
+
+        token = sub.add_parser(
+            "token", help="create an API token for the runtime; prints it once, alone on stdout"
+        )
+        token.add_argument("--name", required=True)
 
         ask = sub.add_parser(
             "ask",
@@ -316,6 +339,60 @@ class Command(BaseCommand):
                     self.stderr.write(f"provider said: {outcome.error.provider_detail}")
             return EXIT_FAILED
         self.emit_json(outcome.to_json())
+        return EXIT_OK
+
+    def do_approve(
+        self, *, slug: str, number: int, user: str, label: str, note: str, json: bool, **_: Any
+    ) -> int:
+        version = Version.objects.filter(question_set__slug=slug, number=number).first()
+        if version is None:
+            return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
+        try:
+            version = services.version_approve(
+                version=version, reviewer=_user(user), note=note, label=label
+            )
+        except services.ServiceError as exc:
+            return self.fail(str(exc), as_json=json, status=409)
+        out = {"set": slug, "version": number, "status": version.status, "label": label or None}
+        if json:
+            self.emit_json(out)
+        else:
+            self.stdout.write(
+                f"{slug} version {number} approved" + (f"; {label} points at it" if label else "")
+            )
+        return EXIT_OK
+
+    def do_export(
+        self,
+        *,
+        slug: str,
+        number: int | None,
+        label: str | None,
+        output: str | None,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        version = selectors.exportable_version(slug, label=label, number=number)
+        if version is None:
+            which = f"label {label!r}" if label is not None else f"version {number}"
+            return self.fail(f"{slug} has no approved {which}.", as_json=json, status=404)
+        text = selectors.export_text(selectors.export_document(version))
+        if output:
+            try:
+                Path(output).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
+            self.stderr.write(f"wrote {output} ({slug} v{version.number}, sha256 {version.sha256})")
+        else:
+            self.stdout.write(text, ending="")
+        return EXIT_OK
+
+    def do_token(self, *, name: str, **_: Any) -> int:
+        try:
+            _, raw = services.api_token_create(name=name)
+        except services.ServiceError as exc:
+            raise Unusable(str(exc)) from exc
+        self.stdout.write(raw)
         return EXIT_OK
 
     def do_standin(self, *, port: int, latency_ms: float, **_: Any) -> int:

@@ -1,0 +1,232 @@
+"""Review and export: the review queue and page, labels, the export download, the runtime's
+HTTP export with bearer tokens, the published JSON Schema, and the tokens page."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from questions import diff, roles, selectors, services, spec
+from questions.models import APIToken, QuestionSet, Version
+
+
+def require_reviewer(request: HttpRequest) -> None:
+    if not roles.is_reviewer(request.user):
+        raise PermissionDenied("Only reviewers do that.")
+
+
+@require_GET
+def review_queue(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "questions/review_queue.html",
+        {"versions": selectors.review_queue(), "can_review": roles.is_reviewer(request.user)},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The evidence (diff against production, open lints) and the decision on it."""
+    version = get_object_or_404(
+        Version.objects.select_related("question_set", "author"),
+        question_set__slug=slug,
+        number=number,
+    )
+    problem = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        note = request.POST.get("note", "")
+        try:
+            if action == "approve":
+                require_reviewer(request)
+                services.version_approve(
+                    version=version,
+                    reviewer=request.user,
+                    note=note,
+                    label=request.POST.get("label", "").strip(),
+                )
+                messages.success(request, f"Approved version {number}.")
+                return redirect("version-review", slug, number)
+            if action == "request_changes":
+                require_reviewer(request)
+                services.version_request_changes(version=version, reviewer=request.user, note=note)
+                messages.success(request, f"Sent version {number} back to its author.")
+                return redirect("version-review", slug, number)
+            if action == "comment":
+                services.version_comment(version=version, actor=request.user, note=note)
+                return redirect("version-review", slug, number)
+            problem = "Unknown action."
+        except services.ServiceError as exc:
+            problem = str(exc)
+    baseline, baseline_name = selectors.review_baseline(version)
+    document = version.document
+    lints = spec.validate(document).warnings
+    context = {
+        "set": version.question_set,
+        "version": version,
+        "baseline": baseline,
+        "baseline_name": baseline_name,
+        "diff": diff.document_diff(baseline.document if baseline else {}, document),
+        "lints": lints,
+        "events": version.events.select_related("actor"),
+        "can_review": roles.is_reviewer(request.user),
+        "own_version": version.author_id == request.user.pk,
+        "labels": version.question_set.labels.select_related("version"),
+        "problem": problem,
+    }
+    return render(request, "questions/version_review.html", context, status=422 if problem else 200)
+
+
+@require_POST
+def label_move(request: HttpRequest, slug: str) -> HttpResponse:
+    require_reviewer(request)
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    name = request.POST.get("name", "").strip()
+    try:
+        number = int(request.POST.get("version", ""))
+    except ValueError:
+        number = -1
+    version = question_set.versions.filter(number=number).first()
+    try:
+        if version is None:
+            raise services.ServiceError(f"{slug} has no version {number}.")
+        services.label_move(
+            question_set=question_set,
+            name=name,
+            version=version,
+            actor=request.user,
+            note=request.POST.get("note", ""),
+        )
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{name} now points at version {number}.")
+    return redirect("set-detail", slug)
+
+
+# --- export --------------------------------------------------------------------------------------
+
+
+def _export_response(request: HttpRequest, version: Version, *, download: bool) -> HttpResponse:
+    document = selectors.export_document(version)
+    response = HttpResponse(
+        selectors.export_text(document), content_type="application/json; charset=utf-8"
+    )
+    response["ETag"] = f'"{version.sha256}"'
+    response["Link"] = (
+        f'<{request.build_absolute_uri(reverse("export-schema"))}>; rel="describedby"'
+    )
+    response["Cache-Control"] = "no-cache"
+    if download:
+        response["Content-Disposition"] = (
+            f'attachment; filename="{version.question_set.slug}-v{version.number}.json"'
+        )
+    return response
+
+
+@require_GET
+def version_export(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """Download the export document of an approved version."""
+    version = get_object_or_404(
+        Version.objects.select_related("question_set"),
+        question_set__slug=slug,
+        number=number,
+        status=Version.Status.APPROVED,
+    )
+    return _export_response(request, version, download=True)
+
+
+@login_not_required
+@require_GET
+def export_schema(request: HttpRequest) -> HttpResponse:
+    """The committed JSON Schema (draft 2020-12) of the export document, at a stable URL."""
+    return FileResponse(
+        open(selectors.EXPORT_SCHEMA_PATH, "rb"), content_type="application/schema+json"
+    )
+
+
+def _etag_matches(header: str, sha256: str) -> bool:
+    for candidate in header.split(","):
+        tag = candidate.strip().removeprefix("W/").strip('"')
+        if tag in ("*", sha256):
+            return True
+    return False
+
+
+@login_not_required
+@require_http_methods(["GET", "HEAD"])
+def api_export(request: HttpRequest, slug: str) -> HttpResponse:
+    """`GET /api/sets/<slug>/export.json?label=L` (or `?version=N`) for the runtime, with
+    `Authorization: Bearer <token>`. 401 without a good token; 404 for an unknown label or
+    version or one that is not approved — never a fallback; 304 when `If-None-Match` holds."""
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    token = services.api_token_authenticate(raw.strip()) if scheme.lower() == "bearer" else None
+    if token is None:
+        response = JsonResponse(
+            {
+                "detail": "A valid API token is needed: Authorization: "
+                "Bearer <token> (create one with manage.py questions token)."
+            },
+            status=401,
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="decision-console"'
+        return response
+    label, number = request.GET.get("label"), request.GET.get("version")
+    if (label is None) == (number is None):
+        return JsonResponse(
+            {"detail": "Give exactly one of ?label=NAME or ?version=N."}, status=400
+        )
+    if number is not None and not number.isdigit():
+        return JsonResponse(
+            {"detail": f"version must be a whole number, not {number!r}."}, status=400
+        )
+    version = selectors.exportable_version(
+        slug, label=label, number=int(number) if number else None
+    )
+    if version is None:
+        what = f"label {label!r}" if label is not None else f"version {number}"
+        return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)
+    if _etag_matches(request.headers.get("If-None-Match", ""), version.sha256):
+        response = HttpResponse(status=304)
+        response["ETag"] = f'"{version.sha256}"'
+        return response
+    return _export_response(request, version, download=False)
+
+
+# --- API tokens ----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    """Reviewers and staff create, see and revoke the runtime's tokens; a new token is shown
+    once."""
+    if not (roles.is_reviewer(request.user) or request.user.is_staff):
+        raise PermissionDenied("Only reviewers and staff manage API tokens.")
+    created = None
+    problem = None
+    if request.method == "POST":
+        if request.POST.get("revoke"):
+            token = get_object_or_404(APIToken, pk=request.POST["revoke"])
+            services.api_token_revoke(token=token)
+            messages.success(request, f"Revoked {token.name}.")
+            return redirect("token-list")
+        try:
+            token, created = services.api_token_create(
+                name=request.POST.get("name", ""), user=request.user
+            )
+        except services.ServiceError as exc:
+            problem = str(exc)
+    return render(
+        request,
+        "questions/token_list.html",
+        {
+            "tokens": APIToken.objects.select_related("created_by"),
+            "created": created,
+            "problem": problem,
+        },
+    )
