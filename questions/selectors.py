@@ -53,7 +53,7 @@ def export_document(version: Version) -> dict[str, Any]:
         "format": spec.EXPORT_FORMAT,
         "question_set": version.question_set.slug,
         "version": version.number,
-        "status": version.status,
+        "status": str(version.status),
         "sha256": version.sha256,
         "model": settings.DECISIONS_MODEL,
         "approved_by": approval.actor.get_username() if approval else None,

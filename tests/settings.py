@@ -6,3 +6,6 @@ import os
 os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-secret")
 
 from console.settings import *  # noqa: F403
+
+# Password hashing is deliberately slow; the tests sign in hundreds of users.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

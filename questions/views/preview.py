@@ -3,11 +3,12 @@ typed one, live or recorded, and render the answers as bar charts."""
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from questions import backends, charts, forms, services, spec
+from questions import backends, charts, forms, roles, services, spec
 from questions.models import SampleState, Version
 
 TEMPLATE = "questions/_preview_result.html"
@@ -23,6 +24,8 @@ def _error(request, status: int, detail: str) -> HttpResponse:
 
 @require_POST
 def version_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    if not (roles.is_author(request.user) or roles.is_reviewer(request.user)):
+        raise PermissionDenied("Authors and reviewers ask the model.")
     version = get_object_or_404(
         Version.objects.select_related("question_set"), question_set__slug=slug, number=number
     )

@@ -290,25 +290,23 @@ class Command(BaseCommand):
                     "--state names a sample state of a set; with --file use --state-file"
                 )
             document = read_json_file(file)
-            if not spec.validate(document, limits=settings.DECISIONS_LIMITS).valid:
-                result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
+            result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
+            if not result.valid:
                 shown = "; ".join(str(e) for e in result.errors[:5])
                 return self.fail(f"Nothing was sent: {shown}", as_json=json)
         else:
-            if label:
-                raise Unusable("labels arrive with the review workflow; use --version N")
             versions = Version.objects.filter(question_set__slug=slug).select_related(
                 "question_set"
             )
-            version = (
-                versions.filter(number=number)
-                if number is not None
-                else versions.order_by("-number")
-            ).first()
+            if label:
+                version = selectors.exportable_version(slug, label=label)
+            elif number is not None:
+                version = versions.filter(number=number).first()
+            else:
+                version = versions.order_by("-number").first()
             if version is None:
-                return self.fail(
-                    f"{slug} has no version {number or ''}".strip() + ".", as_json=json, status=404
-                )
+                which = f"label {label}" if label else f"version {number or ''}".strip()
+                return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
             document = version.document
         if state_file:
             state = read_json_file(state_file)

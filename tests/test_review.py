@@ -1,0 +1,413 @@
+"""The review workflow, labels, the export (document, schema, HTTP API, CLI) and the round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+
+from questions import selectors, services, spec
+from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
+from tests import factories
+from tests.test_cli_validate import run, write
+from tests.test_spec_properties import question_maps
+
+pytestmark = pytest.mark.django_db
+SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+@pytest.fixture
+def team():
+    writer = factories.author("writer")
+    checker = factories.reviewer("checker")
+    qs = factories.question_set("routing", owner=writer)
+    return writer, checker, qs
+
+
+def submitted(qs, writer) -> Version:
+    return services.version_submit(version=factories.draft(qs), author=writer)
+
+
+# --- workflow ------------------------------------------------------------------------------------
+
+
+def test_submit_approve_with_a_label_and_every_step_on_the_record(team):
+    writer, checker, qs = team
+    version = submitted(qs, writer)
+    version = services.version_approve(
+        version=version, reviewer=checker, note="looks right", label="production"
+    )
+    assert version.status == "approved"
+    events = [(e.kind, e.actor.username, e.note) for e in version.events.all()]
+    assert events == [
+        ("created", "writer", ""),
+        ("submitted", "writer", ""),
+        ("approved", "checker", "looks right"),
+    ]
+    label = Label.objects.get(question_set=qs, name="production")
+    assert label.version == version
+    move = LabelMove.objects.get()
+    assert (move.from_version, move.to_version, move.actor) == (None, version, checker)
+
+
+def test_changes_requested_then_the_author_continues_in_a_new_draft(team):
+    writer, checker, qs = team
+    version = submitted(qs, writer)
+    with pytest.raises(services.ServiceError, match="Say what should change"):
+        services.version_request_changes(version=version, reviewer=checker, note=" ")
+    version = services.version_request_changes(
+        version=version, reviewer=checker, note="describe `other`"
+    )
+    assert version.status == "changes_requested"
+    draft = services.version_draft_from(version=version, author=writer)
+    assert (draft.number, draft.parent, draft.status) == (2, version, "draft")
+    with pytest.raises(services.NotADraft):
+        services.version_save(version=version, document={}, base_revision=1, author=writer)
+
+
+def test_nobody_approves_their_own_version(team, settings):
+    writer, _, qs = team
+    writer.groups.add(*factories.reviewer().groups.all())  # the writer reviews too
+    version = submitted(qs, writer)
+    with pytest.raises(services.NotAllowed, match="a second person approves it"):
+        services.version_approve(version=version, reviewer=writer)
+    version.refresh_from_db()
+    assert version.status == "in_review"
+    settings.DECISIONS_ALLOW_SELF_APPROVAL = True
+    assert services.version_approve(version=version, reviewer=writer).status == "approved"
+
+
+@pytest.mark.parametrize("status", ["draft", "approved", "changes_requested"])
+def test_only_a_submitted_version_is_approved_or_sent_back(team, status):
+    _, checker, qs = team
+    version = factories.draft(qs)
+    Version.objects.filter(pk=version.pk).update(status=status)
+    version.refresh_from_db()
+    with pytest.raises(services.ServiceError, match="not in review"):
+        services.version_approve(version=version, reviewer=checker)
+    with pytest.raises(services.ServiceError, match="not in review"):
+        services.version_request_changes(version=version, reviewer=checker, note="x")
+    version.refresh_from_db()
+    assert version.status == status
+
+
+def test_only_reviewers_approve_and_only_authors_submit(team):
+    writer, checker, qs = team
+    with pytest.raises(services.NotAllowed):
+        services.version_submit(version=factories.draft(qs), author=checker)
+    version = submitted(qs, writer)
+    other_author = factories.author()
+    with pytest.raises(services.NotAllowed):
+        services.version_approve(version=version, reviewer=other_author)
+    with pytest.raises(services.NotAllowed):
+        services.version_request_changes(version=version, reviewer=other_author, note="x")
+
+
+# --- labels --------------------------------------------------------------------------------------
+
+
+def approved(qs, writer, checker, doc=None) -> Version:
+    draft = factories.draft(qs) or services.version_draft_from(
+        version=qs.versions.order_by("-number").first(), author=writer
+    )
+    if doc is not None:
+        draft = services.version_save(
+            version=draft, document=doc, base_revision=draft.revision, author=writer
+        )
+    services.version_submit(version=draft, author=writer)
+    return services.version_approve(version=draft, reviewer=checker)
+
+
+def test_label_history_and_rollback(team):
+    writer, checker, qs = team
+    v1 = approved(qs, writer, checker)
+    v2 = approved(qs, writer, checker, factories.document(2))
+    services.label_move(question_set=qs, name="production", version=v1, actor=checker)
+    services.label_move(question_set=qs, name="production", version=v2, actor=checker)
+    services.label_move(
+        question_set=qs, name="production", version=v1, actor=checker, note="rollback"
+    )
+    moves = [
+        (m.from_version and m.from_version.number, m.to_version.number, m.note)
+        for m in LabelMove.objects.order_by("id")
+    ]
+    assert moves == [(None, 1, ""), (1, 2, ""), (2, 1, "rollback")]
+    assert Label.objects.get(name="production").version == v1
+
+
+@pytest.mark.parametrize("name", ["", "Production", "with space", "x" * 37, "ünï"])
+def test_label_names(team, name):
+    writer, checker, qs = team
+    v1 = approved(qs, writer, checker)
+    with pytest.raises(services.ServiceError, match="1 to 36"):
+        services.label_move(question_set=qs, name=name, version=v1, actor=checker)
+
+
+def test_labels_point_at_approved_versions_and_move_by_reviewers_only(team):
+    writer, checker, qs = team
+    version = submitted(qs, writer)
+    with pytest.raises(services.ServiceError, match="approved versions only"):
+        services.label_move(question_set=qs, name="staging", version=version, actor=checker)
+    version = services.version_approve(version=version, reviewer=checker)
+    with pytest.raises(services.NotAllowed):
+        services.label_move(question_set=qs, name="staging", version=version, actor=writer)
+    assert not Label.objects.exists()
+    for name in ("staging", "canary.eu-1", "a"):
+        services.label_move(question_set=qs, name=name, version=version, actor=checker)
+
+
+# --- export --------------------------------------------------------------------------------------
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def validate_export(document: dict) -> None:
+    jsonschema.Draft202012Validator(
+        SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).validate(document)
+
+
+def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
+    writer, checker, qs = team
+    doc = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]
+    version = approved(qs, writer, checker, doc)
+    export = selectors.export_document(version)
+    validate_export(export)
+    assert export["questions"] == doc
+    assert list(export["questions"]["intent"]["criteria"]) == ["explicit", "incidental", "none"]
+    assert export["sha256"] == spec.questions_sha256(doc)
+    assert (export["approved_by"], export["status"], export["version"]) == (
+        "checker",
+        "approved",
+        1,
+    )
+    assert spec.validate(export).valid  # an export document is also a valid input form
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(question_maps)
+def test_export_import_approve_export_keeps_the_hash(team, tmp_path, doc):
+    writer, checker, qs = team
+    first = approved(qs, writer, checker, doc)
+    exported = selectors.export_document(first)
+    validate_export(exported)
+    slug = f"copy-{first.pk}-{Version.objects.count()}"
+    code, _, _ = run("import", write(tmp_path, exported), "--set", slug, "--user", "writer")
+    assert code == 0
+    copy = Version.objects.get(question_set__slug=slug)
+    services.version_submit(version=copy, author=writer)
+    copy = services.version_approve(version=copy, reviewer=checker)
+    again = selectors.export_document(copy)
+    assert again["sha256"] == exported["sha256"]
+    assert again["questions"] == exported["questions"]
+
+
+# --- the HTTP export for the runtime -------------------------------------------------------------
+
+
+@pytest.fixture
+def published(team):
+    writer, checker, qs = team
+    v1 = approved(qs, writer, checker)
+    services.label_move(question_set=qs, name="production", version=v1, actor=checker)
+    v2 = services.version_draft_from(version=v1, author=writer)
+    services.version_save(
+        version=v2, document=factories.document(2), base_revision=1, author=writer
+    )
+    services.version_submit(version=v2, author=writer)  # in review: not exportable
+    token, raw = services.api_token_create(name="runtime")
+    return v1, v2, token, raw
+
+
+def api(client, raw=None, **params):
+    headers = {"Authorization": f"Bearer {raw}"} if raw else {}
+    return client.get(reverse("api-export", args=["routing"]), params, headers=headers)
+
+
+def test_api_export_by_label_and_version_with_etag_and_link(client, published):
+    v1, _, token, raw = published
+    response = api(client, raw, label="production")
+    assert response.status_code == 200
+    body = json.loads(response.content)
+    validate_export(body)
+    assert body["questions"] == v1.document and body["version"] == 1
+    assert response["ETag"] == f'"{v1.sha256}"'
+    assert response["Link"] == '<http://testserver/schemas/question-set-1.json>; rel="describedby"'
+    assert api(client, raw, version="1").content == response.content
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+    schema = client.get("/schemas/question-set-1.json")
+    assert schema.status_code == 200 and json.loads(b"".join(schema.streaming_content)) == SCHEMA
+
+
+@pytest.mark.parametrize("header", ['"{sha}"', 'W/"{sha}"', '"other", "{sha}"', "*"])
+def test_if_none_match_gives_304(client, published, header):
+    v1, _, _, raw = published
+    response = client.get(
+        reverse("api-export", args=["routing"]),
+        {"label": "production"},
+        headers={"Authorization": f"Bearer {raw}", "If-None-Match": header.format(sha=v1.sha256)},
+    )
+    assert response.status_code == 304
+    assert response.content == b""
+    assert response["ETag"] == f'"{v1.sha256}"'
+
+
+def test_a_stale_etag_gets_the_document(client, published):
+    _, _, _, raw = published
+    response = client.get(
+        reverse("api-export", args=["routing"]),
+        {"label": "production"},
+        headers={"Authorization": f"Bearer {raw}", "If-None-Match": '"0"'},
+    )
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"label": "staging"}, {"version": "2"}, {"version": "99"}, {"label": "Production"}],
+)
+def test_unknown_or_unapproved_gives_404_never_a_fallback(client, published, params):
+    _, _, _, raw = published
+    response = api(client, raw, **params)
+    assert response.status_code == 404
+    assert "no approved" in json.loads(response.content)["detail"]
+
+
+def test_unknown_set_and_bad_queries(client, published):
+    _, _, _, raw = published
+    response = client.get(
+        reverse("api-export", args=["nope"]),
+        {"label": "production"},
+        headers={"Authorization": f"Bearer {raw}"},
+    )
+    assert response.status_code == 404
+    assert api(client, raw).status_code == 400
+    assert api(client, raw, label="production", version="1").status_code == 400
+    assert api(client, raw, version="one").status_code == 400
+
+
+def test_no_token_a_bad_one_or_a_revoked_one_gives_401(client, published):
+    _, _, token, raw = published
+    assert api(client, label="production").status_code == 401
+    assert api(client, "dct_not-a-token", label="production").status_code == 401
+    response = client.get(
+        reverse("api-export", args=["routing"]),
+        {"label": "production"},
+        headers={"Authorization": f"Basic {raw}"},
+    )
+    assert response.status_code == 401 and "Bearer" in response["WWW-Authenticate"]
+    services.api_token_revoke(token=token)
+    assert api(client, raw, label="production").status_code == 401
+    # a 401 comes before any 404: nothing is said about what exists
+    assert api(client, label="nope").status_code == 401
+
+
+def test_tokens_are_stored_hashed():
+    token, raw = services.api_token_create(name="x")
+    stored = APIToken.objects.get(pk=token.pk)
+    assert raw not in (stored.token_sha256, stored.prefix, stored.name)
+    assert stored.prefix == raw[:10] and len(raw) > 40
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def test_cli_submit_approve_export_with_the_uis_rules(team, tmp_path):
+    assert run("approve", "--set", "routing", "--version", "1", "--user", "checker")[0] == 1
+    assert run("submit", "--set", "routing", "--version", "1", "--user", "writer")[0] == 0
+    code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "writer")
+    assert code == 1 and "Only reviewers" in err
+    factories.reviewer("writer-who-reviews")
+    from django.contrib.auth.models import Group, User
+
+    User.objects.get(username="writer").groups.add(Group.objects.get(name="reviewers"))
+    code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "writer")
+    assert code == 1 and "a second person approves it" in err
+    code, out, _ = run(
+        "approve",
+        "--set",
+        "routing",
+        "--version",
+        "1",
+        "--user",
+        "checker",
+        "--label",
+        "production",
+    )
+    assert code == 0 and "production points at it" in out
+    code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "checker")
+    assert code == 1 and "not in review" in err
+    code, out, _ = run("export", "--set", "routing", "--label", "production")
+    assert code == 0
+    validate_export(json.loads(out))
+    target = tmp_path / "out.json"
+    assert run("export", "--set", "routing", "--version", "1", "-o", str(target))[0] == 0
+    assert json.loads(target.read_text()) == json.loads(out)
+    code, out, _ = run("export", "--set", "routing", "--label", "staging", "--json")
+    assert code == 1 and json.loads(out)["status"] == 404
+
+
+def test_cli_token_prints_the_token_alone(client, published):
+    code, out, err = run("token", "--name", "ci runtime")
+    assert code == 0 and err == ""
+    raw = out.strip()
+    assert out == raw + "\n" and raw.startswith("dct_")
+    assert api(client, raw, label="production").status_code == 200
+
+
+def test_ask_by_label(team, settings, tmp_path):
+    writer, checker, qs = team
+    approved(qs, writer, checker)
+    code, out, _ = run(
+        "ask",
+        "--set",
+        "routing",
+        "--label",
+        "production",
+        "--state-file",
+        write(tmp_path, "1", "s.json"),
+        "--backend",
+        "recorded",
+        "--json",
+    )
+    assert code == 1 and json.loads(out)["status"] == 404  # no such label yet
+    services.label_move(
+        question_set=qs, name="production", version=qs.versions.get(number=1), actor=checker
+    )
+    code, out, _ = run(
+        "ask",
+        "--set",
+        "routing",
+        "--label",
+        "production",
+        "--state-file",
+        write(tmp_path, "1", "s.json"),
+        "--backend",
+        "recorded",
+        "--json",
+    )
+    assert json.loads(out)["status"] == 404 and "Nothing recorded" in json.loads(out)["detail"]
+
+
+def test_review_events_are_kinds_of_the_record():
+    assert {k for k, _ in ReviewEvent.Kind.choices} == {
+        "created",
+        "edited",
+        "submitted",
+        "approved",
+        "changes_requested",
+        "commented",
+    }
