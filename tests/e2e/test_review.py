@@ -1,0 +1,65 @@
+"""In a real browser: an author submits, a reviewer approves with the production label, and the
+downloaded export validates against the published schema."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from playwright.sync_api import expect
+
+from questions import selectors
+from tests import factories
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+PASSWORD = "pw-for-browser-tests"
+
+
+def test_submit_approve_with_production_and_download_a_valid_export(page, live_server, browser):
+    writer = factories.author("writer")
+    writer.set_password(PASSWORD)
+    writer.save()
+    checker = factories.reviewer("checker")
+    checker.set_password(PASSWORD)
+    checker.save()
+    factories.question_set("routing", owner=writer)
+
+    def sign_in(p, username):
+        p.goto(f"{live_server.url}/accounts/login/")
+        p.get_by_label("Username").fill(username)
+        p.get_by_label("Password").fill(PASSWORD)
+        p.get_by_role("button", name="Sign in").click()
+        p.wait_for_load_state()
+
+    sign_in(page, "writer")
+    page.goto(f"{live_server.url}/sets/routing/v1/")
+    page.get_by_role("button", name="Submit for review").click()
+    expect(page.get_by_text("is submitted for review")).to_be_visible()
+
+    reviewer_context = browser.new_context(accept_downloads=True)
+    review = reviewer_context.new_page()
+    sign_in(review, "checker")
+    review.get_by_role("link", name="Reviews").click()
+    review.get_by_role("link", name="v1 — review").click()
+    expect(review.get_by_role("heading", name="Review Routing · v1")).to_be_visible()
+    review.get_by_label("Note").fill("Checked the options")
+    review.get_by_label("Point a label at it on approval (optional)").fill("production")
+    review.get_by_role("button", name="Approve").click()
+    expect(review.get_by_text("Approved version 1.")).to_be_visible()
+    expect(review.get_by_text("Checked the options")).to_be_visible()
+
+    with review.expect_download() as download:
+        review.get_by_role("button", name="Download export").click()
+    document = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+    schema = review.request.get(f"{live_server.url}/schemas/question-set-1.json").json()
+    jsonschema.Draft202012Validator(schema).validate(document)
+    assert schema == json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+    assert (document["question_set"], document["version"], document["approved_by"]) == (
+        "routing",
+        1,
+        "checker",
+    )
+
+    review.goto(f"{live_server.url}/sets/routing/")
+    expect(review.locator(".label-chip")).to_contain_text("production → v1")
+    reviewer_context.close()
