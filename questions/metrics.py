@@ -1,0 +1,218 @@
+"""What answers mean against each other and against expected answers (pure Python).
+
+Comparison: a choice *flips* when the chosen option differs; a score flips when its nearest
+level differs; a noul flips when it crosses the threshold (0.5 unless set). A cell's *distance*
+from the baseline is the total variation distance for a choice or a score (half the summed
+absolute differences of the probabilities) and |Δp| for a noul.
+
+Tests: a choice passes when it equals the expected option; a score when |score − level| < 0.5
+(a score exactly between two levels passes neither); a noul when it is on the expected side of
+the threshold (p ≥ t counts as true). Calibration reads the noul's P(true) and the choice's
+probability of its chosen option: the Brier score is the mean of (p − outcome)²; the expected
+calibration error bins p in ten equal bins and sums, weighted by the bin's share, the gap
+between the bin's mean p and how often the outcome was true. Bins with fewer than
+`SPARSE_BIN` answers are marked sparse: their gap says little.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SPARSE_BIN = 5
+BINS = 10
+
+
+def nearest_level(score: float) -> int:
+    return math.floor(score + 0.5)
+
+
+def flipped(
+    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any], threshold: float = 0.5
+) -> bool:
+    if qtype == "choice":
+        return base["choice"] != other["choice"]
+    if qtype == "score":
+        return nearest_level(base["score"]) != nearest_level(other["score"])
+    return (base["noul"] >= threshold) != (other["noul"] >= threshold)
+
+
+def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> float:
+    if qtype == "noul":
+        return abs(float(base["noul"]) - float(other["noul"]))
+    a, b = base["probabilities"], other["probabilities"]
+    return 0.5 * sum(abs(float(a.get(k, 0)) - float(b.get(k, 0))) for k in set(a) | set(b))
+
+
+def passes(qtype: str, answer: Mapping[str, Any], expected: Any, threshold: float = 0.5) -> bool:
+    if qtype == "choice":
+        return answer["choice"] == expected
+    if qtype == "score":
+        return abs(float(answer["score"]) - int(expected)) < 0.5
+    return (float(answer["noul"]) >= threshold) == bool(expected)
+
+
+def expected_fits(qtype: str, expected: Any) -> bool:
+    """Whether an expected answer has the shape its question's type needs."""
+    if qtype == "choice":
+        return isinstance(expected, str)
+    if qtype == "score":
+        return isinstance(expected, int) and not isinstance(expected, bool)
+    return isinstance(expected, bool)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One answered question about one state, with what was expected (if anything)."""
+
+    state: str
+    question: str
+    qtype: str
+    answer: Mapping[str, Any]
+    expected: Any = None
+
+    @property
+    def checked(self) -> bool:
+        return self.expected is not None and expected_fits(self.qtype, self.expected)
+
+
+@dataclass
+class Bin:
+    low: float
+    high: float
+    count: int = 0
+    confidence: float = 0.0  # mean p
+    frequency: float = 0.0  # how often the outcome was true
+
+    @property
+    def sparse(self) -> bool:
+        return self.count < SPARSE_BIN
+
+
+@dataclass
+class Calibration:
+    count: int
+    brier: float | None
+    ece: float | None
+    bins: list[Bin]
+
+
+def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
+    """Brier score, expected calibration error and reliability bins of (p, outcome) pairs."""
+    pairs = [(min(1.0, max(0.0, float(p))), bool(y)) for p, y in pairs]
+    bins = [Bin(i / BINS, (i + 1) / BINS) for i in range(BINS)]
+    if not pairs:
+        return Calibration(0, None, None, bins)
+    members: list[list[tuple[float, bool]]] = [[] for _ in range(BINS)]
+    for p, y in pairs:
+        members[min(BINS - 1, int(p * BINS))].append((p, y))
+    ece = 0.0
+    for b, group in zip(bins, members, strict=True):
+        if group:
+            b.count = len(group)
+            b.confidence = sum(p for p, _ in group) / len(group)
+            b.frequency = sum(1 for _, y in group if y) / len(group)
+            ece += len(group) / len(pairs) * abs(b.confidence - b.frequency)
+    brier = sum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
+    return Calibration(len(pairs), brier, ece, bins)
+
+
+@dataclass
+class QuestionReport:
+    question: str
+    qtype: str
+    checked: int = 0
+    passed: int = 0
+    absolute_errors: list[float] = field(default_factory=list)  # score
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)  # expected → chosen
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def mae(self) -> float | None:
+        if not self.absolute_errors:
+            return None
+        return sum(self.absolute_errors) / len(self.absolute_errors)
+
+
+@dataclass
+class Report:
+    checked: int
+    passed: int
+    questions: dict[str, QuestionReport]
+    noul_calibration: Calibration
+    choice_calibration: Calibration
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.checked if self.checked else None
+
+
+def report(cases: Iterable[Case], threshold: float = 0.5) -> Report:
+    """Pass rates overall and per question, confusion matrices, MAE and calibration."""
+    questions: dict[str, QuestionReport] = {}
+    noul_pairs: list[tuple[float, bool]] = []
+    choice_pairs: list[tuple[float, bool]] = []
+    checked = passed = 0
+    for case in cases:
+        q = questions.setdefault(case.question, QuestionReport(case.question, case.qtype))
+        if not case.checked:
+            continue
+        ok = passes(case.qtype, case.answer, case.expected, threshold)
+        q.checked += 1
+        q.passed += ok
+        checked += 1
+        passed += ok
+        if case.qtype == "choice":
+            row = q.confusion.setdefault(case.expected, {})
+            row[case.answer["choice"]] = row.get(case.answer["choice"], 0) + 1
+            choice_pairs.append((float(case.answer["probabilities"][case.answer["choice"]]), ok))
+        elif case.qtype == "score":
+            q.absolute_errors.append(abs(float(case.answer["score"]) - int(case.expected)))
+        else:
+            noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
+    return Report(checked, passed, questions, calibration(noul_pairs), calibration(choice_pairs))
+
+
+@dataclass(frozen=True)
+class Change:
+    state: str
+    question: str
+    before: bool
+    after: bool
+
+    @property
+    def kind(self) -> str:
+        if self.before and not self.after:
+            return "regression"
+        if self.after and not self.before:
+            return "fix"
+        return "pass" if self.after else "fail"
+
+
+def compare_runs(
+    before: Iterable[Case], after: Iterable[Case], threshold: float = 0.5
+) -> list[Change]:
+    """Every (state, question) checked in both runs: regressions first, then fixes, then the
+    unchanged failures and passes."""
+    old = {
+        (c.state, c.question): passes(c.qtype, c.answer, c.expected, threshold)
+        for c in before
+        if c.checked
+    }
+    changes = [
+        Change(
+            c.state,
+            c.question,
+            old[(c.state, c.question)],
+            passes(c.qtype, c.answer, c.expected, threshold),
+        )
+        for c in after
+        if c.checked and (c.state, c.question) in old
+    ]
+    order = {"regression": 0, "fix": 1, "fail": 2, "pass": 3}
+    return sorted(changes, key=lambda c: (order[c.kind], c.state, c.question))

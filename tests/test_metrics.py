@@ -1,0 +1,136 @@
+"""Flips, distances, pass rules and every metric against values computed by hand."""
+
+import pytest
+
+from questions import metrics
+from questions.metrics import Case
+
+
+def choice(chosen, **p):
+    return {"type": "choice", "choice": chosen, "probabilities": p, "confidence": 0.5}
+
+
+def score(s, *p):
+    return {"type": "score", "score": s, "probabilities": {str(i): x for i, x in enumerate(p)}}
+
+
+def noul(p):
+    return {"type": "noul", "noul": p}
+
+
+def test_flips():
+    assert metrics.flipped("choice", choice("a", a=0.6, b=0.4), choice("b", a=0.4, b=0.6))
+    assert not metrics.flipped("choice", choice("a", a=0.6, b=0.4), choice("a", a=0.9, b=0.1))
+    assert metrics.flipped("score", score(1.4, 0, 1, 0), score(1.6, 0, 1, 0))  # 1 → 2
+    assert not metrics.flipped("score", score(1.1, 0, 1, 0), score(1.49, 0, 1, 0))
+    assert metrics.flipped("noul", noul(0.49), noul(0.5))
+    assert not metrics.flipped("noul", noul(0.49), noul(0.5), threshold=0.7)
+    assert metrics.flipped("noul", noul(0.69), noul(0.71), threshold=0.7)
+
+
+def test_distances_by_hand():
+    a, b = choice("x", x=0.7, y=0.2, z=0.1), choice("y", x=0.2, y=0.7, z=0.1)
+    assert metrics.distance("choice", a, b) == pytest.approx(0.5)  # (0.5 + 0.5 + 0) / 2
+    assert metrics.distance(
+        "score", score(1, 0.1, 0.8, 0.1), score(1.2, 0.0, 0.8, 0.2)
+    ) == pytest.approx(0.1)
+    assert metrics.distance("noul", noul(0.9), noul(0.35)) == pytest.approx(0.55)
+    assert metrics.distance("choice", a, a) == 0
+
+
+@pytest.mark.parametrize(
+    ("qtype", "answer", "expected", "result"),
+    [
+        ("choice", choice("a", a=1), "a", True),
+        ("choice", choice("a", a=1), "b", False),
+        ("score", score(1.49, 0, 1), 1, True),
+        ("score", score(1.5, 0, 1), 1, False),  # exactly between: neither level
+        ("score", score(1.5, 0, 1), 2, False),
+        ("score", score(0.51, 0, 1), 1, True),
+        ("noul", noul(0.5), True, True),
+        ("noul", noul(0.49), True, False),
+        ("noul", noul(0.49), False, True),
+        ("noul", noul(0.5), False, False),
+    ],
+)
+def test_pass_rules(qtype, answer, expected, result):
+    assert metrics.passes(qtype, answer, expected) is result
+
+
+def test_noul_threshold_is_settable():
+    assert metrics.passes("noul", noul(0.6), True, threshold=0.7) is False
+    assert metrics.passes("noul", noul(0.6), False, threshold=0.7) is True
+
+
+def test_report_by_hand():
+    cases = [
+        Case("s1", "c", "choice", choice("a", a=0.8, b=0.2), "a"),  # pass, p=0.8
+        Case("s2", "c", "choice", choice("a", a=0.6, b=0.4), "b"),  # fail, p=0.6
+        Case("s3", "c", "choice", choice("b", a=0.3, b=0.7), "b"),  # pass, p=0.7
+        Case("s1", "s", "score", score(1.2, 0, 0.8, 0.2), 1),  # pass, |0.2|
+        Case("s2", "s", "score", score(0.4, 0.6, 0.4, 0), 2),  # fail, |1.6|
+        Case("s1", "n", "noul", noul(0.9), True),  # pass
+        Case("s2", "n", "noul", noul(0.2), True),  # fail
+        Case("s3", "n", "noul", noul(0.3), None),  # not checked
+    ]
+    r = metrics.report(cases)
+    assert (r.checked, r.passed) == (7, 4)
+    assert r.pass_rate == pytest.approx(4 / 7)
+    assert r.questions["c"].pass_rate == pytest.approx(2 / 3)
+    assert r.questions["c"].confusion == {"a": {"a": 1}, "b": {"a": 1, "b": 1}}
+    assert r.questions["s"].mae == pytest.approx((0.2 + 1.6) / 2)
+    assert r.questions["n"].checked == 2
+    # Brier, noul: ((0.9-1)^2 + (0.2-1)^2) / 2 = (0.01 + 0.64) / 2
+    assert r.noul_calibration.brier == pytest.approx(0.325)
+    # ECE, noul: bin 0.9 (p .9, freq 1) and bin 0.2 (p .2, freq 1): (.1 + .8) / 2
+    assert r.noul_calibration.ece == pytest.approx(0.45)
+    # choice top option: (0.8, ok), (0.6, wrong), (0.7, ok)
+    assert r.choice_calibration.brier == pytest.approx((0.04 + 0.36 + 0.09) / 3)
+    assert r.choice_calibration.ece == pytest.approx((0.2 + 0.6 + 0.3) / 3)
+    bins = {b.low: b for b in r.choice_calibration.bins if b.count}
+    assert sorted(bins) == [0.6, 0.7, 0.8]
+    assert all(b.sparse for b in bins.values())
+
+
+def test_calibration_bins_and_sparse_marks():
+    pairs = [(0.95, True)] * 9 + [(0.95, False)] + [(0.05, False)] * 6
+    c = metrics.calibration(pairs)
+    top = c.bins[9]
+    assert (top.count, top.frequency, top.sparse) == (10, 0.9, False)
+    assert c.bins[0].count == 6 and not c.bins[0].sparse
+    assert c.ece == pytest.approx((10 * 0.05 + 6 * 0.05) / 16)
+    assert metrics.calibration([]).brier is None
+
+
+def test_no_expected_answers_means_no_pass_rate():
+    r = metrics.report([Case("s", "n", "noul", noul(0.4))])
+    assert r.pass_rate is None and r.questions["n"].pass_rate is None
+
+
+def test_expected_answers_of_the_wrong_shape_are_not_checked():
+    r = metrics.report(
+        [Case("s", "n", "noul", noul(0.4), "yes"), Case("s", "s", "score", score(1, 0, 1), True)]
+    )
+    assert r.checked == 0
+
+
+def test_compare_runs_lists_regressions_and_fixes_first():
+    before = [
+        Case("s1", "n", "noul", noul(0.9), True),
+        Case("s2", "n", "noul", noul(0.1), True),
+        Case("s3", "n", "noul", noul(0.9), True),
+        Case("s4", "n", "noul", noul(0.1), True),
+    ]
+    after = [
+        Case("s1", "n", "noul", noul(0.1), True),
+        Case("s2", "n", "noul", noul(0.9), True),
+        Case("s3", "n", "noul", noul(0.8), True),
+        Case("s4", "n", "noul", noul(0.2), True),
+    ]
+    changes = metrics.compare_runs(before, after)
+    assert [(c.state, c.kind) for c in changes] == [
+        ("s1", "regression"),
+        ("s2", "fix"),
+        ("s4", "fail"),
+        ("s3", "pass"),
+    ]
