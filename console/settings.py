@@ -66,6 +66,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "django_tasks",
+    "django_tasks_db",
     "questions",
 ]
 
@@ -108,6 +110,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # batch workers write from several threads: wait for the lock instead of failing, and take
+    # it at the start of a transaction so two writers never deadlock upgrading a read lock
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -178,3 +186,11 @@ OPENROUTER_MODEL = ENV.get("OPENROUTER_MODEL", "").strip() or "~typesafe/jev-lat
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 #: single-person teams: let the author of a version approve it too (off by default)
 DECISIONS_ALLOW_SELF_APPROVAL = _flag("DECISIONS__ALLOW_SELF_APPROVAL")
+
+# --- batch runs (DESIGN.md §7): Django's tasks API with the database backend -------------------
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+DECISIONS_BATCH_ATTEMPTS = int(_number("DECISIONS__BATCH_ATTEMPTS", 4))
+DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.5)
+DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
+#: a running batch whose worker has not been heard from for this long is resumed
+DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)

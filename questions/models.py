@@ -302,3 +302,79 @@ class APIToken(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+class BatchRun(models.Model):
+    """One version asked about many sample states through one backend, by a worker."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    question_set = models.ForeignKey(
+        QuestionSet, on_delete=models.CASCADE, related_name="batch_runs"
+    )
+    version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="batch_runs")
+    backend = models.CharField(max_length=20)
+    model = models.CharField(max_length=200)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    max_attempts = models.PositiveSmallIntegerField(default=4)
+    threshold = models.FloatField(default=0.5, help_text="a noul's P(true) at or above is true")
+    tag = models.CharField(max_length=64, blank=True, help_text="only states with this tag")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    detail = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.version}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.CANCELLED, self.Status.FAILED)
+
+
+class BatchItem(models.Model):
+    """One sample state (the exact revision) in a run, and what became of it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        ANSWERED = "answered"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    run = models.ForeignKey(BatchRun, on_delete=models.CASCADE, related_name="items")
+    sample_state = models.ForeignKey(
+        SampleStateRevision, on_delete=models.PROTECT, related_name="batch_items"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    decision = models.ForeignKey(
+        Decision, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    answers = models.JSONField(null=True, blank=True, help_text="the checked answers by id")
+    error_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error_detail = models.TextField(blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "sample_state"], name="one_item_per_state")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.sample_state_id}: {self.status}"

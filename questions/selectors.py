@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from questions import spec
-from questions.models import QuestionSet, ReviewEvent, Version
+from questions import metrics, spec
+from questions.models import BatchItem, BatchRun, QuestionSet, ReviewEvent, Version
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
@@ -103,3 +103,52 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
         .first()
     )
     return approved, "the last approved version" if approved else ""
+
+
+def run_cases(run: BatchRun) -> list[metrics.Case]:
+    """Every answered (state, question) of a run with what its state expected."""
+    cases = []
+    items = run.items.filter(status=BatchItem.Status.ANSWERED).select_related("sample_state")
+    for item in items:
+        expected = item.sample_state.expected or {}
+        for qid, answer in (item.answers or {}).items():
+            cases.append(
+                metrics.Case(
+                    item.sample_state.name, qid, answer.get("type", ""), answer, expected.get(qid)
+                )
+            )
+    return cases
+
+
+def run_counts(run: BatchRun) -> dict[str, int]:
+    counts = {status: 0 for status, _ in BatchItem.Status.choices}
+    for row in run.items.values("status").annotate(n=Count("pk")):
+        counts[row["status"]] = row["n"]
+    counts["total"] = sum(counts.values())
+    counts["done"] = counts["answered"] + counts["failed"] + counts["cancelled"]
+    return counts
+
+
+def run_summary(run: BatchRun) -> dict[str, Any]:
+    """The run as `questions batch --json` prints it."""
+    counts = run_counts(run)
+    report = metrics.report(run_cases(run), threshold=run.threshold)
+    duration = None
+    if run.started_at and run.finished_at:
+        duration = round((run.finished_at - run.started_at).total_seconds() * 1000)
+    return {
+        "run": run.pk,
+        "set": run.question_set.slug,
+        "version": run.version.number,
+        "backend": run.backend,
+        "status": run.status,
+        "states": counts["total"],
+        "answered": counts["answered"],
+        "failed": counts["failed"],
+        "pass_rate": report.pass_rate,
+        "per_question": {
+            qid: {"checked": q.checked, "passed": q.passed, "pass_rate": q.pass_rate}
+            for qid, q in report.questions.items()
+        },
+        "duration_ms": duration,
+    }

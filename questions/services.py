@@ -25,6 +25,8 @@ from questions import backends, roles, spec
 from questions.backends import Outcome
 from questions.models import (
     APIToken,
+    BatchItem,
+    BatchRun,
     Decision,
     DecisionAnswer,
     Label,
@@ -465,9 +467,9 @@ def decision_ask(
         outcome.request_id or "-",
     )
     if outcome.request_body is not None:
-        decision_record(
+        outcome.decision_id = decision_record(
             outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
-        )
+        ).pk
     return outcome
 
 
@@ -693,3 +695,82 @@ def api_token_authenticate(raw: str) -> APIToken | None:
     if token is not None:
         APIToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
     return token
+
+
+# --- batch runs ---------------------------------------------------------------------------------
+
+
+def batch_create(
+    *,
+    version: Version,
+    backend: str,
+    user: AbstractBaseUser | None,
+    concurrency: int = 4,
+    tag: str = "",
+    threshold: float = 0.5,
+    model: str | None = None,
+    max_attempts: int | None = None,
+    enqueue: bool = True,
+) -> BatchRun:
+    """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
+    its current revision. Enqueued for a worker after the commit unless `enqueue` is off."""
+    chosen = backends.get(backend)
+    if chosen.live and not chosen.configured():
+        raise ServiceError(chosen.missing_configuration())
+    if not 1 <= concurrency <= 64:
+        raise ServiceError(f"Concurrency is 1 to 64, not {concurrency}.")
+    if not 0 < threshold < 1:
+        raise ServiceError(f"The noul threshold lies strictly between 0 and 1, not {threshold}.")
+    result = spec.validate(version.document, limits=_limits(), lints=False)
+    if not result.valid:
+        raise InvalidContent("version", result.errors)
+    states = list(version.question_set.sample_states.all())
+    if tag:
+        states = [s for s in states if tag in s.tags]
+    if not states:
+        raise ServiceError(
+            f"{version.question_set.slug} has no sample states"
+            + (f" tagged {tag}" if tag else "")
+            + " to run."
+        )
+    with transaction.atomic():
+        run = BatchRun.objects.create(
+            question_set=version.question_set,
+            version=version,
+            backend=backend,
+            model=model or chosen.default_model(),
+            concurrency=concurrency,
+            max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
+            threshold=threshold,
+            tag=tag,
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        current = {s.pk: s.revision for s in states}
+        revisions = {
+            r.sample_state_id: r
+            for r in SampleStateRevision.objects.filter(sample_state__in=states)
+            if r.revision == current[r.sample_state_id]
+        }
+        BatchItem.objects.bulk_create(
+            BatchItem(run=run, sample_state=revisions[s.pk]) for s in states
+        )
+        if enqueue:
+            from questions.tasks import batch_run_task
+
+            transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
+    return run
+
+
+def batch_cancel(*, run: BatchRun) -> BatchRun:
+    """Ask the run to stop: no new state is asked; calls in flight finish and are kept."""
+    if not run.finished:
+        BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+        if run.status == BatchRun.Status.QUEUED:
+            BatchRun.objects.filter(pk=run.pk).update(
+                status=BatchRun.Status.CANCELLED, finished_at=timezone.now()
+            )
+            run.items.filter(status=BatchItem.Status.PENDING).update(
+                status=BatchItem.Status.CANCELLED
+            )
+        run.refresh_from_db()
+    return run

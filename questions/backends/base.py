@@ -176,6 +176,7 @@ class Outcome:
     total_ms: float = 0.0
     missing: list[str] = field(default_factory=list)  # recorded: questions never recorded
     live: bool = True
+    decision_id: int | None = None  # the recording, once stored
 
     @property
     def status(self) -> int:

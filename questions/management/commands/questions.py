@@ -160,6 +160,29 @@ class Command(BaseCommand):
         ask.add_argument("--model", help="the model to ask (default: the backend's)")
         ask.add_argument("--json", action="store_true", help="on failure, print JSON too")
 
+        batch = sub.add_parser(
+            "batch",
+            help="ask a version about every sample state, in the foreground, and gate on it",
+            description="Run the batch engine in the foreground and print a summary; exit 1 "
+            "when any state failed or the pass rate is below --min-pass-rate.",
+        )
+        batch.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        which_batch = batch.add_mutually_exclusive_group()
+        which_batch.add_argument("--version", type=int, dest="number", metavar="N")
+        which_batch.add_argument("--label", metavar="L")
+        batch.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+        batch.add_argument("--model")
+        batch.add_argument("--concurrency", type=int, default=4, metavar="K")
+        batch.add_argument("--tag", default="", help="only the sample states with this tag")
+        batch.add_argument(
+            "--threshold",
+            type=float,
+            default=0.5,
+            help="a noul at or above this is true (default 0.5)",
+        )
+        batch.add_argument("--min-pass-rate", type=float, default=None, metavar="X")
+        batch.add_argument("--json", action="store_true")
+
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
@@ -391,6 +414,85 @@ class Command(BaseCommand):
         except services.ServiceError as exc:
             raise Unusable(str(exc)) from exc
         self.stdout.write(raw)
+        return EXIT_OK
+
+    def do_batch(
+        self,
+        *,
+        slug,
+        number,
+        label,
+        backend,
+        model,
+        concurrency,
+        tag,
+        threshold,
+        min_pass_rate,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        from questions import batches
+
+        if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
+            raise Unusable("--min-pass-rate is a fraction from 0 to 1")
+        versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
+        if label:
+            version = selectors.exportable_version(slug, label=label)
+        elif number is not None:
+            version = versions.filter(number=number).first()
+        else:
+            version = versions.order_by("-number").first()
+        if version is None:
+            which = f"label {label}" if label else f"version {number or ''}".strip()
+            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+        try:
+            run = services.batch_create(
+                version=version,
+                backend=backend,
+                user=None,
+                concurrency=concurrency,
+                tag=tag,
+                threshold=threshold,
+                model=model,
+                enqueue=False,
+            )
+        except services.ServiceError as exc:
+            status = 503 if "environment" in str(exc) else 422
+            return self.fail(str(exc), as_json=json, status=status)
+
+        def progress(current) -> None:
+            counts = selectors.run_counts(current)
+            self.stderr.write(
+                f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
+            )
+
+        batches.batch_execute(run.pk, on_progress=progress)
+        run.refresh_from_db()
+        summary = selectors.run_summary(run)
+        if json:
+            self.emit_json(summary)
+        else:
+            rate = summary["pass_rate"]
+            self.stdout.write(
+                f"run {run.pk}: {slug} v{version.number} via {backend}: "
+                f"{summary['answered']}/{summary['states']} answered, {summary['failed']} failed, "
+                f"pass rate {'n/a' if rate is None else f'{rate:.1%}'}, "
+                f"{summary['duration_ms']} ms"
+            )
+            for qid, q in summary["per_question"].items():
+                if q["checked"]:
+                    self.stdout.write(f"  {qid}: {q['passed']}/{q['checked']} passed")
+        below = (
+            min_pass_rate is not None
+            and summary["pass_rate"] is not None
+            and summary["pass_rate"] < min_pass_rate
+        )
+        if summary["failed"] or below:
+            if below and not json:
+                self.stderr.write(
+                    f"pass rate {summary['pass_rate']:.1%} is below {min_pass_rate:.1%}"
+                )
+            return EXIT_FAILED
         return EXIT_OK
 
     def do_standin(self, *, port: int, latency_ms: float, **_: Any) -> int:
