@@ -1,0 +1,345 @@
+"""Batch runs against a loopback stand-in with latency and injected 429s: each state answered
+once, no duplicate recordings, retries bounded, cancellation, and a run taken over after its
+worker died."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+
+from questions import batches, selectors, services, standin
+from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
+from tests import factories
+from tests.test_cli_validate import run as run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DOC = {
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
+    },
+}
+
+
+class FlakyProvider:
+    """The stand-in's answers, after `latency` seconds, with the first `fail_first` calls for
+    each state answered `fail_status` (and `Retry-After` when given); counts calls in flight."""
+
+    def __init__(
+        self, latency=0.0, fail_first=0, fail_status=429, retry_after=None, always_fail=()
+    ):
+        self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
+        self.retry_after, self.always_fail = retry_after, set(always_fail)
+        self.calls: dict[str, int] = {}
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = json.dumps(body["state"], sort_keys=True)
+                with provider.lock:
+                    provider.calls[key] = provider.calls.get(key, 0) + 1
+                    n = provider.calls[key]
+                    provider.in_flight += 1
+                    provider.max_in_flight = max(provider.max_in_flight, provider.in_flight)
+                try:
+                    time.sleep(provider.latency)
+                    headers = {}
+                    if key in provider.always_fail or n <= provider.fail_first:
+                        status, out = provider.fail_status, {"detail": "Slow down"}
+                        if provider.retry_after is not None:
+                            headers["Retry-After"] = str(provider.retry_after)
+                    else:
+                        status, out = standin.respond(body)
+                finally:
+                    with provider.lock:
+                        provider.in_flight -= 1
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def provider_factory(settings):
+    made = []
+
+    def make(**kw) -> FlakyProvider:
+        p = FlakyProvider(**kw)
+        settings.TYPESAFE_API_KEY = "k-batch-test"
+        settings.TYPESAFE_BASE_URL = p.url
+        settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
+        settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS = 0.05
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.server.shutdown()
+        p.server.server_close()
+
+
+def a_set(states: int, *, expected=None):
+    writer = factories.author()
+    qs = factories.question_set(owner=writer, doc=DOC)
+    for i in range(states):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i:02d}",
+            state={"n": i},
+            author=writer,
+            expected=expected or {},
+            tags=["even"] if i % 2 == 0 else [],
+        )
+    return services.open_draft(qs), writer
+
+
+def test_every_state_answered_once_with_bounded_concurrency(provider_factory):
+    provider = provider_factory(latency=0.05)
+    version, writer = a_set(12)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=3, enqueue=False
+    )
+    run = batches.batch_execute(run.pk)
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 12
+    assert set(provider.calls.values()) == {1}
+    assert provider.max_in_flight <= 3
+    assert DecisionAnswer.objects.count() == 12 * len(DOC)
+    assert Decision.objects.filter(status=200).count() == 12
+    item = run.items.first()
+    assert item.decision.sample_state == item.sample_state and item.attempts == 1
+
+
+def test_429s_are_retried_within_the_attempts_and_recorded(provider_factory):
+    provider = provider_factory(fail_first=2)
+    version, writer = a_set(5)
+    run = services.batch_create(
+        version=version,
+        backend="typesafe",
+        user=writer,
+        concurrency=4,
+        max_attempts=4,
+        enqueue=False,
+    )
+    run = batches.batch_execute(run.pk)
+    assert selectors.run_counts(run)["answered"] == 5
+    assert set(provider.calls.values()) == {3}  # two 429s, then the answer
+    assert set(run.items.values_list("attempts", flat=True)) == {3}
+    assert Decision.objects.filter(status=429).count() == 10  # every call is recorded
+    assert DecisionAnswer.objects.count() == 5 * len(DOC)  # but answered once
+
+
+def test_retries_never_exceed_the_configured_attempts(provider_factory):
+    provider = provider_factory(fail_first=99, fail_status=529)
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=3, enqueue=False
+    )
+    run = batches.batch_execute(run.pk)
+    counts = selectors.run_counts(run)
+    assert (counts["answered"], counts["failed"]) == (0, 3)
+    assert set(provider.calls.values()) == {3}
+    item = run.items.first()
+    assert (item.error_status, item.attempts) == (502, 3)
+
+
+def test_retry_after_is_honoured(provider_factory):
+    provider_factory(fail_first=1, retry_after=0.2)
+    version, writer = a_set(2)
+    slept: list[float] = []
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    batches.batch_execute(run.pk, sleep=slept.append)
+    assert slept == [0.2, 0.2]
+
+
+def test_exponential_backoff_is_capped(settings):
+    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.5
+    settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS = 3
+    assert [batches.backoff(n, None) for n in (1, 2, 3, 4, 5)] == [0.5, 1, 2, 3, 3]
+    assert batches.backoff(1, 7.5) == 7.5
+    assert batches.backoff(1, 3600) == batches.RETRY_AFTER_LIMIT
+
+
+def test_what_is_not_worth_retrying_fails_at_once(provider_factory):
+    provider = provider_factory(fail_first=99, fail_status=422)
+    version, writer = a_set(2)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    run = batches.batch_execute(run.pk)
+    assert set(provider.calls.values()) == {1}
+    assert set(run.items.values_list("error_status", flat=True)) == {422}
+
+
+def test_tagged_states_only(provider_factory):
+    provider_factory()
+    version, writer = a_set(6)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, tag="even", enqueue=False
+    )
+    assert run.items.count() == 3
+
+
+def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory):
+    provider = provider_factory(latency=0.1)
+    version, writer = a_set(10)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=1, enqueue=False
+    )
+    done = threading.Event()
+    result = {}
+
+    def work():
+        result["run"] = batches.batch_execute(run.pk)
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(0.25)
+    services.batch_cancel(run=BatchRun.objects.get(pk=run.pk))
+    assert done.wait(10)
+    thread.join()
+    final = result["run"]
+    counts = selectors.run_counts(final)
+    assert final.status == "cancelled"
+    assert 1 <= counts["answered"] < 10
+    assert counts["cancelled"] == 10 - counts["answered"] - counts["failed"]
+    assert sum(provider.calls.values()) == counts["answered"]
+
+
+def test_a_queued_run_cancels_at_once():
+    version, writer = a_set(2)
+    run = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
+    run = services.batch_cancel(run=run)
+    assert run.status == "cancelled"
+    assert batches.batch_execute(run.pk) is None
+
+
+def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
+    provider_factory, settings
+):
+    provider = provider_factory()
+    version, writer = a_set(6)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    # a worker answered two states, claimed a third, then died
+    first_two = list(run.items.values_list("pk", flat=True)[:3])
+    for pk in first_two[:2]:
+        item = BatchItem.objects.get(pk=pk)
+        outcome = services.decision_ask(
+            backend="typesafe",
+            document=DOC,
+            state=item.sample_state.state,
+            sample_state=item.sample_state,
+            version=version,
+        )
+        BatchItem.objects.filter(pk=pk).update(
+            status="answered", attempts=1, answers=outcome.checked.answers
+        )
+    BatchItem.objects.filter(pk=first_two[2]).update(status="running")
+    BatchRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
+    # while its heartbeat is fresh, nobody takes it over
+    BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    assert batches.batch_execute(run.pk) is None
+    BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    run = batches.batch_execute(run.pk)
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 6
+    assert set(provider.calls.values()) == {1}
+    assert DecisionAnswer.objects.count() == 6 * len(DOC)
+
+
+def test_stale_runs_are_queued_again(provider_factory, settings):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    version, writer = a_set(1)
+    run = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
+    BatchRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    assert batches.resume_stale_runs() == [run.pk]
+
+
+def test_batch_create_enqueues_a_task_after_the_commit(settings):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    version, writer = a_set(2)
+    run = services.batch_create(version=version, backend="recorded", user=writer)
+    run.refresh_from_db()
+    assert run.status == "done"  # the immediate backend ran it at the commit
+    assert selectors.run_counts(run)["failed"] == 2  # nothing was recorded to replay
+
+
+def test_batch_create_refuses_what_cannot_run(settings):
+    settings.TYPESAFE_API_KEY = ""
+    version, writer = a_set(0)
+    with pytest.raises(services.ServiceError, match="TYPESAFE_API_KEY"):
+        services.batch_create(version=version, backend="typesafe", user=writer)
+    with pytest.raises(services.ServiceError, match="no sample states"):
+        services.batch_create(version=version, backend="recorded", user=writer)
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_batch_summary_and_gate(provider_factory):
+    provider_factory()
+    version, _ = a_set(4, expected={"desk": "billing", "urgent": True})
+    slug = version.question_set.slug
+    code, out, _ = run_cli("batch", "--set", slug, "--json", "--concurrency", "2")
+    summary = json.loads(out)
+    assert set(summary) == {
+        "run",
+        "set",
+        "version",
+        "backend",
+        "status",
+        "states",
+        "answered",
+        "failed",
+        "pass_rate",
+        "per_question",
+        "duration_ms",
+    }
+    assert (summary["states"], summary["answered"], summary["failed"]) == (4, 4, 0)
+    assert summary["per_question"]["desk"]["checked"] == 4
+    run = BatchRun.objects.get(pk=summary["run"])
+    report = selectors.run_summary(run)
+    assert report["pass_rate"] == summary["pass_rate"]
+    assert code == 0
+    code, _, _ = run_cli("batch", "--set", slug, "--min-pass-rate", "1.01")
+    assert code == 2
+    rate = summary["pass_rate"]
+    code, _, err = run_cli("batch", "--set", slug, "--min-pass-rate", str(min(1, rate + 0.01)))
+    assert code == 1 and "below" in err
+
+
+def test_cli_batch_exit_1_when_a_state_failed(provider_factory):
+    provider_factory(fail_first=99, fail_status=500)
+    version, _ = a_set(2)
+    code, out, _ = run_cli("batch", "--set", version.question_set.slug, "--json")
+    assert code == 1 and json.loads(out)["failed"] == 2 and json.loads(out)["pass_rate"] is None
