@@ -116,3 +116,51 @@ def chart_for(question, answer: dict[str, Any]) -> SafeString:
     if question.type == "score":
         return score_bar_chart(question.id, answer, question.level_count)
     return noul_bar_chart(question.id, answer)
+
+
+def reliability_diagram(title: str, calibration) -> SafeString:
+    """Observed frequency against mean predicted probability per bin, with the diagonal;
+    sparse bins (few answers) are drawn hollow and say so."""
+    size, pad = 240, 34
+    inner = size - 2 * pad
+    parts = [
+        f'<svg class="chart reliability" role="img" viewBox="0 0 {size} {size}" width="{size}" '
+        f'height="{size}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title><desc>",
+        escape(
+            "; ".join(
+                f"{b.low:.1f}-{b.high:.1f}: {b.count} answers, mean p {b.confidence:.2f}, "
+                f"observed {b.frequency:.2f}{' (sparse)' if b.sparse else ''}"
+                for b in calibration.bins
+                if b.count
+            )
+            or "no answers"
+        ),
+        "</desc>",
+        f'<rect class="track" x="{pad}" y="{pad}" width="{inner}" height="{inner}"/>',
+        f'<line class="diagonal" x1="{pad}" y1="{pad + inner}" x2="{pad + inner}" y2="{pad}"/>',
+    ]
+    width = inner / len(calibration.bins)
+    for i, b in enumerate(calibration.bins):
+        if not b.count:
+            continue
+        h = b.frequency * inner
+        x = pad + i * width
+        cls = "bar sparse" if b.sparse else "bar"
+        parts.append(
+            f'<rect class="{cls}" x="{x + 1:.1f}" y="{pad + inner - h:.1f}" '
+            f'width="{width - 2:.1f}" height="{h:.1f}">'
+            f"<title>{b.low:.1f}–{b.high:.1f}: {b.count} answers, observed "
+            f"{b.frequency:.2f}{' (sparse)' if b.sparse else ''}</title></rect>"
+            f'<text x="{x + width / 2:.1f}" y="{pad - 4}" text-anchor="middle" font-size="8">'
+            f"{b.count}{'*' if b.sparse else ''}</text>"
+        )
+    parts.append(
+        f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" font-size="10">predicted p'
+        f'</text><text x="10" y="{size / 2}" font-size="10" transform="rotate(-90 10 '
+        f'{size / 2})" text-anchor="middle">observed</text>'
+        f'<text x="{pad}" y="{pad + inner + 12}" font-size="9">0</text>'
+        f'<text x="{pad + inner}" y="{pad + inner + 12}" font-size="9" text-anchor="end">1</text>'
+        "</svg>"
+    )
+    return mark_safe("".join(parts))  # every text above is escaped or a number

@@ -1,11 +1,14 @@
 from django.urls import path
 
-from questions.views import check, editor, preview, review, sets, states
+from questions.views import check, editor, preview, review, runs, sets, states
 
 urlpatterns = [
     path("", sets.set_list, name="set-list"),
     path("check/", check.document_check, name="document-check"),
     path("reviews/", review.review_queue, name="review-queue"),
+    path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("sets/<slug:slug>/v<int:number>/runs/", runs.run_create, name="run-create"),
     path("tokens/", review.token_list, name="token-list"),
     path("schemas/question-set-1.json", review.export_schema, name="export-schema"),
     path("api/sets/<slug:slug>/export.json", review.api_export, name="api-export"),

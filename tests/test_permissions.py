@@ -54,6 +54,10 @@ MATRIX = [
     ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU}),
     ("delete state", "post", "/sets/s/states/{state}/delete/", {AU}),
     ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN),
+    ("start run", "post", "/sets/s/v1/runs/", {AU, R}),
+    ("run page", "get", "/runs/{run}/", SIGNED_IN),
+    ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
+    ("compare", "get", "/sets/s/compare/", SIGNED_IN),
     ("schema", "get", "/schemas/question-set-1.json", set(ROLES)),
     ("api export", "get", "/api/sets/s/export.json?label=production", set()),
 ]
@@ -69,6 +73,7 @@ POST_DATA = {
     "save state": {"name": "n", "state": "2", "base_revision": "1"},
     "preview": {"preview_backend": "recorded", "preview_state": "", "preview_state_json": "1"},
     "check": {"document": "{}"},
+    "start run": {"backend": "recorded"},
     "state check": {"state": "1"},
 }
 
@@ -88,7 +93,8 @@ def world():
     services.version_submit(version=v2, author=writer)
     services.version_draft_from(version=v2, author=writer)
     state = services.sample_state_create(question_set=qs, name="n", state=1, author=writer)
-    return {"state": state.pk}
+    run = services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
+    return {"state": state.pk, "run": run.pk}
 
 
 def client_for(role: str) -> Client:

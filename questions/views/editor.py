@@ -92,6 +92,10 @@ def _page(
         "question_types": spec.QUESTION_TYPES,
         "sample_states": list(question_set.sample_states.only("pk", "name")),
         "backends": backends.available(),
+        "backends_for_runs": backends.available()
+        if roles.is_author(request.user) or roles.is_reviewer(request.user)
+        else [],
+        "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document),
         **extra,
     }

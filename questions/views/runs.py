@@ -1,0 +1,111 @@
+"""Batch runs: start one, watch its progress live, cancel it, read its test report and compare
+it with another run."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from questions import batches, charts, metrics, roles, selectors, services
+from questions.models import BatchRun, Version
+
+
+def _may_run(request: HttpRequest) -> None:
+    if not (roles.is_author(request.user) or roles.is_reviewer(request.user)):
+        raise PermissionDenied("Authors and reviewers run batches.")
+
+
+@require_POST
+def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    _may_run(request)
+    version = get_object_or_404(
+        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
+    )
+    try:
+        concurrency = int(request.POST.get("concurrency") or 4)
+        threshold = float(request.POST.get("threshold") or 0.5)
+    except ValueError:
+        messages.error(request, "Concurrency is a whole number and the threshold a number.")
+        return redirect(version)
+    try:
+        run = services.batch_create(
+            version=version,
+            backend=request.POST.get("backend", "typesafe"),
+            user=request.user,
+            concurrency=concurrency,
+            threshold=threshold,
+            tag=request.POST.get("tag", "").strip(),
+        )
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect(version)
+    return redirect("run-detail", run.pk)
+
+
+def _progress_context(run: BatchRun) -> dict:
+    counts = selectors.run_counts(run)
+    return {"run": run, "counts": counts}
+
+
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(
+        BatchRun.objects.select_related("question_set", "version", "created_by"), pk=pk
+    )
+    if run.status == BatchRun.Status.RUNNING and batches._stale(run):
+        from questions.tasks import batch_run_task
+
+        batch_run_task.enqueue(run.pk)
+        messages.info(request, "This run's worker went quiet; it was queued again.")
+    if request.htmx and request.htmx.target == "run-progress":
+        response = render(request, "questions/run_detail.html#run-progress", _progress_context(run))
+        if run.finished:
+            response["HX-Refresh"] = "true"  # the report is ready: show the whole page
+        return response
+    cases = selectors.run_cases(run)
+    report = metrics.report(cases, threshold=run.threshold)
+    other = None
+    changes = []
+    other_pk = request.GET.get("against")
+    if other_pk and other_pk.isdigit():
+        other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
+        if other:
+            changes = metrics.compare_runs(selectors.run_cases(other), cases, run.threshold)
+    context = {
+        **_progress_context(run),
+        "report": report,
+        "questions": [
+            {
+                "report": q,
+                "options": sorted(
+                    {k for row in q.confusion.values() for k in row} | set(q.confusion)
+                ),
+            }
+            for q in report.questions.values()
+        ],
+        "noul_diagram": charts.reliability_diagram(
+            "noul: P(true) against outcomes", report.noul_calibration
+        ),
+        "choice_diagram": charts.reliability_diagram(
+            "choice: probability of the chosen option against correctness",
+            report.choice_calibration,
+        ),
+        "items": run.items.select_related("sample_state").order_by("sample_state__name"),
+        "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
+        "other": other,
+        "changes": changes,
+        "can_run": roles.is_author(request.user) or roles.is_reviewer(request.user),
+    }
+    return render(request, "questions/run_detail.html", context)
+
+
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    _may_run(request)
+    run = get_object_or_404(BatchRun, pk=pk)
+    services.batch_cancel(run=run)
+    messages.info(request, "Cancelling: no new state is asked; calls in flight finish.")
+    return redirect("run-detail", pk)

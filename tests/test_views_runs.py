@@ -1,0 +1,90 @@
+"""The run pages: start a run, its live progress partial, its report, cancel, compare."""
+
+import pytest
+from django.urls import reverse
+
+from questions import batches, services
+from questions.models import BatchRun
+from tests import factories
+from tests.test_batches import DOC
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def setup(client, settings):
+    from questions import standin
+
+    server = standin.serve_in_thread()
+    settings.TYPESAFE_API_KEY = "k"
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    writer = factories.author("writer")
+    client.force_login(writer)
+    qs = factories.question_set("s", owner=writer, doc=DOC)
+    for i in range(4):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i}",
+            state={"n": i},
+            author=writer,
+            expected={"urgent": i % 2 == 0, "desk": "billing"},
+        )
+    yield client, services.open_draft(qs)
+    server.shutdown()
+    server.server_close()
+
+
+def test_start_a_run_and_watch_it(setup):
+    client, version = setup
+    response = client.post(
+        reverse("run-create", args=["s", version.number]),
+        {"backend": "typesafe", "concurrency": "2", "threshold": "0.5"},
+    )
+    run = BatchRun.objects.get()
+    assert response.url == reverse("run-detail", args=[run.pk])
+    assert (run.status, run.concurrency) == ("queued", 2)
+    page = client.get(response.url).content.decode()
+    assert 'hx-trigger="every 1s"' in page and "0</span> / 4 states" in page
+    batches.batch_execute(run.pk)
+    partial = client.get(response.url, headers={"HX-Request": "true", "HX-Target": "run-progress"})
+    body = partial.content.decode()
+    assert "<html" not in body and "every 1s" not in body
+    assert partial["HX-Refresh"] == "true"
+    assert "4</span> / 4 states" in body
+    page = client.get(response.url).content.decode()
+    assert "Pass rate" in page and "Confusion matrix" in page and "Brier" in page
+    assert page.count('class="chart reliability"') == 2
+
+
+def test_compare_two_runs_lists_regressions_first(setup):
+    client, version = setup
+    first = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
+    batches.batch_execute(first.pk)
+    second = services.batch_create(
+        version=version, backend="typesafe", threshold=0.99, user=None, enqueue=False
+    )
+    batches.batch_execute(second.pk)
+    page = client.get(reverse("run-detail", args=[second.pk]), {"against": first.pk})
+    body = page.content.decode()
+    assert "Compared with another run" in body
+    assert body.count('<tr class="change-') == 8  # 4 states × 2 questions with expectations
+
+
+def test_cancel_from_the_page(setup):
+    client, version = setup
+    run = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
+    client.post(reverse("run-cancel", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+
+
+def test_bad_run_settings_say_so(setup):
+    client, version = setup
+    response = client.post(
+        reverse("run-create", args=["s", version.number]),
+        {"backend": "typesafe", "concurrency": "0"},
+        follow=True,
+    )
+    assert "Concurrency is 1 to 64" in response.content.decode()
+    assert not BatchRun.objects.exists()
