@@ -1,6 +1,6 @@
 from django.urls import path
 
-from questions.views import check, editor, preview, review, runs, sets, states
+from questions.views import check, compare, editor, preview, review, runs, sets, states
 
 urlpatterns = [
     path("", sets.set_list, name="set-list"),
@@ -21,6 +21,7 @@ urlpatterns = [
     path("sets/<slug:slug>/", sets.set_detail, name="set-detail"),
     path("sets/<slug:slug>/history/", sets.set_history, name="set-history"),
     path("sets/<slug:slug>/diff/", sets.version_diff, name="version-diff"),
+    path("sets/<slug:slug>/compare/", compare.set_compare, name="set-compare"),
     path("sets/<slug:slug>/v<int:number>/", editor.version_edit, name="version-edit"),
     path("sets/<slug:slug>/v<int:number>/save/", editor.version_save, name="version-save"),
     path(

@@ -1,0 +1,255 @@
+"""The comparison grid: columns (a batch run, or a version asked through a backend), rows (the
+questions, for one sample state or for every state of the set), cells marked against the first
+column. The whole selection is a query string, so a link reproduces the view."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import QueryDict
+
+from questions import metrics, services, spec
+from questions.models import BatchItem, BatchRun, QuestionSet, SampleState
+
+COLUMN = re.compile(r"\A(?:run:(?P<run>\d+)|v(?P<version>\d+):(?P<backend>[a-z]+))\Z")
+FILTERS = ("all", "changes", "failures")
+
+
+@dataclass
+class Column:
+    key: str  # as in the URL: run:12 or v3:recorded
+    label: str
+    questions: dict[str, spec.Question] = field(default_factory=dict)
+    answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
+    problem: str = ""
+
+
+@dataclass
+class Cell:
+    answer: dict[str, Any] | None
+    flipped: bool = False
+    distance: float | None = None
+    passed: bool | None = None  # against the state's expected answer
+    note: str = ""
+
+
+@dataclass
+class Row:
+    state: SampleState
+    question: str
+    qtype: str
+    expected: Any
+    cells: list[Cell]
+
+    @property
+    def changed(self) -> bool:
+        return any(c.flipped for c in self.cells[1:])
+
+    @property
+    def failed(self) -> bool:
+        return any(c.passed is False for c in self.cells)
+
+
+@dataclass
+class Selection:
+    columns: list[str]
+    state: str = "all"  # a sample state id, or "all"
+    filter: str = "all"
+    threshold: float = 0.5
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_query(cls, query: QueryDict, question_set: QuestionSet) -> Selection:
+        selection = cls(columns=[c for c in query.getlist("col") if c.strip()])
+        selection.state = query.get("state", "all") or "all"
+        selection.filter = query.get("filter", "all")
+        if selection.filter not in FILTERS:
+            selection.errors.append(f"Unknown filter {selection.filter!r}; showing all.")
+            selection.filter = "all"
+        try:
+            selection.threshold = float(query.get("threshold", 0.5))
+            if not 0 < selection.threshold < 1:
+                raise ValueError
+        except ValueError:
+            selection.errors.append("The threshold lies strictly between 0 and 1; using 0.5.")
+            selection.threshold = 0.5
+        if not selection.columns:
+            runs = list(question_set.batch_runs.order_by("-id").values_list("pk", flat=True)[:2])
+            selection.columns = [f"run:{pk}" for pk in reversed(runs)]
+        return selection
+
+    def query(self, **changes: Any) -> str:
+        """The query string of this selection, with some parts changed."""
+        params = QueryDict(mutable=True)
+        params.setlist("col", changes.get("columns", self.columns))
+        params["state"] = changes.get("state", self.state)
+        params["filter"] = changes.get("filter", self.filter)
+        params["threshold"] = str(changes.get("threshold", self.threshold))
+        return params.urlencode()
+
+
+def _load_column(key: str, question_set: QuestionSet, states: list[SampleState], user) -> Column:
+    match = COLUMN.match(key)
+    if not match:
+        return Column(key, key, problem=f"Unknown column {key!r}: use run:N or vN:backend.")
+    if match["run"]:
+        run = (
+            BatchRun.objects.filter(pk=int(match["run"]), question_set=question_set)
+            .select_related("version")
+            .first()
+        )
+        if run is None:
+            return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
+        column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
+        column.questions = (
+            spec.parse(run.version.document).questions
+            if spec.validate(run.version.document, lints=False).valid
+            else {}
+        )
+        for item in run.items.filter(status=BatchItem.Status.ANSWERED).select_related(
+            "sample_state"
+        ):
+            column.answers[item.sample_state.sample_state_id] = item.answers or {}
+        return column
+    version = question_set.versions.filter(number=int(match["version"])).first()
+    backend = match["backend"]
+    if version is None:
+        return Column(key, key, problem=f"{question_set.slug} has no version {match['version']}.")
+    column = Column(key, f"v{version.number} · {backend}")
+    result = spec.validate(version.document, lints=False)
+    if not result.valid:
+        column.problem = "This version's document is invalid: nothing to ask."
+        return column
+    column.questions = result.document.questions
+    if backend != "recorded" and len(states) > 1:
+        column.problem = (
+            "A live backend answers one state at a time here; pick a state, or "
+            "start a batch run and compare the run."
+        )
+        return column
+    for state in states:
+        outcome = services.decision_ask(
+            backend=backend,
+            document=version.document,
+            state=state.state,
+            user=user,
+            version=version,
+        )
+        if outcome.checked:
+            column.answers[state.pk] = outcome.checked.answers
+        elif outcome.error and outcome.error.status != 404:
+            column.problem = f"{outcome.error.status}: {outcome.error.detail}"
+    return column
+
+
+def build(
+    question_set: QuestionSet, selection: Selection, user=None
+) -> tuple[list[Column], list[Row]]:
+    states = list(question_set.sample_states.order_by("name"))
+    if selection.state != "all":
+        states = [s for s in states if str(s.pk) == selection.state]
+        if not states:
+            selection.errors.append(f"{question_set.slug} has no sample state {selection.state}.")
+    columns = [_load_column(key, question_set, states, user) for key in selection.columns]
+    if not columns:
+        return columns, []
+    qids: list[str] = []
+    for column in columns:
+        qids.extend(q for q in column.questions if q not in qids)
+    rows = []
+    for state in states:
+        for qid in qids:
+            qtype = next((c.questions[qid].type for c in columns if qid in c.questions), "")
+            expected = (state.expected or {}).get(qid)
+            cells = []
+            base = columns[0].answers.get(state.pk, {}).get(qid)
+            for i, column in enumerate(columns):
+                answer = column.answers.get(state.pk, {}).get(qid)
+                cell = Cell(answer)
+                if answer is None:
+                    cell.note = "not asked" if qid not in column.questions else "no answer"
+                else:
+                    if i and base is not None and base.get("type") == answer.get("type"):
+                        cell.flipped = metrics.flipped(qtype, base, answer, selection.threshold)
+                        cell.distance = metrics.distance(qtype, base, answer)
+                    if expected is not None and metrics.expected_fits(qtype, expected):
+                        cell.passed = metrics.passes(qtype, answer, expected, selection.threshold)
+                cells.append(cell)
+            row = Row(state, qid, qtype, expected, cells)
+            if selection.filter == "changes" and not row.changed:
+                continue
+            if selection.filter == "failures" and not row.failed:
+                continue
+            rows.append(row)
+    return columns, rows
+
+
+def _summary(answer: dict[str, Any] | None) -> str:
+    if answer is None:
+        return ""
+    if answer["type"] == "choice":
+        return f"{answer['choice']} ({answer['probabilities'][answer['choice']]:.2f})"
+    if answer["type"] == "score":
+        return f"{answer['score']:.2f}"
+    return f"{answer['noul']:.2f}"
+
+
+def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str:
+    return json.dumps(
+        {
+            "selection": {
+                "columns": selection.columns,
+                "state": selection.state,
+                "filter": selection.filter,
+                "threshold": selection.threshold,
+            },
+            "columns": [
+                {"key": c.key, "label": c.label, "problem": c.problem or None} for c in columns
+            ],
+            "rows": [
+                {
+                    "state": r.state.name,
+                    "question": r.question,
+                    "type": r.qtype,
+                    "expected": r.expected,
+                    "cells": [
+                        {
+                            "answer": c.answer,
+                            "flipped": c.flipped,
+                            "distance": c.distance,
+                            "passed": c.passed,
+                        }
+                        for c in r.cells
+                    ],
+                }
+                for r in rows
+            ],
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
+
+
+def as_csv(columns: list[Column], rows: list[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = ["state", "question", "type", "expected"]
+    for c in columns:
+        header += [f"{c.key} answer", f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
+    writer.writerow(header)
+    for r in rows:
+        line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]
+        for cell in r.cells:
+            line += [
+                _summary(cell.answer),
+                cell.flipped,
+                "" if cell.distance is None else f"{cell.distance:.4f}",
+                "" if cell.passed is None else cell.passed,
+            ]
+        writer.writerow(line)
+    return out.getvalue()

@@ -1,0 +1,160 @@
+"""The comparison grid on hand-made answers: flips, distances, filters, the URL, downloads."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.http import QueryDict
+from django.urls import reverse
+
+from questions import comparison, services
+from questions.models import BatchItem
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+DOC = {
+    "desk": {"type": "choice", "criteria": {"billing": "money", "tech": "bugs", "other": "else"}},
+    "urgent": {"type": "noul", "instructions": "Urgent?"},
+    "level": {"type": "score", "criteria": ["low", "mid", "high"]},
+}
+
+
+def desk(chosen, p):
+    probabilities = {"billing": 0.0, "tech": 0.0, "other": 0.0} | p
+    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.5}
+
+
+def answers(desk_answer, urgent, level):
+    return {
+        "desk": desk_answer,
+        "urgent": {"type": "noul", "noul": urgent},
+        "level": {
+            "type": "score",
+            "score": level,
+            "confidence": 0.5,
+            "probabilities": {"0": 0, "1": 1, "2": 0},
+        },
+    }
+
+
+@pytest.fixture
+def two_runs(client):
+    writer = factories.author("writer")
+    client.force_login(writer)
+    qs = factories.question_set("s", owner=writer, doc=DOC)
+    a = services.sample_state_create(
+        question_set=qs,
+        name="a",
+        state=1,
+        author=writer,
+        expected={"desk": "billing", "urgent": True, "level": 1},
+    )
+    b = services.sample_state_create(
+        question_set=qs, name="b", state=2, author=writer, expected={"desk": "tech"}
+    )
+    version = services.open_draft(qs)
+    base = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
+    new = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
+    hand = {
+        (base.pk, a.pk): answers(desk("billing", {"billing": 0.7, "tech": 0.3}), 0.6, 1.2),
+        (base.pk, b.pk): answers(desk("tech", {"tech": 0.9, "other": 0.1}), 0.2, 0.4),
+        (new.pk, a.pk): answers(desk("tech", {"billing": 0.4, "tech": 0.6}), 0.45, 1.6),
+        (new.pk, b.pk): answers(desk("tech", {"tech": 0.8, "other": 0.2}), 0.3, 0.45),
+    }
+    for item in BatchItem.objects.select_related("sample_state"):
+        item.status = "answered"
+        item.answers = hand[(item.run_id, item.sample_state.sample_state_id)]
+        item.save()
+    return qs, base, new, a, b
+
+
+def grid(qs, query: str):
+    selection = comparison.Selection.from_query(QueryDict(query), qs)
+    return selection, *comparison.build(qs, selection)
+
+
+def test_flips_and_distances_against_the_baseline(two_runs):
+    qs, base, new, _a, _b = two_runs
+    _, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
+    assert [c.label.split(" ·")[0] for c in columns] == [f"run {base.pk}", f"run {new.pk}"]
+    by = {(r.state.name, r.question): r for r in rows}
+    cell = by[("a", "desk")].cells[1]
+    assert cell.flipped and cell.distance == pytest.approx(0.3)
+    assert by[("a", "urgent")].cells[1].flipped  # 0.6 → 0.45 crosses 0.5
+    assert by[("a", "level")].cells[1].flipped  # 1.2 → 1.6: nearest level 1 → 2
+    assert not by[("b", "desk")].cells[1].flipped
+    assert by[("b", "desk")].cells[1].distance == pytest.approx(0.1)
+    assert by[("b", "urgent")].cells[1].distance == pytest.approx(0.1)
+    assert by[("a", "desk")].cells[0].flipped is False  # the baseline is never marked
+    assert by[("a", "desk")].cells[1].passed is False and by[("a", "desk")].cells[0].passed
+
+
+def test_filters(two_runs):
+    qs, base, new, *_ = two_runs
+    cols = f"col=run:{base.pk}&col=run:{new.pk}"
+    _, _, changes = grid(qs, cols + "&filter=changes")
+    assert {(r.state.name, r.question) for r in changes} == {
+        ("a", "desk"),
+        ("a", "urgent"),
+        ("a", "level"),
+    }
+    _, _, failures = grid(qs, cols + "&filter=failures")
+    assert {(r.state.name, r.question) for r in failures} == {
+        ("a", "desk"),
+        ("a", "urgent"),
+        ("a", "level"),
+    }
+    _, _, moved = grid(qs, cols + "&filter=changes&threshold=0.25")
+    assert ("b", "urgent") in {(r.state.name, r.question) for r in moved}  # 0.2 → 0.3
+
+
+def test_one_state(two_runs):
+    qs, base, new, a, _ = two_runs
+    _, _, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}&state={a.pk}")
+    assert {r.state.name for r in rows} == {"a"} and len(rows) == 3
+
+
+def test_the_selection_round_trips_through_the_url(two_runs):
+    qs, base, new, a, _ = two_runs
+    query = f"col=run:{new.pk}&col=run:{base.pk}&state={a.pk}&filter=failures&threshold=0.7"
+    selection, *_ = grid(qs, query)
+    again = comparison.Selection.from_query(QueryDict(selection.query()), qs)
+    assert (again.columns, again.state, again.filter, again.threshold) == (
+        [f"run:{new.pk}", f"run:{base.pk}"],
+        str(a.pk),
+        "failures",
+        0.7,
+    )
+
+
+def test_defaults_and_bad_input(two_runs):
+    qs, base, new, *_ = two_runs
+    selection, columns, _ = grid(qs, "filter=nope&threshold=2")
+    assert selection.columns == [f"run:{base.pk}", f"run:{new.pk}"]  # the newest two runs
+    assert len(selection.errors) == 2
+    _, columns, _ = grid(qs, "col=bogus&col=run:999&col=v9:recorded&col=v1:typesafe")
+    assert [bool(c.problem) for c in columns] == [True, True, True, True]
+    assert "one state at a time" in columns[3].problem
+
+
+def test_a_version_column_replays_recordings(two_runs, settings):
+    qs, base, *_ = two_runs
+    _, columns, rows = grid(qs, f"col=run:{base.pk}&col=v1:recorded")
+    assert not columns[1].problem
+    assert all(r.cells[1].answer is None for r in rows)  # nothing was recorded live yet
+
+
+def test_the_page_and_its_downloads(client, two_runs):
+    _qs, base, new, *_ = two_runs
+    url = reverse("set-compare", args=["s"])
+    query = {"col": [f"run:{base.pk}", f"run:{new.pk}"], "filter": "changes"}
+    page = client.get(url, query).content.decode()
+    assert page.count('class="cell flipped') >= 3 and "flip" in page
+    data = json.loads(client.get(url, {**query, "format": "json"}).content)
+    assert data["selection"]["filter"] == "changes" and len(data["rows"]) == 3
+    text = client.get(url, {**query, "format": "csv"}).content.decode()
+    table = list(csv.reader(io.StringIO(text)))
+    assert table[0][:4] == ["state", "question", "type", "expected"]
+    assert len(table) == 4 and table[1][0] == "a"
