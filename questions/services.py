@@ -372,6 +372,15 @@ def sample_state_duplicate(*, sample: SampleState, author: AbstractBaseUser) -> 
 
 @transaction.atomic
 def sample_state_delete(*, sample: SampleState) -> None:
+    """Delete a sample state and its history — unless a batch run asked it: a run keeps the
+    exact content it ran on, so that state stays."""
+    runs = BatchItem.objects.filter(sample_state__sample_state=sample).values("run").distinct()
+    if runs.exists():
+        raise ServiceError(
+            f"Sample state {sample.name} was asked in {runs.count()} batch run(s), which keep "
+            "the exact content they ran on; it cannot be deleted. Rename it or change its tags "
+            "instead."
+        )
     sample.delete()
 
 

@@ -299,3 +299,14 @@ def test_concurrent_saves_of_one_revision_let_exactly_one_through():
     draft.refresh_from_db()
     assert draft.revision == 2
     assert ReviewEvent.objects.filter(version=draft, kind="edited").count() == 1
+
+
+def test_a_state_asked_in_a_batch_run_is_not_deleted():
+    qs = factories.question_set()
+    sample = services.sample_state_create(question_set=qs, name="s", state=1, author=qs.owner)
+    services.batch_create(
+        version=factories.draft(qs), backend="recorded", user=qs.owner, enqueue=False
+    )
+    with pytest.raises(services.ServiceError, match="cannot be deleted"):
+        services.sample_state_delete(sample=sample)
+    assert SampleState.objects.filter(pk=sample.pk).exists()

@@ -205,7 +205,11 @@ def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def state_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     require_author(request)
     sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
-    services.sample_state_delete(sample=sample)
+    try:
+        services.sample_state_delete(sample=sample)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("state-edit", slug, pk)
     messages.success(request, f"Deleted sample state {sample.name}.")
     return redirect("set-detail", slug)
 
