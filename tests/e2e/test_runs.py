@@ -1,0 +1,109 @@
+"""In a real browser: a batch run's live progress bar, and the comparison screen's filters and
+URL round trip."""
+
+import threading
+
+import pytest
+from playwright.sync_api import expect
+
+from questions import batches, roles, standin
+from questions.models import BatchRun
+from tests import factories
+from tests.test_batches import DOC
+from tests.test_comparison import DOC as COMPARE_DOC
+from tests.test_comparison import answers, desk
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def slow_stand_in(settings):
+    server = standin.serve_in_thread(latency_ms=150)
+    settings.TYPESAFE_API_KEY = "local-stand-in"
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_progress_bar_moves_live_and_the_report_follows(page, sign_in, slow_stand_in):
+    from questions import services
+
+    user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")
+    qs = factories.question_set("runs", owner=user, doc=DOC)
+    for i in range(8):
+        services.sample_state_create(
+            question_set=qs, name=f"s{i}", state={"n": i}, author=user, expected={"urgent": True}
+        )
+    url = sign_in("author")
+    page.goto(f"{url}/sets/runs/v1/")
+    page.wait_for_load_state()
+    batch = page.locator("#batch")
+    batch.get_by_label("Backend").select_option("typesafe")
+    batch.get_by_label("Concurrency").fill("1")
+    batch.get_by_role("button", name="Start run").click()
+    progress = page.locator("#run-progress progress")
+    expect(progress).to_have_attribute("max", "8")
+    expect(page.locator(".run-status")).to_have_text("queued")
+    run = BatchRun.objects.get()
+    worker = threading.Thread(target=batches.batch_execute, args=(run.pk,), daemon=True)
+    worker.start()  # the worker process, here a thread
+    expect(page.locator(".run-status")).to_have_text("running", timeout=5000)
+    seen = set()
+    for _ in range(40):
+        value = progress.get_attribute("value") if progress.count() else None
+        if value is not None:
+            seen.add(int(value))
+        if page.get_by_text("Pass rate").count():
+            break
+        page.wait_for_timeout(150)
+    worker.join(10)
+    expect(page.get_by_text("Pass rate")).to_be_visible(timeout=5000)  # reloaded when done
+    expect(page.locator(".run-status")).to_have_text("done")
+    assert len(seen - {0, 8}) >= 1, seen  # it moved through values in between
+
+
+def test_compare_filters_and_the_url_round_trip(page, sign_in):
+    from questions import services
+    from questions.models import BatchItem
+
+    user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")
+    qs = factories.question_set("cmp", owner=user, doc=COMPARE_DOC)
+    a = services.sample_state_create(
+        question_set=qs, name="a", state=1, author=user, expected={"desk": "billing"}
+    )
+    services.sample_state_create(question_set=qs, name="b", state=2, author=user)
+    version = services.open_draft(qs)
+    base = services.batch_create(version=version, backend="recorded", user=user, enqueue=False)
+    new = services.batch_create(version=version, backend="recorded", user=user, enqueue=False)
+    for item in BatchItem.objects.select_related("sample_state"):
+        moved = item.run_id == new.pk and item.sample_state.sample_state_id == a.pk
+        item.status = "answered"
+        item.answers = answers(
+            desk(
+                "tech" if moved else "billing",
+                {"billing": 0.3 if moved else 0.8, "tech": 0.7 if moved else 0.2},
+            ),
+            0.7,
+            1.0,
+        )
+        item.save()
+    url = sign_in("author")
+    page.goto(f"{url}/sets/cmp/compare/")
+    rows = page.locator("table.compare tbody tr")
+    expect(rows).to_have_count(6)  # 2 states × 3 questions, the newest two runs
+    page.get_by_role("link", name="changes only").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("a")
+    expect(rows.first.locator(".flip-mark")).to_have_text("flip")
+    assert "filter=changes" in page.url and f"col=run%3A{base.pk}" in page.url
+    shared = page.url
+    page.goto(f"{url}/")
+    page.goto(shared)  # a link reproduces the view
+    expect(rows).to_have_count(1)
+    page.get_by_role("link", name="failures against expected").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator("td.fail")).to_have_count(1)
+    page.get_by_role("link", name="all", exact=True).click()
+    expect(rows).to_have_count(6)
