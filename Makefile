@@ -35,6 +35,8 @@ run: $(VENV)/.synced
 	         DECISIONS__STANDIN=1; \
 	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
 	fi; \
+	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 & \
+	worker=$$!; trap 'kill $$worker $${standin:-} 2>/dev/null' EXIT INT TERM; \
 	echo; \
 	echo "  Decision Console: http://$(HOST):$(PORT)/"; \
 	echo "  Sign in as author (writes) or reviewer (reviews), password demo."; \

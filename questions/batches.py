@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
@@ -83,58 +83,55 @@ def _cancelled(run_id: int) -> bool:
 
 
 def _ask_one(run: BatchRun, document: dict, item_id: int, sleep: Callable[[float], None]) -> None:
-    try:
-        if _cancelled(run.pk) or not _claim(item_id):
-            return
-        item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
-        revision = item.sample_state
-        attempt = 0
-        while True:
-            attempt += 1
-            outcome = services.decision_ask(
-                backend=run.backend,
-                document=document,
-                state=revision.state,
-                model=run.model,
-                user=run.created_by,
-                version=run.version,
-                sample_state=revision,
-            )
-            if outcome.error is None or not retryable(outcome) or attempt >= run.max_attempts:
-                break
-            if _cancelled(run.pk):
-                break
-            delay = backoff(attempt, outcome.error.retry_after)
-            log.info(
-                "run %s item %s: %s, retry %d in %.2fs",
-                run.pk,
-                item_id,
-                outcome.error.status,
-                attempt,
-                delay,
-            )
-            sleep(delay)
-        item.attempts = attempt
-        if outcome.error is None:
-            item.status = BatchItem.Status.ANSWERED
-            item.answers = outcome.checked.answers
-        else:
-            item.status = BatchItem.Status.FAILED
-            item.error_status = outcome.error.status
-            item.error_detail = outcome.error.detail[:2000]
-        item.decision_id = outcome.decision_id
-        item.save(
-            update_fields=[
-                "status",
-                "attempts",
-                "answers",
-                "error_status",
-                "error_detail",
-                "decision",
-            ]
+    if not _claim(item_id):
+        return
+    item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
+    revision = item.sample_state
+    attempt = 0
+    while True:
+        attempt += 1
+        outcome = services.decision_ask(
+            backend=run.backend,
+            document=document,
+            state=revision.state,
+            model=run.model,
+            user=run.created_by,
+            version=run.version,
+            sample_state=revision,
         )
-    finally:
-        connection.close()
+        if outcome.error is None or not retryable(outcome) or attempt >= run.max_attempts:
+            break
+        if _cancelled(run.pk):
+            break
+        delay = backoff(attempt, outcome.error.retry_after)
+        log.info(
+            "run %s item %s: %s, retry %d in %.2fs",
+            run.pk,
+            item_id,
+            outcome.error.status,
+            attempt,
+            delay,
+        )
+        sleep(delay)
+    item.attempts = attempt
+    if outcome.error is None:
+        item.status = BatchItem.Status.ANSWERED
+        item.answers = outcome.checked.answers
+    else:
+        item.status = BatchItem.Status.FAILED
+        item.error_status = outcome.error.status
+        item.error_detail = outcome.error.detail[:2000]
+    item.decision_id = outcome.decision_id
+    item.save(
+        update_fields=[
+            "status",
+            "attempts",
+            "answers",
+            "error_status",
+            "error_detail",
+            "decision",
+        ]
+    )
 
 
 def batch_execute(
@@ -167,11 +164,35 @@ def batch_execute(
 
     beat = threading.Thread(target=heartbeat, daemon=True)
     beat.start()
-    pending = list(run.items.filter(status=BatchItem.Status.PENDING).values_list("pk", flat=True))
+    pending = deque(run.items.filter(status=BatchItem.Status.PENDING).values_list("pk", flat=True))
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        """One of `concurrency` workers: the next pending state until none is left (or the run
+        is cancelled); one database connection for its whole life."""
+        try:
+            while True:
+                with lock:
+                    if not pending or failures:
+                        return
+                    item_id = pending.popleft()
+                if _cancelled(run.pk):
+                    return
+                _ask_one(run, document, item_id, sleep)
+        except BaseException as exc:  # surfaced below, after every worker stopped
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=worker) for _ in range(max(1, run.concurrency))]
     try:
-        with ThreadPoolExecutor(max_workers=max(1, run.concurrency)) as pool:
-            for future in [pool.submit(_ask_one, run, document, pk, sleep) for pk in pending]:
-                future.result()
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        if failures:
+            raise failures[0]
     finally:
         stop.set()
         beat.join(5)
