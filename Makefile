@@ -57,3 +57,4 @@ format: $(VENV)/.synced
 bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/editor_validation.py
 	$(VENV)/bin/python bench/decisions_overhead.py
+	$(VENV)/bin/python bench/batch_span.py
