@@ -152,3 +152,22 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
         },
         "duration_ms": duration,
     }
+
+
+def latest_run(version: Version | None) -> BatchRun | None:
+    if version is None:
+        return None
+    return version.batch_runs.filter(status=BatchRun.Status.DONE).order_by("-id").first()
+
+
+def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
+    """What a review shows of a run: pass rate, answered/failed, cost per call."""
+    if run is None:
+        return None
+    summary = run_summary(run)
+    costs = [
+        c
+        for c in run.items.exclude(decision=None).values_list("decision__cost", flat=True)
+        if c is not None
+    ]
+    return {**summary, "run_obj": run, "cost_per_call": sum(costs) / len(costs) if costs else None}

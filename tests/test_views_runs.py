@@ -88,3 +88,21 @@ def test_bad_run_settings_say_so(setup):
     )
     assert "Concurrency is 1 to 64" in response.content.decode()
     assert not BatchRun.objects.exists()
+
+
+def test_the_review_page_shows_both_versions_runs_side_by_side(setup):
+    client, version = setup
+    checker = factories.reviewer("checker")
+    writer = version.author
+    first = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
+    batches.batch_execute(first.pk)
+    services.version_submit(version=version, author=writer)
+    services.version_approve(version=version, reviewer=checker, label="production")
+    v2 = services.version_draft_from(version=version, author=writer)
+    second = services.batch_create(version=v2, backend="typesafe", user=None, enqueue=False)
+    batches.batch_execute(second.pk)
+    services.version_submit(version=v2, author=writer)
+    body = client.get(f"/sets/s/v{v2.number}/review/").content.decode()
+    assert f"run {first.pk}</a>" in body and f"run {second.pk}</a>" in body
+    assert "Cost per call" in body and "$0.0000" in body
+    assert f"col=run:{first.pk}&amp;col=run:{second.pk}&amp;filter=changes" in body

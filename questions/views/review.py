@@ -78,7 +78,18 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "own_version": version.author_id == request.user.pk,
         "labels": version.question_set.labels.select_related("version"),
         "problem": problem,
+        "evidence": [
+            (
+                f"v{v.number}" + (" (this version)" if v == version else f" ({baseline_name})"),
+                selectors.run_evidence(selectors.latest_run(v)),
+            )
+            for v in (version, baseline)
+            if v is not None
+        ],
     }
+    runs = [e["run_obj"] for _, e in context["evidence"] if e]
+    if len(runs) == 2:
+        context["compare_query"] = f"col=run:{runs[1].pk}&col=run:{runs[0].pk}&filter=changes"
     return render(request, "questions/version_review.html", context, status=422 if problem else 200)
 
 
