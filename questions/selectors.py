@@ -171,3 +171,15 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         if c is not None
     ]
     return {**summary, "run_obj": run, "cost_per_call": sum(costs) / len(costs) if costs else None}
+
+
+def version_named(
+    slug: str, *, number: int | None = None, label: str | None = None
+) -> Version | None:
+    """The version a command names: by label (approved only), by number, or the newest."""
+    if label:
+        return exportable_version(slug, label=label)
+    versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
+    if number is not None:
+        return versions.filter(number=number).first()
+    return versions.order_by("-number").first()

@@ -318,15 +318,7 @@ class Command(BaseCommand):
                 shown = "; ".join(str(e) for e in result.errors[:5])
                 return self.fail(f"Nothing was sent: {shown}", as_json=json)
         else:
-            versions = Version.objects.filter(question_set__slug=slug).select_related(
-                "question_set"
-            )
-            if label:
-                version = selectors.exportable_version(slug, label=label)
-            elif number is not None:
-                version = versions.filter(number=number).first()
-            else:
-                version = versions.order_by("-number").first()
+            version = selectors.version_named(slug, number=number, label=label)
             if version is None:
                 which = f"label {label}" if label else f"version {number or ''}".strip()
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
@@ -435,13 +427,7 @@ class Command(BaseCommand):
 
         if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
             raise Unusable("--min-pass-rate is a fraction from 0 to 1")
-        versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
-        if label:
-            version = selectors.exportable_version(slug, label=label)
-        elif number is not None:
-            version = versions.filter(number=number).first()
-        else:
-            version = versions.order_by("-number").first()
+        version = selectors.version_named(slug, number=number, label=label)
         if version is None:
             which = f"label {label}" if label else f"version {number or ''}".strip()
             return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
