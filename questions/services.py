@@ -227,15 +227,22 @@ def version_submit(*, version: Version, author: AbstractBaseUser, note: str = ""
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
-    result = spec.validate(locked.document, limits=_limits(), lints=False)
+    _require_valid(locked, "draft")
+    return _move(locked, Version.Status.IN_REVIEW, ReviewEvent.Kind.SUBMITTED, author, note)
+
+
+def _require_valid(version: Version, what: str) -> None:
+    result = spec.validate(version.document, limits=_limits(), lints=False)
     if not result.valid:
-        raise InvalidContent("draft", result.errors)
-    locked.status = Version.Status.IN_REVIEW
-    locked.save(update_fields=["status", "updated_at"])
-    ReviewEvent.objects.create(
-        version=locked, kind=ReviewEvent.Kind.SUBMITTED, actor=author, note=note
-    )
-    return locked
+        raise InvalidContent(what, result.errors)
+
+
+def _move(version: Version, status: str, kind: str, actor: AbstractBaseUser, note: str) -> Version:
+    """One step of the workflow: the new status, and its event on the record."""
+    version.status = status
+    version.save(update_fields=["status", "updated_at"])
+    ReviewEvent.objects.create(version=version, kind=kind, actor=actor, note=note)
+    return version
 
 
 @transaction.atomic
@@ -582,14 +589,8 @@ def version_approve(
             f"{reviewer.get_username()} wrote version {locked.number}; a second person approves "
             "it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
         )
-    result = spec.validate(locked.document, limits=_limits(), lints=False)
-    if not result.valid:
-        raise InvalidContent("version", result.errors)
-    locked.status = Version.Status.APPROVED
-    locked.save(update_fields=["status", "updated_at"])
-    ReviewEvent.objects.create(
-        version=locked, kind=ReviewEvent.Kind.APPROVED, actor=reviewer, note=note
-    )
+    _require_valid(locked, "version")
+    _move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
     if label:
         label_move(
             question_set=locked.question_set,
@@ -609,12 +610,13 @@ def version_request_changes(*, version: Version, reviewer: AbstractBaseUser, not
     if not note.strip():
         raise ServiceError("Say what should change: the note is what the author works from.")
     locked = _in_review(version)
-    locked.status = Version.Status.CHANGES_REQUESTED
-    locked.save(update_fields=["status", "updated_at"])
-    ReviewEvent.objects.create(
-        version=locked, kind=ReviewEvent.Kind.CHANGES_REQUESTED, actor=reviewer, note=note.strip()
+    return _move(
+        locked,
+        Version.Status.CHANGES_REQUESTED,
+        ReviewEvent.Kind.CHANGES_REQUESTED,
+        reviewer,
+        note.strip(),
     )
-    return locked
 
 
 def version_comment(*, version: Version, actor: AbstractBaseUser, note: str) -> ReviewEvent:
