@@ -152,6 +152,10 @@ def _no_constant(name: str) -> Any:
 def loads(text: str | bytes) -> Any:
     """Parse JSON text strictly: NaN and Infinity are refused, and a key repeated inside one
     object is remembered so that validation can report it (ids and option names are unique)."""
+    if isinstance(text, bytes) and text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:]  # a UTF-8 byte order mark, as some editors write
+    elif isinstance(text, str) and text.startswith("\ufeff"):
+        text = text[1:]
     try:
         return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
     except JSONTextError:

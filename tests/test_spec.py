@@ -602,3 +602,8 @@ def test_limits_from_the_environment():
 def test_a_bad_limit_names_its_variable(raw):
     with pytest.raises(ValueError, match="DECISIONS__MAX_QUESTIONS"):
         spec.Limits.from_env({"DECISIONS__MAX_QUESTIONS": raw})
+
+
+def test_loads_accepts_a_utf8_byte_order_mark():
+    assert spec.loads(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+    assert spec.loads("\ufeff[1]") == [1]
