@@ -81,6 +81,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "from_version", "to_version", "actor"
         )[:50],
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
+        "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
     }
     return render(request, "questions/set_detail.html", context)
 
