@@ -939,7 +939,8 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
             if form is Form.PROVIDER:
                 checker.nonblank_string(value, "model", "invalid_model", required=True)
             else:
-                checker.nonblank_string(value, "profile", "invalid_profile", required=False)
+                if value.get("profile") is not None:  # null: no profile, as absent
+                    checker.nonblank_string(value, "profile", "invalid_profile", required=False)
         meta = {
             k: value[k]
             for k in WRAPPER_KEYS[form]

@@ -337,6 +337,10 @@ def test_decisions_body_with_profile():
     assert doc.meta == {"profile": "support"}
     error = only_error(spec.validate({"state": {}, "questions": noul_set(1), "profile": " "}))
     assert error.code == "invalid_profile"
+    assert codes(spec.validate({"state": {}, "questions": noul_set(1), "profile": 3})) == [
+        "invalid_profile"
+    ]
+    assert spec.validate({"state": {}, "questions": noul_set(1), "profile": None}).valid
 
 
 def test_bodies_need_a_state_and_the_provider_body_a_model():
