@@ -397,14 +397,15 @@ class _Checker:
 
     def name(self, name: str, path: Loc, what: str, question: str | None) -> bool:
         limit = self.limits.max_name_length
+        where = f"choice `{question}`: " if what == "option name" else ""
         if not name.strip():
-            self.error(path, f"blank_{what.replace(' ', '_')}", f"{what} is blank", question)
+            self.error(path, f"blank_{what.replace(' ', '_')}", f"{where}{what} is blank", question)
             return False
         if len(name) > limit:
             self.error(
                 path,
                 f"{what.replace(' ', '_')}_too_long",
-                f"{what} `{name[:32]}…` has {len(name)} characters; at most {limit}",
+                f"{where}{what} `{name[:32]}…` has {len(name)} characters; at most {limit}",
                 question,
                 limit,
                 len(name),
@@ -592,11 +593,12 @@ class _Checker:
             self.limits.min_options,
             self.limits.max_options,
         )
+        before = len(self.errors)
         for name, entry in criteria.items():
             opath = _key_path(path, name)
             self.name(name, opath, "option name", qid)
-            self.entry(entry, opath, qid, f"option `{name}`")
-        if self.lints:
+            self.entry(entry, opath, qid, f"option `{name}` of choice `{qid}`")
+        if self.lints and len(self.errors) == before:  # lint words, not broken shapes
             names = list(criteria)
             texts = [entry_text(e) for e in criteria.values()]
             self.lint_entries(names, texts, path, qid, "option")
@@ -622,9 +624,10 @@ class _Checker:
             self.limits.min_levels,
             self.limits.max_levels,
         )
+        before = len(self.errors)
         for i, entry in enumerate(criteria):
-            self.entry(entry, (*path, i), qid, f"level {i}")
-        if self.lints:
+            self.entry(entry, (*path, i), qid, f"level {i} of score `{qid}`")
+        if self.lints and len(self.errors) == before:
             texts = [entry_text(e) for e in criteria]
             self.lint_entries(range(len(criteria)), texts, path, qid, "level")
 
@@ -653,7 +656,7 @@ class _Checker:
                             key,
                         )
                     else:
-                        self.entry(entry, kpath, qid, f"the `{key}` case")
+                        self.entry(entry, kpath, qid, f"the `{key}` case of noul `{qid}`")
         if isinstance(instructions, str) and _COMPOUND.search(instructions):
             self.warn(
                 (*path[:-1], "instructions"),
