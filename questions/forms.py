@@ -272,27 +272,28 @@ def cards_from_post(data: MultiValueDict) -> list[Card]:
 
 @dataclass
 class EditorDocument:
-    """The document the page's cards mean, and what kept it from being JSON."""
+    """The document the page's cards mean; what JSON could not hold stays on the cards."""
 
     cards: list[Card]
     document: dict[str, Any]
-    errors: list[str]  # page-level: ids used twice …
 
     @property
     def representable(self) -> bool:
-        return not self.errors and not any(card.errors for card in self.cards)
+        return not any(card.errors for card in self.cards)
+
+
+DUPLICATE_ID = "Question id `{}` is used by another question."
 
 
 def document_from_cards(cards: list[Card]) -> EditorDocument:
     document: dict[str, Any] = {}
-    errors: list[str] = []
     for card in cards:
         question = card.question()
         if card.id in document:
-            card.errors.append(f"Question id `{card.id}` is used by another question.")
+            card.errors.append(DUPLICATE_ID.format(card.id))
             continue
         document[card.id] = question
-    return EditorDocument(cards, document, errors)
+    return EditorDocument(cards, document)
 
 
 # --- placing issues at their fields --------------------------------------------------------------

@@ -176,7 +176,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     question = card.question()
     document = {request.POST.get(f"q-{k}-id", ""): {"type": "noul"} for k in keys if k != key}
     if card.id in document:
-        card.errors.append(f"Question id `{card.id}` is used by another question.")
+        card.errors.append(forms.DUPLICATE_ID.format(card.id))
     document[card.id] = question
     checked = _checked([card], document)
     context = {
