@@ -45,7 +45,8 @@ def backoff(attempt: int, retry_after: float | None) -> float:
     return min(settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS, base * 2 ** (attempt - 1))
 
 
-def _stale(run: BatchRun) -> bool:
+def is_stale(run: BatchRun) -> bool:
+    """Whether a run's worker has not been heard from for DECISIONS__BATCH_STALE_SECONDS."""
     limit = timedelta(seconds=settings.DECISIONS_BATCH_STALE_SECONDS)
     return run.heartbeat_at is None or timezone.now() - run.heartbeat_at > limit
 
@@ -56,7 +57,7 @@ def _take(run_id: int) -> BatchRun | None:
     run = BatchRun.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.finished:
         return None
-    if run.status == BatchRun.Status.RUNNING and not _stale(run):
+    if run.status == BatchRun.Status.RUNNING and not is_stale(run):
         return None  # another executor is alive
     if run.status == BatchRun.Status.RUNNING:
         log.warning("run %s: its worker went quiet; taking it over", run.pk)

@@ -106,11 +106,8 @@ def _load_column(key: str, question_set: QuestionSet, states: list[SampleState],
         if run is None:
             return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
-        column.questions = (
-            spec.parse(run.version.document).questions
-            if spec.validate(run.version.document, lints=False).valid
-            else {}
-        )
+        result = spec.validate(run.version.document, lints=False)
+        column.questions = result.document.questions if result.document else {}
         for item in run.items.filter(status=BatchItem.Status.ANSWERED).select_related(
             "sample_state"
         ):

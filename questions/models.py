@@ -142,6 +142,10 @@ class SampleState(models.Model):
     def size(self) -> int:
         return len(self.state_text.encode())
 
+    def current_revision(self) -> SampleStateRevision | None:
+        """The saved content this state has now (what a decision asked about it runs on)."""
+        return self.revisions.filter(revision=self.revision).first()
+
 
 class SampleStateRevision(models.Model):
     """One saved content of a sample state; recordings point at the exact one they ran on."""

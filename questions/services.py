@@ -283,11 +283,9 @@ def _clean_state_fields(
         raise ServiceError("A sample state needs a name.")
     if len(name) > 128:
         raise ServiceError(f"A sample state's name has {len(name)} characters; at most 128.")
-    checked = spec.validate(
-        {"state": state, "questions": {"_": {"type": "noul"}}}, limits=_limits(), lints=False
-    )
-    if not checked.valid:
-        raise InvalidContent("state", checked.errors)
+    errors = spec.validate_state(state, limits=_limits())
+    if errors:
+        raise InvalidContent("state", errors)
     expected = dict(expected or {})
     for qid, answer in expected.items():
         if not isinstance(qid, str) or not (

@@ -977,6 +977,13 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
     return Validation(checker.errors, checker.warnings, document, form)
 
 
+def validate_state(state: Any, *, limits: Limits = DEFAULT_LIMITS) -> list[Issue]:
+    """The errors of a state on its own (its serialised size against the limit)."""
+    checker = _Checker(limits, lints=False)
+    checker.state({"state": state})
+    return checker.errors
+
+
 def parse(value: Any, *, limits: Limits = DEFAULT_LIMITS) -> Document:
     """The `Document` of a valid value, or `InvalidDocument` with every error."""
     result = validate(value, limits=limits)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 import uuid
@@ -33,9 +34,13 @@ def _weights(seed: bytes, n: int) -> list[float]:
 
 
 def _rounded(p: list[float]) -> list[float]:
-    """Two decimals, summing to exactly 1.00 (the rounding residue goes to the largest)."""
-    cents = [round(x * 100) for x in p]
-    cents[cents.index(max(cents))] += 100 - sum(cents)
+    """Two decimals summing to exactly 1.00, none below 0: whole cents first, then the cents
+    left over to the largest remainders (so 255 small values cannot overdraw one)."""
+    exact = [x * 100 for x in p]
+    cents = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(p)), key=lambda i: exact[i] - cents[i], reverse=True)
+    for i in by_remainder[: 100 - sum(cents)]:
+        cents[i] += 1
     return [c / 100 for c in cents]
 
 

@@ -256,3 +256,10 @@ def test_any_level_count_charts(levels):
     _, body = standin.respond({"state": 1, "model": "m", "questions": doc.questions_json()})
     svg = str(charts.chart_for(doc.questions["s"], body["answers"]["s"]))
     assert svg.count('class="track"') == levels
+
+
+@pytest.mark.parametrize("n", [2, 3, 22, 255])
+def test_the_stand_ins_rounding_sums_to_one_and_never_goes_below_zero(n):
+    flat = standin._rounded([1 / n] * n)
+    assert round(sum(flat), 9) == 1 and min(flat) >= 0
+    assert all(round(p, 2) == p for p in flat)

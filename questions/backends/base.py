@@ -69,7 +69,9 @@ ERROR_TABLE: dict[int | str, Mapping_] = {
     429: Mapping_(429, "The provider's rate limit was reached; retry with backoff.", True),
     401: Mapping_(502, "The provider rejected the key.", False, about_the_key=True),
     403: Mapping_(502, "The provider refused the key access.", False, about_the_key=True),
-    402: Mapping_(502, "The provider refused the call (payment required).", False, True),
+    402: Mapping_(
+        502, "The provider refused the call (payment required).", False, about_the_key=True
+    ),
     504: Mapping_(504, "The provider's gateway gave no answer in time.", False),
     524: Mapping_(504, "The provider's gateway gave no answer in time.", False),
     529: Mapping_(502, "The provider is overloaded.", False),

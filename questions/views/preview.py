@@ -41,7 +41,7 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
     if choice:
         sample = get_object_or_404(SampleState, pk=choice, question_set=version.question_set)
         state = sample.state
-        revision = sample.revisions.filter(revision=sample.revision).first()
+        revision = sample.current_revision()
     else:
         try:
             state = spec.loads(request.POST.get("preview_state_json", ""))

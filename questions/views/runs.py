@@ -55,7 +55,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(
         BatchRun.objects.select_related("question_set", "version", "created_by"), pk=pk
     )
-    if run.status == BatchRun.Status.RUNNING and batches._stale(run):
+    if run.status == BatchRun.Status.RUNNING and batches.is_stale(run):
         from questions.tasks import batch_run_task
 
         batch_run_task.enqueue(run.pk)

@@ -56,11 +56,13 @@ def _state_check(text: str) -> dict[str, Any]:
         value = spec.loads(text)
     except spec.JSONTextError as exc:
         return {"state_error": f"Not JSON: {exc}", "size": None, "limit": limit}
-    size = len(spec.canonical_json(value))
-    error = None
-    if size > limit:
-        error = f"The state is {size:,} bytes serialised; at most {limit:,}."
-    return {"state_error": error, "size": size, "limit": limit, "value": value}
+    errors = spec.validate_state(value, limits=settings.DECISIONS_LIMITS)
+    return {
+        "state_error": errors[0].message.capitalize() + "." if errors else None,
+        "size": len(spec.canonical_json(value)),
+        "limit": limit,
+        "value": value,
+    }
 
 
 def _expected_from_post(post, questions: list[dict[str, Any]]) -> dict[str, Any]:

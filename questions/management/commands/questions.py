@@ -334,7 +334,7 @@ class Command(BaseCommand):
                     f"{slug} has no sample state {state_name!r}.", as_json=json, status=404
                 )
             state = sample.state
-        revision = sample.revisions.filter(revision=sample.revision).first() if sample else None
+        revision = sample.current_revision() if sample else None
         outcome = services.decision_ask(
             backend=backend,
             document=document,
