@@ -57,8 +57,9 @@ def _state_check(text: str) -> dict[str, Any]:
     except spec.JSONTextError as exc:
         return {"state_error": f"Not JSON: {exc}", "size": None, "limit": limit}
     errors = spec.validate_state(value, limits=settings.DECISIONS_LIMITS)
+    message = errors[0].message if errors else ""
     return {
-        "state_error": errors[0].message.capitalize() + "." if errors else None,
+        "state_error": f"{message[:1].upper()}{message[1:]}." if errors else None,
         "size": len(spec.canonical_json(value)),
         "limit": limit,
         "value": value,
