@@ -95,7 +95,7 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from questions import batches, selectors, services, spec
+    from questions import selectors, services, spec
     from tests import factories
 
     logging.getLogger("questions").setLevel(logging.WARNING)
@@ -149,7 +149,7 @@ def main() -> None:
         version=version, backend="typesafe", user=user, concurrency=args.concurrency, enqueue=False
     )
     start = time.perf_counter()
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     span = time.perf_counter() - start
     counts = selectors.run_counts(run)
     recorded_span = (run.finished_at - run.started_at).total_seconds()

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "questions.middleware.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"

@@ -3,8 +3,6 @@ everywhere; a draft's document is saved through `services.version_save`, like th
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib import admin, messages
 
@@ -49,9 +47,28 @@ class QuestionSetAdmin(admin.ModelAdmin):
 
 
 class DraftForm(forms.ModelForm):
+    """A draft's document as JSON text, saved through `services.version_save` with the revision
+    the form was opened at: a save over someone else's newer revision is refused."""
+
+    base_revision = forms.IntegerField(widget=forms.HiddenInput, required=True)
+
     class Meta:
         model = Version
         fields = ("document_text",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["base_revision"].initial = self.instance.revision
+
+    def clean_base_revision(self) -> int:
+        base = self.cleaned_data["base_revision"]
+        current = Version.objects.values_list("revision", flat=True).get(pk=self.instance.pk)
+        if base != current:
+            raise forms.ValidationError(
+                services.StaleRevision(current, base).args[0], code="stale_revision"
+            )
+        return base
 
     def clean_document_text(self) -> str:
         text = self.cleaned_data["document_text"]
@@ -92,12 +109,11 @@ class VersionAdmin(admin.ModelAdmin):
         return obj is not None and obj.is_draft
 
     def save_model(self, request, obj, form, change) -> None:
-        base = Version.objects.values_list("revision", flat=True).get(pk=obj.pk)
         try:
             services.version_save(
                 version=obj,
-                document=json.loads(form.cleaned_data["document_text"]),
-                base_revision=base,
+                document=spec.loads(form.cleaned_data["document_text"]),
+                base_revision=form.cleaned_data["base_revision"],
                 author=request.user,
             )
         except services.ServiceError as exc:

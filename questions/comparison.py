@@ -11,12 +11,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.http import QueryDict
 
-from questions import metrics, services, spec
+from questions import backends, metrics, roles, services, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, SampleState
 
-COLUMN = re.compile(r"\A(?:run:(?P<run>\d+)|v(?P<version>\d+):(?P<backend>[a-z]+))\Z")
+COLUMN = re.compile(
+    r"\A(?:run:(?P<run>[0-9]{1,18})|v(?P<version>[0-9]{1,9}):(?P<backend>[a-z]{1,20}))\Z"
+)
+#: live columns ask the provider once per column on every view: a page asks at most this many
+MAX_LIVE_COLUMNS = 3
 FILTERS = ("all", "changes", "failures")
 
 
@@ -93,7 +98,15 @@ class Selection:
         return params.urlencode()
 
 
-def _load_column(key: str, question_set: QuestionSet, states: list[SampleState], user) -> Column:
+def _parsed(document: Any) -> dict[str, spec.Question] | None:
+    """The questions of a stored document under the configured limits; None when invalid."""
+    result = spec.validate(document, limits=settings.DECISIONS_LIMITS, lints=False)
+    return result.document.questions if result.document else None
+
+
+def _load_column(
+    key: str, question_set: QuestionSet, states: list[SampleState], user, live_budget: list[int]
+) -> Column:
     match = COLUMN.match(key)
     if not match:
         return Column(key, key, problem=f"Unknown column {key!r}: use run:N or vN:backend.")
@@ -106,8 +119,7 @@ def _load_column(key: str, question_set: QuestionSet, states: list[SampleState],
         if run is None:
             return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
-        result = spec.validate(run.version.document, lints=False)
-        column.questions = result.document.questions if result.document else {}
+        column.questions = _parsed(run.version.document) or {}
         for item in run.items.filter(status=BatchItem.Status.ANSWERED).select_related(
             "sample_state"
         ):
@@ -118,21 +130,33 @@ def _load_column(key: str, question_set: QuestionSet, states: list[SampleState],
     if version is None:
         return Column(key, key, problem=f"{question_set.slug} has no version {match['version']}.")
     column = Column(key, f"v{version.number} · {backend}")
-    result = spec.validate(version.document, lints=False)
-    if not result.valid:
+    questions = _parsed(version.document)
+    if questions is None:
         column.problem = "This version's document is invalid: nothing to ask."
         return column
-    column.questions = result.document.questions
-    if backend != "recorded" and len(states) > 1:
+    column.questions = questions
+    live = backend in backends.NAMES and backends.get(backend).live
+    if live and not roles.may_ask_live(user):
+        column.problem = services.LIVE_ASKERS_ONLY
+        return column
+    if live and len(states) > 1:
         column.problem = (
             "A live backend answers one state at a time here; pick a state, or "
             "start a batch run and compare the run."
         )
         return column
+    if live:
+        if live_budget[0] <= 0:
+            column.problem = (
+                f"At most {MAX_LIVE_COLUMNS} live columns are asked per page; compare batch runs "
+                "for more."
+            )
+            return column
+        live_budget[0] -= 1
     for state in states:
         outcome = services.decision_ask(
             backend=backend,
-            document=version.document,
+            questions=questions,
             state=state.state,
             user=user,
             version=version,
@@ -152,7 +176,10 @@ def build(
         states = [s for s in states if str(s.pk) == selection.state]
         if not states:
             selection.errors.append(f"{question_set.slug} has no sample state {selection.state}.")
-    columns = [_load_column(key, question_set, states, user) for key in selection.columns]
+    live_budget = [MAX_LIVE_COLUMNS]
+    columns = [
+        _load_column(key, question_set, states, user, live_budget) for key in selection.columns
+    ]
     if not columns:
         return columns, []
     qids: list[str] = []

@@ -1,11 +1,8 @@
 """Background work through Django's tasks API (django-tasks, database backend): many worker
-processes and machines can share one queue (`manage.py db_worker`)."""
+processes and machines can share one queue (`manage.py db_worker`). The task itself lives with
+the batch runs it executes (`questions.services.batches`); this name is kept for task rows that
+were queued under it."""
 
-from django_tasks import task
+from questions.services.batches import batch_run_task
 
-
-@task()
-def batch_run_task(run_id: int) -> None:
-    from questions.batches import batch_execute
-
-    batch_execute(run_id)
+__all__ = ["batch_run_task"]

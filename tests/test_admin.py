@@ -38,10 +38,29 @@ def test_a_draft_saved_in_the_admin_goes_through_the_service(client, staff):
     qs = factories.question_set(owner=staff)
     version = factories.draft(qs)
     url = reverse("admin:questions_version_change", args=[version.pk])
-    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}'})
+    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}', "base_revision": 1})
     assert response.status_code == 302
     version.refresh_from_db()
     assert (version.document, version.revision) == ({"x": {"type": "noul"}}, 2)
     assert [e.kind for e in version.events.all()] == ["created", "edited"]
-    bad = client.post(url, {"document_text": "[1]"})
+    bad = client.post(url, {"document_text": "[1]", "base_revision": 2})
     assert bad.status_code == 200 and b"A document is a JSON object" in bad.content
+
+
+def test_an_admin_save_over_a_newer_revision_is_refused_and_keeps_the_text(client, staff):
+    qs = factories.question_set(owner=staff)
+    version = factories.draft(qs)
+    url = reverse("admin:questions_version_change", args=[version.pk])
+    opened = client.get(url).content.decode()
+    assert 'name="base_revision" value="1"' in opened
+    services.version_save(  # the editor saves while the admin form is open
+        version=version, document={"editor": {"type": "noul"}}, base_revision=1, author=staff
+    )
+    response = client.post(
+        url, {"document_text": '{"admin": {"type": "noul"}}', "base_revision": 1}
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "saved elsewhere" in page and "admin" in page
+    version.refresh_from_db()
+    assert (version.document, version.revision) == ({"editor": {"type": "noul"}}, 2)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from questions import services
+from questions import roles, services
 from questions.models import Decision, DecisionAnswer
 
 pytestmark = pytest.mark.django_db
@@ -109,6 +109,7 @@ def provider(settings):
 
 
 def ask(backend="typesafe", document=None, state=STATE, **kw):
+    kw.setdefault("user", roles.OPERATOR)
     return services.decision_ask(backend=backend, document=document or DOCUMENT, state=state, **kw)
 
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
-from questions import batches, selectors, services, standin
+from questions import batches, roles, selectors, services, standin
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from tests import factories
 from tests.test_cli_validate import run as run_cli
@@ -126,7 +126,7 @@ def test_every_state_answered_once_with_bounded_concurrency(provider_factory):
     run = services.batch_create(
         version=version, backend="typesafe", user=writer, concurrency=3, enqueue=False
     )
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     assert run.status == "done"
     assert selectors.run_counts(run)["answered"] == 12
     assert set(provider.calls.values()) == {1}
@@ -148,7 +148,7 @@ def test_429s_are_retried_within_the_attempts_and_recorded(provider_factory):
         max_attempts=4,
         enqueue=False,
     )
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     assert selectors.run_counts(run)["answered"] == 5
     assert set(provider.calls.values()) == {3}  # two 429s, then the answer
     assert set(run.items.values_list("attempts", flat=True)) == {3}
@@ -162,7 +162,7 @@ def test_retries_never_exceed_the_configured_attempts(provider_factory):
     run = services.batch_create(
         version=version, backend="typesafe", user=writer, max_attempts=3, enqueue=False
     )
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     counts = selectors.run_counts(run)
     assert (counts["answered"], counts["failed"]) == (0, 3)
     assert set(provider.calls.values()) == {3}
@@ -175,7 +175,7 @@ def test_retry_after_is_honoured(provider_factory):
     version, writer = a_set(2)
     slept: list[float] = []
     run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
-    batches.batch_execute(run.pk, sleep=slept.append)
+    services.batch_execute(run.pk, sleep=slept.append)
     assert slept == [0.2, 0.2]
 
 
@@ -191,7 +191,7 @@ def test_what_is_not_worth_retrying_fails_at_once(provider_factory):
     provider = provider_factory(fail_first=99, fail_status=422)
     version, writer = a_set(2)
     run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     assert set(provider.calls.values()) == {1}
     assert set(run.items.values_list("error_status", flat=True)) == {422}
 
@@ -215,13 +215,13 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory):
     result = {}
 
     def work():
-        result["run"] = batches.batch_execute(run.pk)
+        result["run"] = services.batch_execute(run.pk)
         done.set()
 
     thread = threading.Thread(target=work)
     thread.start()
     time.sleep(0.25)
-    services.batch_cancel(run=BatchRun.objects.get(pk=run.pk))
+    services.batch_cancel(run=BatchRun.objects.get(pk=run.pk), user=roles.OPERATOR)
     assert done.wait(10)
     thread.join()
     final = result["run"]
@@ -235,9 +235,9 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory):
 def test_a_queued_run_cancels_at_once():
     version, writer = a_set(2)
     run = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
-    run = services.batch_cancel(run=run)
+    run = services.batch_cancel(run=run, user=roles.OPERATOR)
     assert run.status == "cancelled"
-    assert batches.batch_execute(run.pk) is None
+    assert services.batch_execute(run.pk) is None
 
 
 def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
@@ -254,6 +254,7 @@ def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
             backend="typesafe",
             document=DOC,
             state=item.sample_state.state,
+            user=writer,
             sample_state=item.sample_state,
             version=version,
         )
@@ -266,9 +267,9 @@ def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
     )
     # while its heartbeat is fresh, nobody takes it over
     BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-    assert batches.batch_execute(run.pk) is None
+    assert services.batch_execute(run.pk) is None
     BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
-    run = batches.batch_execute(run.pk)
+    run = services.batch_execute(run.pk)
     assert run.status == "done"
     assert selectors.run_counts(run)["answered"] == 6
     assert set(provider.calls.values()) == {1}
@@ -282,7 +283,7 @@ def test_stale_runs_are_queued_again(provider_factory, settings):
     BatchRun.objects.filter(pk=run.pk).update(
         status="running", heartbeat_at=timezone.now() - timedelta(hours=1)
     )
-    assert batches.resume_stale_runs() == [run.pk]
+    assert services.batch_resume_if_stale(BatchRun.objects.get(pk=run.pk))
 
 
 def test_batch_create_enqueues_a_task_after_the_commit(settings):

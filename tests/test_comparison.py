@@ -72,7 +72,7 @@ def two_runs(client):
 
 def grid(qs, query: str):
     selection = comparison.Selection.from_query(QueryDict(query), qs)
-    return selection, *comparison.build(qs, selection)
+    return selection, *comparison.build(qs, selection, qs.owner)
 
 
 def test_flips_and_distances_against_the_baseline(two_runs):

@@ -16,7 +16,8 @@ ROLES = ("anonymous", "viewer", "author", "reviewer", "staff")
 A, V, AU, R, S = ROLES
 
 # (name, method, path template, roles allowed). Everyone signed in reads; authors write;
-# reviewers review, label and manage tokens; staff manage tokens; the API takes tokens only.
+# reviewers review, label and manage tokens; both ask live backends and comment; staff manage
+# tokens; the API takes tokens only.
 SIGNED_IN = {V, AU, R, S}
 MATRIX = [
     ("sets", "get", "/", SIGNED_IN),
@@ -33,14 +34,15 @@ MATRIX = [
     ("card", "get", "/sets/s/v3/card/", {AU}),
     ("json view", "get", "/sets/s/v3/json/", SIGNED_IN),
     ("json replace", "post", "/sets/s/v3/json/", {AU}),
-    ("preview", "post", "/sets/s/v3/preview/", {AU, R}),
+    ("preview", "post", "/sets/s/v3/preview/", SIGNED_IN),  # recordings are a read
+    ("live preview", "post", "/sets/s/v3/preview/", {AU, R}),
     ("submit", "post", "/sets/s/v3/submit/", {AU}),
     ("discard", "post", "/sets/s/v3/discard/", {AU}),
     ("new draft", "post", "/sets/s/v1/new-draft/", {AU}),
     ("review page", "get", "/sets/s/v2/review/", SIGNED_IN),
     ("approve", "post", "/sets/s/v2/review/", {R}),
     ("request changes", "post", "/sets/s/v2/review/", {R}),
-    ("comment", "post", "/sets/s/v2/review/", SIGNED_IN),
+    ("comment", "post", "/sets/s/v2/review/", {AU, R}),
     ("move label", "post", "/sets/s/labels/", {R}),
     ("download export", "get", "/sets/s/v1/export.json", SIGNED_IN),
     ("review queue", "get", "/reviews/", SIGNED_IN),
@@ -72,6 +74,7 @@ POST_DATA = {
     "new state": {"name": "n2", "state": "1", "base_revision": "0"},
     "save state": {"name": "n", "state": "2", "base_revision": "1"},
     "preview": {"preview_backend": "recorded", "preview_state": "", "preview_state_json": "1"},
+    "live preview": {"preview_backend": "typesafe", "preview_state": "", "preview_state_json": "1"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
     "state check": {"state": "1"},

@@ -213,7 +213,7 @@ def test_duplicate_and_delete_sample_states():
     copy = services.sample_state_duplicate(sample=sample, author=qs.owner)
     copy2 = services.sample_state_duplicate(sample=sample, author=qs.owner)
     assert (copy.name, copy2.name, copy.state) == ("s (copy)", "s (copy 2)", [1])
-    services.sample_state_delete(sample=copy)
+    services.sample_state_delete(sample=copy, author=qs.owner)
     assert list(qs.sample_states.values_list("name", flat=True)) == ["s", "s (copy 2)"]
 
 
@@ -308,5 +308,5 @@ def test_a_state_asked_in_a_batch_run_is_not_deleted():
         version=factories.draft(qs), backend="recorded", user=qs.owner, enqueue=False
     )
     with pytest.raises(services.ServiceError, match="cannot be deleted"):
-        services.sample_state_delete(sample=sample)
+        services.sample_state_delete(sample=sample, author=qs.owner)
     assert SampleState.objects.filter(pk=sample.pk).exists()

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from questions import batches, services
+from questions import roles, services
 from questions.models import BatchRun
 from tests import factories
 from tests.test_batches import DOC
@@ -46,7 +46,7 @@ def test_start_a_run_and_watch_it(setup):
     assert (run.status, run.concurrency) == ("queued", 2)
     page = client.get(response.url).content.decode()
     assert 'hx-trigger="every 1s"' in page and "0</span> / 4 states" in page
-    batches.batch_execute(run.pk)
+    services.batch_execute(run.pk)
     partial = client.get(response.url, headers={"HX-Request": "true", "HX-Target": "run-progress"})
     body = partial.content.decode()
     assert "<html" not in body and "every 1s" not in body
@@ -59,12 +59,14 @@ def test_start_a_run_and_watch_it(setup):
 
 def test_compare_two_runs_lists_regressions_first(setup):
     client, version = setup
-    first = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
-    batches.batch_execute(first.pk)
-    second = services.batch_create(
-        version=version, backend="typesafe", threshold=0.99, user=None, enqueue=False
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
     )
-    batches.batch_execute(second.pk)
+    services.batch_execute(first.pk)
+    second = services.batch_create(
+        version=version, backend="typesafe", threshold=0.99, user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(second.pk)
     page = client.get(reverse("run-detail", args=[second.pk]), {"against": first.pk})
     body = page.content.decode()
     assert "Compared with another run" in body
@@ -73,7 +75,9 @@ def test_compare_two_runs_lists_regressions_first(setup):
 
 def test_cancel_from_the_page(setup):
     client, version = setup
-    run = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
     client.post(reverse("run-cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == "cancelled"
@@ -94,13 +98,17 @@ def test_the_review_page_shows_both_versions_runs_side_by_side(setup):
     client, version = setup
     checker = factories.reviewer("checker")
     writer = version.author
-    first = services.batch_create(version=version, backend="typesafe", user=None, enqueue=False)
-    batches.batch_execute(first.pk)
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(first.pk)
     services.version_submit(version=version, author=writer)
     services.version_approve(version=version, reviewer=checker, label="production")
     v2 = services.version_draft_from(version=version, author=writer)
-    second = services.batch_create(version=v2, backend="typesafe", user=None, enqueue=False)
-    batches.batch_execute(second.pk)
+    second = services.batch_create(
+        version=v2, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(second.pk)
     services.version_submit(version=v2, author=writer)
     body = client.get(f"/sets/s/v{v2.number}/review/").content.decode()
     assert f"run {first.pk}</a>" in body and f"run {second.pk}</a>" in body

@@ -48,7 +48,7 @@ def test_create_a_set(client, writer):
     version = Version.objects.get(question_set__slug="routing")
     assert response.url == version.get_absolute_url()
     again = client.post(reverse("set-create"), {"name": "R", "slug": "routing"})
-    assert again.status_code == 422 and "exists already" in again.content.decode()
+    assert again.status_code == 409 and "exists already" in again.content.decode()
 
 
 def test_set_page_history_and_the_open_draft(client, writer):

@@ -179,6 +179,7 @@ class Outcome:
     missing: list[str] = field(default_factory=list)  # recorded: questions never recorded
     live: bool = True
     decision_id: int | None = None  # the recording, once stored
+    ask: Ask | None = None  # what was asked (the parsed questions), once it was valid
 
     @property
     def status(self) -> int:

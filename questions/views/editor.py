@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,7 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import backends, forms, roles, services, spec
 from questions.models import Version
-from questions.views.sets import require_author
+from questions.services.errors import require
+from questions.services.versions import WRITERS_ONLY, limits
 
 EDIT_TEMPLATE = "questions/version_edit.html"
 
@@ -24,10 +24,6 @@ def _version(slug: str, number: int) -> Version:
         question_set__slug=slug,
         number=number,
     )
-
-
-def _limits() -> spec.Limits:
-    return settings.DECISIONS_LIMITS
 
 
 def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
@@ -47,7 +43,7 @@ def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
 
 def _checked(cards: list[forms.Card], document: dict) -> dict:
     """The issues of a document, placed at the fields of `cards`, and a status per card."""
-    result = spec.validate(document, limits=_limits())
+    result = spec.validate(document, limits=limits())
     errors = result.errors + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
     warnings_at = forms.place_issues(cards, result.warnings)
@@ -86,15 +82,13 @@ def _page(
         "open_draft": draft,
         "cards": cards,
         "revision": revision,
-        "limits": _limits(),
-        "editable": version.is_draft and roles.is_author(request.user),
-        "can_author": roles.is_author(request.user),
+        "limits": limits(),
+        "editable": version.is_draft and roles.may_write(request.user),
+        "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
         "sample_states": list(question_set.sample_states.only("pk", "name")),
         "backends": backends.available(),
-        "backends_for_runs": backends.available()
-        if roles.is_author(request.user) or roles.is_reviewer(request.user)
-        else [],
+        "backends_for_runs": backends.available() if roles.may_ask_live(request.user) else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document),
         **extra,
@@ -115,7 +109,7 @@ def version_edit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Save the whole page. A stale revision, or content JSON cannot hold, is refused with the
     typed content kept on the page."""
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     version = _version(slug, number)
     cards = forms.cards_from_post(request.POST)
     edited = forms.document_from_cards(cards)
@@ -152,7 +146,7 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         return _page(
             request, version, cards, edited.document, revision=base, status=409, problem=str(exc)
         )
-    invalid = spec.validate(saved.document, limits=_limits(), lints=False).errors
+    invalid = spec.validate(saved.document, limits=limits(), lints=False).errors
     if invalid:
         messages.warning(
             request,
@@ -183,7 +177,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
         "set": version.question_set,
         "version": version,
         "card": card,
-        "limits": _limits(),
+        "limits": limits(),
         "question_count": len(keys),
         **checked,
     }
@@ -194,7 +188,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
 def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Card operations: a new blank card (GET ?type=…), a card re-rendered for its new type,
     or a duplicate (POST op=type|duplicate)."""
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     version = _version(slug, number)
     data = request.GET if request.method == "GET" else request.POST
     taken = {data.get(f"q-{key}-id", "") for key in data.getlist("q")}
@@ -224,7 +218,7 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "card": card,
         "fresh": fresh,
         "editable": True,
-        "limits": _limits(),
+        "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
         **_checked([card], document),
     }
@@ -243,18 +237,18 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "revision": version.revision,
         "result": None,
         "problem": None,
-        "editable": version.is_draft and roles.is_author(request.user),
+        "editable": version.is_draft and roles.may_write(request.user),
     }
     if request.method == "GET":
         return render(request, "questions/version_json.html", context)
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     context["text"] = text = request.POST.get("document", "")
     try:
         context["revision"] = base = int(request.POST.get("base_revision", ""))
     except ValueError:
         base = -1
     try:
-        result = spec.validate(spec.loads(text), limits=_limits())
+        result = spec.validate(spec.loads(text), limits=limits())
     except spec.JSONTextError as exc:
         result = None
         context["problem"] = f"This is not JSON: {exc}"

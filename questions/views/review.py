@@ -3,21 +3,19 @@ HTTP export with bearer tokens, the published JSON Schema, and the tokens page."
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import diff, roles, selectors, services, spec
 from questions.models import APIToken, QuestionSet, Version
-
-
-def require_reviewer(request: HttpRequest) -> None:
-    if not roles.is_reviewer(request.user):
-        raise PermissionDenied("Only reviewers do that.")
+from questions.services.errors import require
+from questions.services.reviews import REVIEWERS_ONLY
+from questions.services.tokens import TOKEN_MANAGERS_ONLY
 
 
 @require_GET
@@ -25,7 +23,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "questions/review_queue.html",
-        {"versions": selectors.review_queue(), "can_review": roles.is_reviewer(request.user)},
+        {"versions": selectors.review_queue(), "can_review": roles.may_review(request.user)},
     )
 
 
@@ -43,7 +41,6 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         note = request.POST.get("note", "")
         try:
             if action == "approve":
-                require_reviewer(request)
                 services.version_approve(
                     version=version,
                     reviewer=request.user,
@@ -53,7 +50,6 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
                 messages.success(request, f"Approved version {number}.")
                 return redirect("version-review", slug, number)
             if action == "request_changes":
-                require_reviewer(request)
                 services.version_request_changes(version=version, reviewer=request.user, note=note)
                 messages.success(request, f"Sent version {number} back to its author.")
                 return redirect("version-review", slug, number)
@@ -65,7 +61,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
             problem = str(exc)
     baseline, baseline_name = selectors.review_baseline(version)
     document = version.document
-    lints = spec.validate(document).warnings
+    lints = spec.validate(document, limits=settings.DECISIONS_LIMITS).warnings
     context = {
         "set": version.question_set,
         "version": version,
@@ -74,8 +70,9 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "diff": diff.document_diff(baseline.document if baseline else {}, document),
         "lints": lints,
         "events": version.events.select_related("actor"),
-        "can_review": roles.is_reviewer(request.user),
-        "own_version": version.author_id == request.user.pk,
+        "can_review": roles.may_review(request.user),
+        "can_comment": roles.may_comment(request.user),
+        "own_version": services.wrote(request.user, version),
         "labels": version.question_set.labels.select_related("version"),
         "problem": problem,
         "evidence": [
@@ -95,17 +92,15 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
 
 @require_POST
 def label_move(request: HttpRequest, slug: str) -> HttpResponse:
-    require_reviewer(request)
+    require(request.user, roles.may_review, REVIEWERS_ONLY)
     question_set = get_object_or_404(QuestionSet, slug=slug)
     name = request.POST.get("name", "").strip()
-    try:
-        number = int(request.POST.get("version", ""))
-    except ValueError:
-        number = -1
+    raw = request.POST.get("version", "")
+    number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else -1
     version = question_set.versions.filter(number=number).first()
     try:
         if version is None:
-            raise services.ServiceError(f"{slug} has no version {number}.")
+            raise services.NotFound(f"{slug} has no version {raw[:20]!r}.")
         services.label_move(
             question_set=question_set,
             name=name,
@@ -216,14 +211,16 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
 def token_list(request: HttpRequest) -> HttpResponse:
     """Reviewers and staff create, see and revoke the runtime's tokens; a new token is shown
     once."""
-    if not (roles.is_reviewer(request.user) or request.user.is_staff):
-        raise PermissionDenied("Only reviewers and staff manage API tokens.")
+    require(request.user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
     created = None
     problem = None
     if request.method == "POST":
         if request.POST.get("revoke"):
-            token = get_object_or_404(APIToken, pk=request.POST["revoke"])
-            services.api_token_revoke(token=token)
+            raw = request.POST["revoke"]
+            if not (raw.isascii() and raw.isdigit() and len(raw) < 19):
+                raise Http404("No such token.")
+            token = get_object_or_404(APIToken, pk=int(raw))
+            services.api_token_revoke(token=token, user=request.user)
             messages.success(request, f"Revoked {token.name}.")
             return redirect("token-list")
         try:

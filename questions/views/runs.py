@@ -4,30 +4,24 @@ it with another run."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import batches, charts, metrics, roles, selectors, services
+from questions import charts, metrics, roles, selectors, services
 from questions.models import BatchRun, Version
-
-
-def _may_run(request: HttpRequest) -> None:
-    if not (roles.is_author(request.user) or roles.is_reviewer(request.user)):
-        raise PermissionDenied("Authors and reviewers run batches.")
+from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 
 
 @require_POST
 def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    _may_run(request)
     version = get_object_or_404(
         Version.objects.select_related("question_set"), question_set__slug=slug, number=number
     )
     try:
-        concurrency = int(request.POST.get("concurrency") or 4)
-        threshold = float(request.POST.get("threshold") or 0.5)
-    except ValueError:
+        concurrency = int(request.POST.get("concurrency") or DEFAULT_CONCURRENCY)
+        threshold = float(request.POST.get("threshold") or DEFAULT_THRESHOLD)
+    except (ValueError, OverflowError):
         messages.error(request, "Concurrency is a whole number and the threshold a number.")
         return redirect(version)
     try:
@@ -55,11 +49,6 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(
         BatchRun.objects.select_related("question_set", "version", "created_by"), pk=pk
     )
-    if run.status == BatchRun.Status.RUNNING and batches.is_stale(run):
-        from questions.tasks import batch_run_task
-
-        batch_run_task.enqueue(run.pk)
-        messages.info(request, "This run's worker went quiet; it was queued again.")
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "questions/run_detail.html#run-progress", _progress_context(run))
         if run.finished:
@@ -97,15 +86,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
         "other": other,
         "changes": changes,
-        "can_run": roles.is_author(request.user) or roles.is_reviewer(request.user),
+        "can_run": roles.may_ask_live(request.user),
     }
     return render(request, "questions/run_detail.html", context)
 
 
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    _may_run(request)
     run = get_object_or_404(BatchRun, pk=pk)
-    services.batch_cancel(run=run)
+    services.batch_cancel(run=run, user=request.user)
     messages.info(request, "Cancelling: no new state is asked; calls in flight finish.")
     return redirect("run-detail", pk)

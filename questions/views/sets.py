@@ -12,18 +12,13 @@ from questions import diff, roles, selectors, services
 from questions.models import QuestionSet, Version
 
 
-def require_author(request: HttpRequest) -> None:
-    if not roles.is_author(request.user):
-        raise PermissionDenied("Only authors change question sets.")
-
-
 @require_GET
 def set_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "")
     context = {
         "sets": selectors.question_sets(search),
         "search": search,
-        "can_author": roles.is_author(request.user),
+        "can_author": roles.may_write(request.user),
     }
     template = "questions/set_list.html"
     if request.htmx and request.htmx.target == "set-rows":
@@ -33,27 +28,17 @@ def set_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def set_create(request: HttpRequest) -> HttpResponse:
-    require_author(request)
+    """The new-set form; a set starts with a first draft to write in."""
+    if not roles.may_write(request.user):
+        raise PermissionDenied("Only authors create question sets.")
     values = {"slug": "", "name": "", "description": ""}
-    error = None
+    error, status = None, 200
     if request.method == "POST":
         values = {k: request.POST.get(k, "").strip() for k in values}
         try:
-            question_set = services.question_set_create(owner=request.user, **values)
-            services.version_create(
-                question_set=question_set,
-                document={
-                    "first_question": {
-                        "type": "choice",
-                        "instructions": "",
-                        "criteria": {"yes": "", "no": "", "unclear": ""},
-                    }
-                },
-                author=request.user,
-                note="new set",
-            )
+            question_set = services.question_set_start(owner=request.user, **values)
         except services.ServiceError as exc:
-            error = str(exc)
+            error, status = str(exc), exc.status
         else:
             messages.success(request, f"Created {question_set.slug} with a first draft.")
             return redirect("version-edit", question_set.slug, 1)
@@ -61,7 +46,7 @@ def set_create(request: HttpRequest) -> HttpResponse:
         request,
         "questions/set_create.html",
         {"values": values, "error": error},
-        status=422 if error else 200,
+        status=status,
     )
 
 
@@ -74,8 +59,8 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "versions": versions,
         "draft": next((v for v in versions if v.is_draft), None),
         "states": question_set.sample_states.all(),
-        "can_author": roles.is_author(request.user),
-        "can_review": roles.is_reviewer(request.user),
+        "can_author": roles.may_write(request.user),
+        "can_review": roles.may_review(request.user),
         "labels": question_set.labels.select_related("version"),
         "label_moves": question_set.label_moves.select_related(
             "from_version", "to_version", "actor"
@@ -128,7 +113,6 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    require_author(request)
     version = get_object_or_404(Version, question_set__slug=slug, number=number)
     try:
         draft = services.version_draft_from(version=version, author=request.user)
@@ -141,7 +125,6 @@ def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpRespo
 
 @require_POST
 def version_discard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    require_author(request)
     version = get_object_or_404(Version, question_set__slug=slug, number=number)
     try:
         services.version_discard(version=version, author=request.user)
@@ -154,7 +137,6 @@ def version_discard(request: HttpRequest, slug: str, number: int) -> HttpRespons
 
 @require_POST
 def version_submit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    require_author(request)
     version = get_object_or_404(Version, question_set__slug=slug, number=number)
     try:
         services.version_submit(version=version, author=request.user)

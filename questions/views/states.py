@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import roles, services, spec
 from questions.models import QuestionSet, SampleState
-from questions.views.sets import require_author
+from questions.services.errors import require
+from questions.services.versions import WRITERS_ONLY
 
 TEMPLATE = "questions/samplestate_form.html"
 
@@ -101,7 +102,7 @@ def _form(
         "questions": questions,
         "revision": revision,
         "problem": problem,
-        "editable": roles.is_author(request.user),
+        "editable": roles.may_write(request.user),
         **_state_check(text),
     }
     return render(request, TEMPLATE, context, status=status)
@@ -111,7 +112,7 @@ def _form(
 def state_create(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     if request.method == "GET":
-        require_author(request)
+        require(request.user, roles.may_write, WRITERS_ONLY)
         return _form(
             request, question_set, None, text="{}", name="", tags=[], expected={}, revision=0
         )
@@ -139,7 +140,7 @@ def state_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _save(request, question_set: QuestionSet, sample: SampleState | None) -> HttpResponse:
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     text = request.POST.get("state", "")
     name = request.POST.get("name", "")
     tags = [t.strip() for t in request.POST.get("tags", "").split(",") if t.strip()]
@@ -181,9 +182,7 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
                 tags=tags,
             )
     except services.ServiceError as exc:
-        return _form(
-            request, question_set, sample, status=409 if sample else 422, problem=str(exc), **keep
-        )
+        return _form(request, question_set, sample, status=exc.status, problem=str(exc), **keep)
     messages.success(request, f"Saved sample state {sample.name} (revision {sample.revision}).")
     return redirect("state-edit", question_set.slug, sample.pk)
 
@@ -197,7 +196,7 @@ def state_check(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
     copy = services.sample_state_duplicate(sample=sample, author=request.user)
     messages.success(request, f"Duplicated {sample.name} as {copy.name}.")
@@ -206,10 +205,10 @@ def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @require_POST
 def state_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    require_author(request)
+    require(request.user, roles.may_write, WRITERS_ONLY)
     sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
     try:
-        services.sample_state_delete(sample=sample)
+        services.sample_state_delete(sample=sample, author=request.user)
     except services.ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("state-edit", slug, pk)

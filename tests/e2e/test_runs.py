@@ -6,7 +6,7 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from questions import batches, roles, standin
+from questions import roles, services, standin
 from questions.models import BatchRun
 from tests import factories
 from tests.test_batches import DOC
@@ -28,7 +28,6 @@ def slow_stand_in(settings):
 
 
 def test_the_progress_bar_moves_live_and_the_report_follows(page, sign_in, slow_stand_in):
-    from questions import services
 
     user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")
     qs = factories.question_set("runs", owner=user, doc=DOC)
@@ -47,7 +46,7 @@ def test_the_progress_bar_moves_live_and_the_report_follows(page, sign_in, slow_
     expect(progress).to_have_attribute("max", "8")
     expect(page.locator(".run-status")).to_have_text("queued")
     run = BatchRun.objects.get()
-    worker = threading.Thread(target=batches.batch_execute, args=(run.pk,), daemon=True)
+    worker = threading.Thread(target=services.batch_execute, args=(run.pk,), daemon=True)
     worker.start()  # the worker process, here a thread
     expect(page.locator(".run-status")).to_have_text("running", timeout=5000)
     seen = set()
@@ -65,7 +64,6 @@ def test_the_progress_bar_moves_live_and_the_report_follows(page, sign_in, slow_
 
 
 def test_compare_filters_and_the_url_round_trip(page, sign_in):
-    from questions import services
     from questions.models import BatchItem
 
     user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")

@@ -15,8 +15,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import backends, demo, selectors, services, spec
+from questions import backends, demo, roles, selectors, services, spec
 from questions.models import QuestionSet, Version
+from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -172,13 +173,15 @@ class Command(BaseCommand):
         which_batch.add_argument("--label", metavar="L")
         batch.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
         batch.add_argument("--model")
-        batch.add_argument("--concurrency", type=int, default=4, metavar="K")
+        batch.add_argument(
+            "--concurrency", type=int, default=run_defaults.DEFAULT_CONCURRENCY, metavar="K"
+        )
         batch.add_argument("--tag", default="", help="only the sample states with this tag")
         batch.add_argument(
             "--threshold",
             type=float,
-            default=0.5,
-            help="a noul at or above this is true (default 0.5)",
+            default=run_defaults.DEFAULT_THRESHOLD,
+            help=f"a noul at or above this is true (default {run_defaults.DEFAULT_THRESHOLD})",
         )
         batch.add_argument("--min-pass-rate", type=float, default=None, metavar="X")
         batch.add_argument("--json", action="store_true")
@@ -201,6 +204,8 @@ class Command(BaseCommand):
         handler = getattr(self, f"do_{options['subcommand'].replace('-', '_')}")
         try:
             code = handler(**options)
+        except services.Refusal as exc:  # the one mapping of a service's refusal
+            code = self.fail(str(exc), as_json=options.get("json", False), status=exc.status)
         except Unusable as exc:
             if options.get("json"):
                 out: dict[str, Any] = {"status": 400, "detail": str(exc)}
@@ -240,8 +245,6 @@ class Command(BaseCommand):
                     self.stdout.write(f"error: {issue}")
                 self.stderr.write("invalid: nothing was imported")
             return EXIT_FAILED
-        except services.ServiceError as exc:
-            return self.fail(str(exc), as_json=json, status=409)
         out = {
             "set": version.question_set.slug,
             "version": version.number,
@@ -269,7 +272,7 @@ class Command(BaseCommand):
                 question_set=question_set, items=items, author=author
             )
         except services.ServiceError as exc:
-            return self.fail(f"{exc}; nothing was imported", as_json=json)
+            return self.fail(f"{exc}; nothing was imported", as_json=json, status=exc.status)
         if json:
             self.emit_json({"set": slug, "imported": [s.name for s in created]})
         else:
@@ -280,10 +283,7 @@ class Command(BaseCommand):
         version = Version.objects.filter(question_set__slug=slug, number=number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
-        try:
-            version = services.version_submit(version=version, author=_user(user))
-        except services.ServiceError as exc:
-            return self.fail(str(exc), as_json=json, status=409)
+        version = services.version_submit(version=version, author=_user(user))
         if json:
             self.emit_json({"set": slug, "version": number, "status": version.status})
         else:
@@ -312,17 +312,21 @@ class Command(BaseCommand):
                 raise Unusable(
                     "--state names a sample state of a set; with --file use --state-file"
                 )
-            document = read_json_file(file)
-            result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
-            if not result.valid:
+            result = spec.validate(read_json_file(file), limits=settings.DECISIONS_LIMITS)
+            if result.document is None:
                 shown = "; ".join(str(e) for e in result.errors[:5])
                 return self.fail(f"Nothing was sent: {shown}", as_json=json)
+            questions = result.document.questions
         else:
             version = selectors.version_named(slug, number=number, label=label)
             if version is None:
                 which = f"label {label}" if label else f"version {number or ''}".strip()
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-            document = version.document
+            result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS)
+            if result.document is None:
+                shown = "; ".join(str(e) for e in result.errors[:5])
+                return self.fail(f"Nothing was sent: {shown}", as_json=json)
+            questions = result.document.questions
         if state_file:
             state = read_json_file(state_file)
         else:
@@ -337,8 +341,9 @@ class Command(BaseCommand):
         revision = sample.current_revision() if sample else None
         outcome = services.decision_ask(
             backend=backend,
-            document=document,
+            questions=questions,
             state=state,
+            user=roles.OPERATOR,
             model=model,
             version=version,
             sample_state=revision,
@@ -360,12 +365,9 @@ class Command(BaseCommand):
         version = Version.objects.filter(question_set__slug=slug, number=number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
-        try:
-            version = services.version_approve(
-                version=version, reviewer=_user(user), note=note, label=label
-            )
-        except services.ServiceError as exc:
-            return self.fail(str(exc), as_json=json, status=409)
+        version = services.version_approve(
+            version=version, reviewer=_user(user), note=note, label=label
+        )
         out = {"set": slug, "version": number, "status": version.status, "label": label or None}
         if json:
             self.emit_json(out)
@@ -402,7 +404,7 @@ class Command(BaseCommand):
 
     def do_token(self, *, name: str, **_: Any) -> int:
         try:
-            _, raw = services.api_token_create(name=name)
+            _, raw = services.api_token_create(name=name, user=roles.OPERATOR)
         except services.ServiceError as exc:
             raise Unusable(str(exc)) from exc
         self.stdout.write(raw)
@@ -423,28 +425,22 @@ class Command(BaseCommand):
         json: bool,
         **_: Any,
     ) -> int:
-        from questions import batches
-
         if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
             raise Unusable("--min-pass-rate is a fraction from 0 to 1")
         version = selectors.version_named(slug, number=number, label=label)
         if version is None:
             which = f"label {label}" if label else f"version {number or ''}".strip()
             return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-        try:
-            run = services.batch_create(
-                version=version,
-                backend=backend,
-                user=None,
-                concurrency=concurrency,
-                tag=tag,
-                threshold=threshold,
-                model=model,
-                enqueue=False,
-            )
-        except services.ServiceError as exc:
-            status = 503 if "environment" in str(exc) else 422
-            return self.fail(str(exc), as_json=json, status=status)
+        run = services.batch_create(
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            concurrency=concurrency,
+            tag=tag,
+            threshold=threshold,
+            model=model,
+            enqueue=False,
+        )
 
         def progress(current) -> None:
             counts = selectors.run_counts(current)
@@ -452,7 +448,7 @@ class Command(BaseCommand):
                 f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
             )
 
-        batches.batch_execute(run.pk, on_progress=progress)
+        services.batch_execute(run.pk, on_progress=progress)
         run.refresh_from_db()
         summary = selectors.run_summary(run)
         if json:

@@ -1,0 +1,106 @@
+"""Every write and every live ask (DESIGN.md §4, §7): one function per state change,
+keyword-only, atomic, a module per domain. Each checks who may act (`questions.roles`) before it
+changes anything or spends a provider call, and refuses with an error that carries its HTTP
+status and a code (`errors`).
+
+    versions   sets and versions: create, draft, save, submit, discard, import
+    states     sample states and their history
+    decisions  ask a backend; record every call that went out
+    reviews    approve, request changes, comment; labels and their moves
+    tokens     the runtime's API tokens
+    batches    batch runs: create, cancel, execute (the task), take over
+"""
+
+from questions.services.batches import (
+    batch_cancel,
+    batch_create,
+    batch_execute,
+    batch_resume_if_stale,
+    batch_run_task,
+)
+from questions.services.decisions import LIVE_ASKERS_ONLY, decision_ask, decision_record
+from questions.services.errors import (
+    Conflict,
+    Invalid,
+    NotAllowed,
+    NotConfigured,
+    NotFound,
+    Refusal,
+    ServiceError,
+)
+from questions.services.reviews import (
+    label_move,
+    version_approve,
+    version_comment,
+    version_request_changes,
+    wrote,
+)
+from questions.services.states import (
+    sample_state_create,
+    sample_state_delete,
+    sample_state_duplicate,
+    sample_state_update,
+    sample_states_import,
+)
+from questions.services.tokens import api_token_authenticate, api_token_create, api_token_revoke
+from questions.services.versions import (
+    DraftExists,
+    InvalidContent,
+    NotADraft,
+    StaleRevision,
+    document_text,
+    open_draft,
+    question_set_create,
+    question_set_start,
+    version_create,
+    version_discard,
+    version_draft_from,
+    version_import,
+    version_save,
+    version_submit,
+)
+
+__all__ = [
+    "LIVE_ASKERS_ONLY",
+    "Conflict",
+    "DraftExists",
+    "Invalid",
+    "InvalidContent",
+    "NotADraft",
+    "NotAllowed",
+    "NotConfigured",
+    "NotFound",
+    "Refusal",
+    "ServiceError",
+    "StaleRevision",
+    "api_token_authenticate",
+    "api_token_create",
+    "api_token_revoke",
+    "batch_cancel",
+    "batch_create",
+    "batch_execute",
+    "batch_resume_if_stale",
+    "batch_run_task",
+    "decision_ask",
+    "decision_record",
+    "document_text",
+    "label_move",
+    "open_draft",
+    "question_set_create",
+    "question_set_start",
+    "sample_state_create",
+    "sample_state_delete",
+    "sample_state_duplicate",
+    "sample_state_update",
+    "sample_states_import",
+    "version_approve",
+    "version_comment",
+    "version_create",
+    "version_discard",
+    "version_draft_from",
+    "version_import",
+    "version_request_changes",
+    "version_save",
+    "version_submit",
+    "wrote",
+]

@@ -1,0 +1,276 @@
+"""Batch runs: create, cancel, and every write of their execution — taking a run, claiming an
+item, recording its outcome, finishing the run — plus the django-tasks task that executes one.
+
+Items are claimed one by one with a conditional UPDATE, so no state is asked twice by two
+executors. An executor keeps the run's heartbeat fresh; a run whose heartbeat is older than
+`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died, and the next executor takes it
+over: its half-done items go back to pending and the run goes on. The concurrency and retry
+engine is `questions.batches`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_tasks import task
+
+from questions import backends, batches, roles, spec
+from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
+from questions.services.decisions import decision_ask
+from questions.services.errors import Invalid, NotConfigured, require
+from questions.services.versions import InvalidContent, limits
+
+log = logging.getLogger("questions.batches")
+
+RUNNERS_ONLY = "Only authors and reviewers run batches."
+DEFAULT_CONCURRENCY = 4
+MAX_CONCURRENCY = 64
+DEFAULT_THRESHOLD = 0.5
+
+
+def batch_create(
+    *,
+    version: Version,
+    backend: str,
+    user: Any,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    tag: str = "",
+    threshold: float = DEFAULT_THRESHOLD,
+    model: str | None = None,
+    max_attempts: int | None = None,
+    enqueue: bool = True,
+) -> BatchRun:
+    """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
+    its current revision. Enqueued for a worker after the commit unless `enqueue` is off."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    try:
+        chosen = backends.get(backend)
+    except backends.DecisionError as exc:
+        raise Invalid(exc.detail, code="unknown_backend") from None
+    if chosen.live and not chosen.configured():
+        raise NotConfigured(chosen.missing_configuration())
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise Invalid(f"Concurrency is 1 to {MAX_CONCURRENCY}, not {concurrency}.")
+    if not 0 < threshold < 1:
+        raise Invalid(f"The noul threshold lies strictly between 0 and 1, not {threshold}.")
+    tag_limit = BatchRun._meta.get_field("tag").max_length
+    if len(tag) > tag_limit:
+        raise Invalid(f"A run's tag has {len(tag)} characters; at most {tag_limit}.")
+    result = spec.validate(version.document, limits=limits(), lints=False)
+    if result.document is None:
+        raise InvalidContent("version", result.errors)
+    states = list(version.question_set.sample_states.all())
+    if tag:
+        states = [s for s in states if tag in s.tags]
+    if not states:
+        raise Invalid(
+            f"{version.question_set.slug} has no sample states"
+            + (f" tagged {tag}" if tag else "")
+            + " to run."
+        )
+    with transaction.atomic():
+        run = BatchRun.objects.create(
+            question_set=version.question_set,
+            version=version,
+            backend=backend,
+            model=model or chosen.default_model(),
+            concurrency=concurrency,
+            max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
+            threshold=threshold,
+            tag=tag,
+            created_by=roles.recorded_as(user),
+        )
+        current = {s.pk: s.revision for s in states}
+        revisions = {
+            r.sample_state_id: r
+            for r in SampleStateRevision.objects.filter(sample_state__in=states)
+            if r.revision == current[r.sample_state_id]
+        }
+        BatchItem.objects.bulk_create(
+            BatchItem(run=run, sample_state=revisions[s.pk]) for s in states
+        )
+        if enqueue:
+            transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
+    return run
+
+
+def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
+    """Ask the run to stop: no new state is asked; calls in flight finish and are kept."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    if not run.finished:
+        BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+        if run.status == BatchRun.Status.QUEUED:
+            BatchRun.objects.filter(pk=run.pk).update(
+                status=BatchRun.Status.CANCELLED, finished_at=timezone.now()
+            )
+            run.items.filter(status=BatchItem.Status.PENDING).update(
+                status=BatchItem.Status.CANCELLED
+            )
+        run.refresh_from_db()
+    return run
+
+
+# --- execution -----------------------------------------------------------------------------------
+
+
+def is_stale(run: BatchRun) -> bool:
+    """Whether a run's worker has not been heard from for DECISIONS__BATCH_STALE_SECONDS."""
+    limit = timedelta(seconds=settings.DECISIONS_BATCH_STALE_SECONDS)
+    return run.heartbeat_at is None or timezone.now() - run.heartbeat_at > limit
+
+
+@transaction.atomic
+def _take(run_id: int) -> BatchRun | None:
+    """Take a run to execute: a queued one, or a running one whose worker went quiet."""
+    run = BatchRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.finished:
+        return None
+    if run.status == BatchRun.Status.RUNNING and not is_stale(run):
+        return None  # another executor is alive
+    if run.status == BatchRun.Status.RUNNING:
+        log.warning("run %s: its worker went quiet; taking it over", run.pk)
+        run.items.filter(status=BatchItem.Status.RUNNING).update(
+            status=BatchItem.Status.PENDING, claimed_at=None
+        )
+    run.status = BatchRun.Status.RUNNING
+    run.started_at = run.started_at or timezone.now()
+    run.heartbeat_at = timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at"])
+    return run
+
+
+def _claim(item_id: int) -> bool:
+    return bool(
+        BatchItem.objects.filter(pk=item_id, status=BatchItem.Status.PENDING).update(
+            status=BatchItem.Status.RUNNING, claimed_at=timezone.now()
+        )
+    )
+
+
+def _cancelled(run_id: int) -> bool:
+    return BatchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def _ask_one(
+    run: BatchRun,
+    questions: dict[str, spec.Question],
+    item_id: int,
+    sleep: Callable[[float], None],
+) -> None:
+    if not _claim(item_id):
+        return
+    item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
+    revision = item.sample_state
+    attempt = 0
+    while True:
+        attempt += 1
+        outcome = decision_ask(
+            backend=run.backend,
+            questions=questions,
+            state=revision.state,
+            model=run.model,
+            user=run.created_by or roles.OPERATOR,
+            version=run.version,
+            sample_state=revision,
+        )
+        if outcome.error is None or not batches.retryable(outcome) or attempt >= run.max_attempts:
+            break
+        if _cancelled(run.pk):
+            break
+        delay = batches.backoff(attempt, outcome.error.retry_after)
+        log.info(
+            "run %s item %s: %s, retry %d in %.2fs",
+            run.pk,
+            item_id,
+            outcome.error.status,
+            attempt,
+            delay,
+        )
+        sleep(delay)
+    item.attempts = attempt
+    if outcome.error is None:
+        item.status = BatchItem.Status.ANSWERED
+        item.answers = outcome.checked.answers
+    else:
+        item.status = BatchItem.Status.FAILED
+        item.error_status = outcome.error.status
+        item.error_detail = outcome.error.detail[:2000]
+    item.decision_id = outcome.decision_id
+    item.save(
+        update_fields=[
+            "status",
+            "attempts",
+            "answers",
+            "error_status",
+            "error_detail",
+            "decision",
+        ]
+    )
+
+
+def _beat(run_id: int, on_progress: Callable[[BatchRun], None] | None) -> None:
+    BatchRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+    if on_progress:
+        on_progress(BatchRun.objects.get(pk=run_id))
+
+
+def batch_execute(
+    run_id: int,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_progress: Callable[[BatchRun], None] | None = None,
+) -> BatchRun | None:
+    """Execute a run to its end (or its cancellation). Returns None when there was nothing to
+    do: the run is finished, or a live executor has it."""
+    run = _take(run_id)
+    if run is None:
+        return None
+    parsed = spec.validate(run.version.document, limits=limits(), lints=False).document
+    if parsed is None:
+        BatchRun.objects.filter(pk=run.pk).update(
+            status=BatchRun.Status.FAILED,
+            finished_at=timezone.now(),
+            detail="The version's document is invalid; nothing was asked.",
+        )
+        return BatchRun.objects.get(pk=run.pk)
+    pending = run.items.filter(status=BatchItem.Status.PENDING).values_list("pk", flat=True)
+    with batches.beating(lambda: _beat(run.pk, on_progress)):
+        batches.run_concurrently(
+            list(pending),
+            lambda item_id: _ask_one(run, parsed.questions, item_id, sleep),
+            concurrency=run.concurrency,
+            stopped=lambda: _cancelled(run.pk),
+        )
+    cancelled = _cancelled(run.pk)
+    if cancelled:
+        run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
+    BatchRun.objects.filter(pk=run.pk).update(
+        status=BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE,
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    run = BatchRun.objects.get(pk=run.pk)
+    if on_progress:
+        on_progress(run)
+    return run
+
+
+@task()
+def batch_run_task(run_id: int) -> None:
+    """Execute one batch run in a django-tasks worker (`manage.py db_worker`)."""
+    batch_execute(run_id)
+
+
+def batch_resume_if_stale(run: BatchRun) -> bool:
+    """Queue `run` again when its worker went quiet; whether it was."""
+    if run.status == BatchRun.Status.RUNNING and is_stale(run):
+        batch_run_task.enqueue(run.pk)
+        return True
+    return False

@@ -1,0 +1,77 @@
+"""The refusals a service raises. Each carries the HTTP status and a code it means, so views and
+the command line map the one hierarchy once (`questions.middleware`, the CLI's `handle`) instead
+of reading message text.
+
+    Refusal                      status, code, message
+      ServiceError               what a page shows beside the form that asked (422 by default)
+        Invalid         422      what was given breaks a rule
+        Conflict        409      it does not fit the current state (stale revision, not a draft …)
+        NotFound        404
+        NotConfigured   503      the console lacks configuration the step needs
+      NotAllowed        403      the person may not; a `PermissionDenied`, so Django answers 403
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+
+
+class Refusal(Exception):
+    """A refused change or ask, with a message for the person who asked for it."""
+
+    status = 422
+    code = "invalid"
+
+    def __init__(self, message: str, *, code: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "code": self.code, "detail": str(self)}
+
+
+class ServiceError(Refusal):
+    """A refusal to show beside what asked for it; the person can do something about it."""
+
+
+class Invalid(ServiceError):
+    """What was given breaks a rule (422)."""
+
+
+class Conflict(ServiceError):
+    """The change does not fit the current state of what it changes (409)."""
+
+    status = 409
+    code = "conflict"
+
+
+class NotFound(ServiceError):
+    """What the change names does not exist (404)."""
+
+    status = 404
+    code = "not_found"
+
+
+class NotConfigured(ServiceError):
+    """The console lacks the configuration the step needs (503)."""
+
+    status = 503
+    code = "not_configured"
+
+
+class NotAllowed(Refusal, PermissionDenied):
+    """The person may not take this step (403). A `PermissionDenied` too, so Django answers 403
+    wherever a view lets it through."""
+
+    status = 403
+    code = "not_allowed"
+
+
+def require(actor: Any, allowed: Callable[[Any], bool], message: str) -> None:
+    """Refuse with `NotAllowed(message)` unless `allowed(actor)` (a predicate of `roles`)."""
+    if not allowed(actor):
+        raise NotAllowed(message)

@@ -1,0 +1,139 @@
+"""Review and labels: approve, request changes, comment, and move a label (rollback included).
+
+Four eyes: nobody approves a version they wrote or edited (unless single-person teams are
+allowed with DECISIONS__ALLOW_SELF_APPROVAL).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from questions import roles
+from questions.models import Label, LabelMove, QuestionSet, ReviewEvent, Version
+from questions.services.errors import Conflict, Invalid, NotAllowed, require
+from questions.services.versions import _lock_set, move, require_valid
+
+REVIEWERS_ONLY = "Only reviewers do that."
+LABEL_NAME = re.compile(rf"\A{Label.NAME_PATTERN}\Z")
+
+
+def _in_review(version: Version) -> Version:
+    locked = (
+        Version.objects.select_for_update()
+        .select_related("question_set", "author")
+        .get(pk=version.pk)
+    )
+    if locked.status != Version.Status.IN_REVIEW:
+        raise Conflict(
+            f"Version {locked.number} of {locked.question_set.slug} is "
+            f"{locked.get_status_display()}, not in review: only a submitted version is "
+            "approved or sent back.",
+            code="not_in_review",
+        )
+    return locked
+
+
+def wrote(user: Any, version: Version) -> bool:
+    """Whether `user` created `version` or saved any revision of it."""
+    if version.author_id == user.pk:
+        return True
+    return version.events.filter(
+        kind__in=(ReviewEvent.Kind.CREATED, ReviewEvent.Kind.EDITED), actor_id=user.pk
+    ).exists()
+
+
+@transaction.atomic
+def version_approve(*, version: Version, reviewer: Any, note: str = "", label: str = "") -> Version:
+    """A reviewer approves a submitted version — never one they wrote or edited, unless
+    single-person teams are allowed — and may point a label at it in the same step."""
+    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    locked = _in_review(version)
+    if not settings.DECISIONS_ALLOW_SELF_APPROVAL and wrote(reviewer, locked):
+        raise NotAllowed(
+            f"{reviewer.get_username()} wrote or edited version {locked.number}; a second "
+            "person approves it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
+        )
+    require_valid(locked, "version")
+    move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
+    if label:
+        label_move(
+            question_set=locked.question_set,
+            name=label,
+            version=locked,
+            actor=reviewer,
+            note=f"on approval of version {locked.number}",
+        )
+    return locked
+
+
+@transaction.atomic
+def version_request_changes(*, version: Version, reviewer: Any, note: str) -> Version:
+    """A reviewer sends a submitted version back with a note; its author continues in a new
+    draft from it."""
+    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    if not note.strip():
+        raise Invalid("Say what should change: the note is what the author works from.")
+    locked = _in_review(version)
+    return move(
+        locked,
+        Version.Status.CHANGES_REQUESTED,
+        ReviewEvent.Kind.CHANGES_REQUESTED,
+        reviewer,
+        note.strip(),
+    )
+
+
+def version_comment(*, version: Version, actor: Any, note: str) -> ReviewEvent:
+    """A note on a version's record, by an author or a reviewer."""
+    require(actor, roles.may_comment, "Only authors and reviewers comment on a review.")
+    if not note.strip():
+        raise Invalid("A comment needs words.")
+    return ReviewEvent.objects.create(
+        version=version, kind=ReviewEvent.Kind.COMMENTED, actor=actor, note=note.strip()
+    )
+
+
+@transaction.atomic
+def label_move(
+    *,
+    question_set: QuestionSet,
+    name: str,
+    version: Version,
+    actor: Any,
+    note: str = "",
+) -> Label:
+    """Point a label at an approved version of the set; every move is logged. Rollback is a
+    move back."""
+    require(actor, roles.may_review, REVIEWERS_ONLY)
+    if not LABEL_NAME.match(name or ""):
+        raise Invalid(f"A label name is 1 to 36 of a-z, 0-9, _ . - (got {name!r}).")
+    if version.question_set_id != question_set.pk:
+        raise Invalid("A label points at a version of its own set.")
+    if version.status != Version.Status.APPROVED:
+        raise Conflict(
+            f"Version {version.number} is {version.get_status_display()}; labels point at "
+            "approved versions only."
+        )
+    _lock_set(question_set)
+    label = Label.objects.filter(question_set=question_set, name=name).first()
+    previous = label.version if label else None
+    if previous == version:
+        return label
+    if label is None:
+        label = Label.objects.create(question_set=question_set, name=name, version=version)
+    else:
+        label.version = version
+        label.save(update_fields=["version", "updated_at"])
+    LabelMove.objects.create(
+        question_set=question_set,
+        name=name,
+        from_version=previous,
+        to_version=version,
+        actor=actor,
+        note=note,
+    )
+    return label

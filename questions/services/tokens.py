@@ -1,0 +1,55 @@
+"""The runtime's API tokens: created and revoked by reviewers and staff, stored hashed, shown
+once; and the bearer check of the export API."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.utils import timezone
+
+from questions import roles
+from questions.models import APIToken
+from questions.services.errors import Invalid, require
+
+TOKEN_MANAGERS_ONLY = "Only reviewers and staff manage API tokens."
+
+
+def api_token_create(*, name: str, user: Any) -> tuple[APIToken, str]:
+    """A new token: returns the record and the token itself, which is never stored."""
+    require(user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
+    name = (name or "").strip()
+    if not name:
+        raise Invalid("A token needs a name (who or what uses it).")
+    limit = APIToken._meta.get_field("name").max_length
+    if len(name) > limit:
+        raise Invalid(f"A token's name has {len(name)} characters; at most {limit}.")
+    raw = f"dct_{secrets.token_urlsafe(32)}"
+    token = APIToken.objects.create(
+        name=name,
+        prefix=raw[:10],
+        token_sha256=hashlib.sha256(raw.encode()).hexdigest(),
+        created_by=roles.recorded_as(user),
+    )
+    return token, raw
+
+
+def api_token_revoke(*, token: APIToken, user: Any) -> APIToken:
+    """Revoke a token for good; the export API refuses it from now on."""
+    require(user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def api_token_authenticate(raw: str) -> APIToken | None:
+    """The active token a bearer string names, with its last use noted; None otherwise."""
+    if not raw:
+        return None
+    digest = hashlib.sha256(raw.encode()).hexdigest()
+    token = APIToken.objects.filter(token_sha256=digest, revoked_at__isnull=True).first()
+    if token is not None:
+        APIToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token

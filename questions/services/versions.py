@@ -1,0 +1,298 @@
+"""Sets and versions: create a set, draft, save, submit, discard, import.
+
+Only a draft changes; a version in any other status is immutable, and this is the one place that
+enforces it. A draft carries a revision counter: a save based on a stale revision is refused
+with `StaleRevision`, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils.text import slugify
+
+from questions import roles, spec
+from questions.models import QuestionSet, ReviewEvent, Version
+from questions.services.errors import Conflict, Invalid, require
+
+WRITERS_ONLY = "Only authors change question sets."
+
+
+class NotADraft(Conflict):
+    code = "not_a_draft"
+
+    def __init__(self, version: Version):
+        super().__init__(
+            f"Version {version.number} of {version.question_set.slug} is "
+            f"{version.get_status_display()}; only a draft changes. Make a new draft from it."
+        )
+
+
+class StaleRevision(Conflict):
+    """A save based on an older revision than the current one; `what` names the thing."""
+
+    code = "stale_revision"
+
+    def __init__(self, current: int, base: int, *, what: str = "This draft", version=None):
+        self.version = version
+        self.current = current
+        self.base = base
+        super().__init__(
+            f"{what} was saved elsewhere (another tab or person) since you opened it: it is "
+            f"at revision {current}, you started from {base}. Nothing was saved; what "
+            "you typed is still here."
+        )
+
+
+class DraftExists(Conflict):
+    code = "draft_exists"
+
+    def __init__(self, draft: Version):
+        self.draft = draft
+        super().__init__(
+            f"{draft.question_set.slug} already has an open draft, version {draft.number}; "
+            "continue there, or finish it first."
+        )
+
+
+class InvalidContent(Invalid):
+    code = "invalid_content"
+
+    def __init__(self, what: str, errors: list[spec.Issue]):
+        self.errors = errors
+        shown = "; ".join(e.message for e in errors[:3])
+        super().__init__(f"The {what} is invalid: {shown}" + (" …" if len(errors) > 3 else ""))
+
+
+def document_text(document: Any) -> str:
+    """How a document or a state is stored: JSON in its own key order, no padding."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def limits() -> spec.Limits:
+    """The configured limits (DECISIONS__*): the ones every validation here uses."""
+    return settings.DECISIONS_LIMITS
+
+
+@transaction.atomic
+def question_set_create(
+    *, slug: str, name: str = "", description: str = "", owner: Any
+) -> QuestionSet:
+    """A new, empty question set owned by `owner`."""
+    require(owner, roles.may_write, WRITERS_ONLY)
+    slug = slugify(slug)
+    if not slug:
+        raise Invalid("A set needs a slug: letters, digits, hyphens or underscores.")
+    if QuestionSet.objects.filter(slug=slug).exists():
+        raise Conflict(f"A set called {slug} exists already.")
+    question_set = QuestionSet(slug=slug, name=name or slug, description=description, owner=owner)
+    try:
+        question_set.full_clean()
+    except ValidationError as exc:
+        raise Invalid(_first_message(exc)) from None
+    try:
+        with transaction.atomic():
+            question_set.save()
+    except IntegrityError as exc:
+        raise Conflict(f"A set called {slug} exists already.") from exc
+    return question_set
+
+
+STARTER_DOCUMENT: dict[str, Any] = {
+    "first_question": {
+        "type": "choice",
+        "instructions": "",
+        "criteria": {"yes": "", "no": "", "unclear": ""},
+    }
+}
+
+
+@transaction.atomic
+def question_set_start(
+    *, slug: str, name: str = "", description: str = "", owner: Any
+) -> QuestionSet:
+    """A new set with a first draft to write in (a starter choice), both or neither."""
+    question_set = question_set_create(slug=slug, name=name, description=description, owner=owner)
+    version_create(
+        question_set=question_set, document=STARTER_DOCUMENT, author=owner, note="new set"
+    )
+    return question_set
+
+
+def _first_message(exc: ValidationError) -> str:
+    """One sentence from a model's validation, naming the field."""
+    for field, messages in exc.message_dict.items():
+        return f"{field}: {messages[0]}"
+    return "; ".join(exc.messages)
+
+
+def _lock_set(question_set: QuestionSet) -> QuestionSet:
+    """Serialise writers of one set (numbering, the one open draft) on its row."""
+    return QuestionSet.objects.select_for_update().get(pk=question_set.pk)
+
+
+def _next_number(locked: QuestionSet) -> int:
+    """Hand out the next number of a set locked by `_lock_set` (never one used before)."""
+    locked.version_counter += 1
+    locked.save(update_fields=["version_counter"])
+    return locked.version_counter
+
+
+def open_draft(question_set: QuestionSet) -> Version | None:
+    """The set's one open draft, if it has one."""
+    return question_set.versions.filter(status=Version.Status.DRAFT).first()
+
+
+@transaction.atomic
+def version_create(
+    *,
+    question_set: QuestionSet,
+    document: dict[str, Any],
+    author: Any,
+    parent: Version | None = None,
+    note: str = "",
+) -> Version:
+    """A new draft holding `document` (a questions map). Refused while the set has an open
+    draft. The document may be work in progress; validity is checked on submission."""
+    require(author, roles.may_write, WRITERS_ONLY)
+    locked = _lock_set(question_set)
+    draft = open_draft(locked)
+    if draft is not None:
+        raise DraftExists(draft)
+    version = Version(
+        question_set=locked,
+        number=_next_number(locked),
+        status=Version.Status.DRAFT,
+        document_text=document_text(document),
+        sha256=spec.sha256_of(document),
+        parent=parent,
+        author=author,
+    )
+    try:
+        with transaction.atomic():
+            version.save()
+    except IntegrityError as exc:  # a racing writer on a database without row locks
+        draft = open_draft(locked)
+        if draft is not None:
+            raise DraftExists(draft) from exc
+        raise Conflict("Another version was created at the same moment; try again.") from exc
+    ReviewEvent.objects.create(
+        version=version, kind=ReviewEvent.Kind.CREATED, actor=author, note=note
+    )
+    locked.save(update_fields=["updated_at"])
+    return version
+
+
+def version_draft_from(*, version: Version, author: Any) -> Version:
+    """ "New draft from this version": any version, any status."""
+    return version_create(
+        question_set=version.question_set,
+        document=version.document,
+        author=author,
+        parent=version,
+        note=f"from version {version.number}",
+    )
+
+
+@transaction.atomic
+def version_save(
+    *,
+    version: Version,
+    document: dict[str, Any],
+    base_revision: int,
+    author: Any,
+) -> Version:
+    """Save a draft's document. Refused unless the version is a draft and `base_revision` is
+    its current revision; on refusal nothing is written."""
+    require(author, roles.may_write, WRITERS_ONLY)
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    if locked.revision != base_revision:
+        raise StaleRevision(locked.revision, base_revision, version=locked)
+    text = document_text(document)
+    if text == locked.document_text:
+        return locked
+    locked.document_text = text
+    locked.sha256 = spec.sha256_of(document)
+    locked.revision += 1
+    locked.save(update_fields=["document_text", "sha256", "revision", "updated_at"])
+    _record_edit(locked, author)
+    QuestionSet.objects.filter(pk=locked.question_set_id).update(updated_at=locked.updated_at)
+    return locked
+
+
+def _record_edit(version: Version, author: Any) -> None:
+    """One `edited` event per person and run of saves: consecutive saves by the same author
+    extend the last event instead of flooding the record."""
+    last = version.events.order_by("-created_at", "-id").first()
+    if last and last.kind == ReviewEvent.Kind.EDITED and last.actor_id == author.pk:
+        last.note = f"revision {version.revision}"
+        last.save(update_fields=["note"])
+        return
+    ReviewEvent.objects.create(
+        version=version,
+        kind=ReviewEvent.Kind.EDITED,
+        actor=author,
+        note=f"revision {version.revision}",
+    )
+
+
+@transaction.atomic
+def version_submit(*, version: Version, author: Any, note: str = "") -> Version:
+    """A draft goes to review and freezes. Only a valid document is submitted, by an author."""
+    require(author, roles.may_write, "Only authors submit a draft.")
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    require_valid(locked, "draft")
+    return move(locked, Version.Status.IN_REVIEW, ReviewEvent.Kind.SUBMITTED, author, note)
+
+
+def require_valid(version: Version, what: str) -> spec.Document:
+    """The parsed document of `version`, or `InvalidContent` under the configured limits."""
+    result = spec.validate(version.document, limits=limits(), lints=False)
+    if result.document is None:
+        raise InvalidContent(what, result.errors)
+    return result.document
+
+
+def move(version: Version, status: str, kind: str, actor: Any, note: str) -> Version:
+    """One step of the workflow: the new status, and its event on the record."""
+    version.status = status
+    version.save(update_fields=["status", "updated_at"])
+    ReviewEvent.objects.create(version=version, kind=kind, actor=actor, note=note)
+    return version
+
+
+@transaction.atomic
+def version_discard(*, version: Version, author: Any) -> None:
+    """Delete an open draft (its number is not reused)."""
+    require(author, roles.may_write, WRITERS_ONLY)
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    locked.delete()
+
+
+def version_import(*, slug: str, value: Any, author: Any, name: str = "") -> Version:
+    """A new draft from a document in any form (bare map, request body, export); the set is
+    created when new. Invalid input changes nothing."""
+    require(author, roles.may_write, WRITERS_ONLY)
+    result = spec.validate(value, limits=limits())
+    if result.document is None:
+        raise InvalidContent("document", result.errors)
+    with transaction.atomic():
+        question_set = QuestionSet.objects.filter(slug=slugify(slug)).first()
+        if question_set is None:
+            question_set = question_set_create(slug=slug, name=name, owner=author)
+        return version_create(
+            question_set=question_set,
+            document=result.document.questions_json(),
+            author=author,
+            note=f"imported ({result.form} document)",
+        )
