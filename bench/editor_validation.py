@@ -111,7 +111,7 @@ def main() -> None:
     }
 
     def bare_validate():
-        assert spec.validate(one_question).valid
+        assert spec.validate(one_question, limits=spec.DEFAULT_LIMITS).valid
 
     def editor_page():
         assert client.get(edit_url).status_code == 200

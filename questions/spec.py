@@ -916,8 +916,9 @@ def detect_form(value: Any) -> Form:
     return Form.BARE
 
 
-def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True) -> Validation:
-    """Validate a document in any of its forms. Never raises for a JSON value."""
+def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
+    """Validate a document in any of its forms against `limits` — the configured ones
+    (settings.DECISIONS_LIMITS) wherever the console asks. Never raises for a JSON value."""
     checker = _Checker(limits, lints)
     if not isinstance(value, dict):
         checker.error(
@@ -977,14 +978,14 @@ def validate(value: Any, *, limits: Limits = DEFAULT_LIMITS, lints: bool = True)
     return Validation(checker.errors, checker.warnings, document, form)
 
 
-def validate_state(state: Any, *, limits: Limits = DEFAULT_LIMITS) -> list[Issue]:
+def validate_state(state: Any, *, limits: Limits) -> list[Issue]:
     """The errors of a state on its own (its serialised size against the limit)."""
     checker = _Checker(limits, lints=False)
     checker.state({"state": state})
     return checker.errors
 
 
-def parse(value: Any, *, limits: Limits = DEFAULT_LIMITS) -> Document:
+def parse(value: Any, *, limits: Limits) -> Document:
     """The `Document` of a valid value, or `InvalidDocument` with every error."""
     result = validate(value, limits=limits)
     if result.document is None:

@@ -81,6 +81,7 @@ def respond(body: Any) -> tuple[int, dict[str, Any]]:
     result = spec.validate(
         {"state": body["state"], "model": body.get("model") or "m", "questions": body["questions"]},
         lints=False,
+        limits=spec.DEFAULT_LIMITS,
     )
     if not result.valid:
         return 422, {

@@ -13,8 +13,12 @@ from hypothesis import strategies as st
 from questions import answers, spec
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
-PROVIDER_REQUEST = spec.parse(json.loads((EXAMPLES / "typesafe-request.json").read_text()))
-RUNTIME_REQUEST = spec.parse(json.loads((EXAMPLES / "runtime-request.json").read_text()))
+PROVIDER_REQUEST = spec.parse(
+    json.loads((EXAMPLES / "typesafe-request.json").read_text()), limits=spec.DEFAULT_LIMITS
+)
+RUNTIME_REQUEST = spec.parse(
+    json.loads((EXAMPLES / "runtime-request.json").read_text()), limits=spec.DEFAULT_LIMITS
+)
 DOCUMENTED = [
     json.loads(line) for line in (EXAMPLES / "typesafe-responses.jsonl").read_text().splitlines()
 ]
@@ -311,7 +315,10 @@ def test_a_probability_may_arrive_as_the_integer_0():
 
 
 def ten_level_question() -> dict[str, spec.Question]:
-    doc = spec.parse({"s": {"type": "score", "criteria": [f"level {i}" for i in range(10)]}})
+    doc = spec.parse(
+        {"s": {"type": "score", "criteria": [f"level {i}" for i in range(10)]}},
+        limits=spec.DEFAULT_LIMITS,
+    )
     return doc.questions
 
 
@@ -337,7 +344,10 @@ def test_any_real_distribution_rounded_to_two_decimals_is_accepted(weights):
     total = sum(weights)
     p = [w / total for w in weights]
     levels = len(p)
-    doc = spec.parse({"s": {"type": "score", "criteria": [f"level {i}" for i in range(levels)]}})
+    doc = spec.parse(
+        {"s": {"type": "score", "criteria": [f"level {i}" for i in range(levels)]}},
+        limits=spec.DEFAULT_LIMITS,
+    )
     body = response(
         s={
             "type": "score",
@@ -349,7 +359,7 @@ def test_any_real_distribution_rounded_to_two_decimals_is_accepted(weights):
     )
     answers.check_response(doc.questions, body)
     names = {f"o{i}": f"option {i}" for i in range(levels)}
-    cdoc = spec.parse({"c": {"type": "choice", "criteria": names}})
+    cdoc = spec.parse({"c": {"type": "choice", "criteria": names}}, limits=spec.DEFAULT_LIMITS)
     cbody = response(
         c={
             "type": "choice",
@@ -363,7 +373,7 @@ def test_any_real_distribution_rounded_to_two_decimals_is_accepted(weights):
 
 def test_a_near_uniform_255_option_answer_rounds_to_zeros_and_is_still_explained():
     names = {f"o{i}": f"option {i}" for i in range(255)}
-    doc = spec.parse({"c": {"type": "choice", "criteria": names}})
+    doc = spec.parse({"c": {"type": "choice", "criteria": names}}, limits=spec.DEFAULT_LIMITS)
     body = response(
         c={
             "type": "choice",

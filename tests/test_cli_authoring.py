@@ -138,7 +138,7 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
         "shell-guard",
     }
     for version in Version.objects.all():
-        assert spec.validate(version.document).valid, version
+        assert spec.validate(version.document, limits=spec.DEFAULT_LIMITS).valid, version
     gestures = QuestionSet.objects.get(slug="gestures")
     assert [v.status for v in gestures.versions.order_by("number")] == ["in_review", "draft"]
     assert gestures.sample_states.get(name="no state").state is None

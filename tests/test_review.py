@@ -190,7 +190,9 @@ def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
         "approved",
         1,
     )
-    assert spec.validate(export).valid  # an export document is also a valid input form
+    assert spec.validate(
+        export, limits=spec.DEFAULT_LIMITS
+    ).valid  # an export document is also a valid input form
 
 
 @settings(

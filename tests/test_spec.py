@@ -41,7 +41,7 @@ def only_error(result: spec.Validation) -> spec.Issue:
     ("n", "valid"), [(1, False), (2, True), (3, True), (254, True), (255, True), (256, False)]
 )
 def test_choice_option_count_bounds(n, valid):
-    result = spec.validate({"pick": choice(n)})
+    result = spec.validate({"pick": choice(n)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -52,10 +52,12 @@ def test_choice_option_count_bounds(n, valid):
 
 
 def test_choice_with_no_options_and_the_message_authors_read():
-    error = only_error(spec.validate({"pick": {"type": "choice", "criteria": {}}}))
+    error = only_error(
+        spec.validate({"pick": {"type": "choice", "criteria": {}}}, limits=spec.DEFAULT_LIMITS)
+    )
     assert error.code == "too_few_options"
     assert error.message == "choice `pick` has 0 options; at least 2 options"
-    over = only_error(spec.validate({"intent": choice(256)}))
+    over = only_error(spec.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS))
     assert over.message == "choice `intent` has 256 options; at most 255"
 
 
@@ -63,7 +65,7 @@ def test_choice_with_no_options_and_the_message_authors_read():
     ("n", "valid"), [(1, False), (2, True), (3, True), (9, True), (10, True), (11, False)]
 )
 def test_score_level_count_bounds(n, valid):
-    result = spec.validate({"urgency": score(n)})
+    result = spec.validate({"urgency": score(n)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -80,7 +82,7 @@ def noul_set(n: int) -> dict:
     ("n", "valid"), [(0, False), (1, True), (2, True), (31, True), (32, True), (33, False)]
 )
 def test_question_count_bounds(n, valid):
-    result = spec.validate(noul_set(n))
+    result = spec.validate(noul_set(n), limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -102,7 +104,7 @@ def test_question_count_follows_the_configured_limit():
 @pytest.mark.parametrize(("length", "valid"), [(1, True), (127, True), (128, True), (129, False)])
 def test_question_id_length(length, valid):
     qid = "q" * length
-    result = spec.validate({qid: {"type": "noul"}})
+    result = spec.validate({qid: {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -114,7 +116,7 @@ def test_question_id_length(length, valid):
 def test_option_name_length(length, valid):
     name = "é" * length  # characters, not bytes
     doc = {"pick": {"type": "choice", "criteria": {name: "this one", "other": "anything else"}}}
-    result = spec.validate(doc)
+    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -124,17 +126,19 @@ def test_option_name_length(length, valid):
 
 @pytest.mark.parametrize("blank", ["", " ", "\t\n"])
 def test_blank_names_are_refused(blank):
-    assert codes(spec.validate({blank: {"type": "noul"}})) == ["blank_question_id"]
+    assert codes(spec.validate({blank: {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)) == [
+        "blank_question_id"
+    ]
     doc = {"pick": {"type": "choice", "criteria": {blank: "x", "other": "y"}}}
-    assert codes(spec.validate(doc)) == ["blank_option_name"]
+    assert codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS)) == ["blank_option_name"]
 
 
 def test_repeated_keys_in_the_text_are_duplicates():
     text = '{"q": {"type": "noul"}, "q": {"type": "noul"}}'
-    error = only_error(spec.validate(spec.loads(text)))
+    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.question) == ("duplicate_question_id", "q")
     text = '{"q": {"type": "choice", "criteria": {"a": "x", "b": "y", "a": "z"}}}'
-    error = only_error(spec.validate(spec.loads(text)))
+    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.path) == ("duplicate_option_name", "questions.q.criteria.a")
 
 
@@ -161,7 +165,7 @@ def test_every_entry_shape_is_accepted_for_options_levels_and_noul_cases(entry):
         "s": {"type": "score", "criteria": [entry, "high"]},
         "n": {"type": "noul", "criteria": {"true": entry, "false": entry}},
     }
-    assert spec.validate(doc).valid
+    assert spec.validate(doc, limits=spec.DEFAULT_LIMITS).valid
 
 
 @pytest.mark.parametrize(
@@ -179,12 +183,18 @@ def test_every_entry_shape_is_accepted_for_options_levels_and_noul_cases(entry):
     ],
 )
 def test_bad_entries_are_named_where_they_are(entry, code):
-    result = spec.validate({"c": {"type": "choice", "criteria": {"a": entry, "b": "y"}}})
+    result = spec.validate(
+        {"c": {"type": "choice", "criteria": {"a": entry, "b": "y"}}}, limits=spec.DEFAULT_LIMITS
+    )
     error = only_error(result)
     assert error.code == code
     assert error.question == "c"
     assert error.path.startswith("questions.c.criteria.a")
-    level = only_error(spec.validate({"s": {"type": "score", "criteria": ["low", entry]}}))
+    level = only_error(
+        spec.validate(
+            {"s": {"type": "score", "criteria": ["low", entry]}}, limits=spec.DEFAULT_LIMITS
+        )
+    )
     assert level.code == code
     assert level.path.startswith("questions.s.criteria.1")
 
@@ -194,12 +204,18 @@ def test_bad_entries_are_named_where_they_are(entry, code):
 
 @pytest.mark.parametrize("instructions", ["text", "", None, {"read": "`state`"}, ["a", {"b": 1}]])
 def test_instructions_forms(instructions):
-    assert spec.validate({"n": {"type": "noul", "instructions": instructions}}).valid
+    assert spec.validate(
+        {"n": {"type": "noul", "instructions": instructions}}, limits=spec.DEFAULT_LIMITS
+    ).valid
 
 
 @pytest.mark.parametrize("instructions", [1, 2.5, True])
 def test_instructions_of_other_types_are_refused(instructions):
-    error = only_error(spec.validate({"n": {"type": "noul", "instructions": instructions}}))
+    error = only_error(
+        spec.validate(
+            {"n": {"type": "noul", "instructions": instructions}}, limits=spec.DEFAULT_LIMITS
+        )
+    )
     assert (error.code, error.path) == ("invalid_instructions", "questions.n.instructions")
 
 
@@ -221,19 +237,21 @@ def test_instructions_of_other_types_are_refused(instructions):
     ],
 )
 def test_bad_questions(question, code):
-    error = only_error(spec.validate({"q": question}))
+    error = only_error(spec.validate({"q": question}, limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.question) == (code, "q")
 
 
 @pytest.mark.parametrize("value", ["a question", 1, None, [], True])
 def test_a_question_must_be_an_object(value):
-    error = only_error(spec.validate({"q": value, "r": {"type": "noul"}}))
+    error = only_error(
+        spec.validate({"q": value, "r": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
+    )
     assert (error.code, error.path) == ("question_not_object", "questions.q")
 
 
 @pytest.mark.parametrize("value", [[], "x", 1, None, True])
 def test_a_document_must_be_an_object(value):
-    result = spec.validate(value)
+    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
     assert codes(result) == ["document_not_object"]
     assert result.document is None
     assert result.sha256 is None
@@ -241,7 +259,7 @@ def test_a_document_must_be_an_object(value):
 
 def test_every_error_is_reported_not_just_the_first():
     doc = {"a": choice(1), "b": score(11), "c": {"type": "noul", "criteria": {"x": 1}}}
-    assert sorted(codes(spec.validate(doc))) == [
+    assert sorted(codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS))) == [
         "invalid_noul_key",
         "too_few_options",
         "too_many_levels",
@@ -266,8 +284,8 @@ def test_noul_criteria_survive_parse_canonical_parse(criteria):
     question = {"type": "noul", "instructions": "Is it raining?"}
     if criteria is not spec.ABSENT:
         question["criteria"] = criteria
-    doc = spec.parse({"n": question})
-    again = spec.parse(spec.loads(spec.canonical_json(doc.to_json())))
+    doc = spec.parse({"n": question}, limits=spec.DEFAULT_LIMITS)
+    again = spec.parse(spec.loads(spec.canonical_json(doc.to_json())), limits=spec.DEFAULT_LIMITS)
     assert again.questions["n"].criteria == criteria
     assert ("criteria" in again.to_json()["n"]) is (criteria is not spec.ABSENT)
     assert again.sha256 == doc.sha256
@@ -277,26 +295,26 @@ def test_the_four_noul_criteria_values_hash_differently():
     hashes = set()
     for criteria in NOUL_CRITERIA[:4]:
         q = {"type": "noul"} if criteria is spec.ABSENT else {"type": "noul", "criteria": criteria}
-        hashes.add(spec.parse({"n": q}).sha256)
+        hashes.add(spec.parse({"n": q}, limits=spec.DEFAULT_LIMITS).sha256)
     assert len(hashes) == 4
 
 
 def test_absent_and_null_instructions_are_different():
-    absent = spec.parse({"n": {"type": "noul"}})
-    null = spec.parse({"n": {"type": "noul", "instructions": None}})
+    absent = spec.parse({"n": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
+    null = spec.parse({"n": {"type": "noul", "instructions": None}}, limits=spec.DEFAULT_LIMITS)
     assert absent.questions["n"].instructions is spec.ABSENT
     assert null.questions["n"].instructions is None
     assert absent.sha256 != null.sha256
 
 
 def test_null_state_is_a_value_and_no_state_is_not():
-    null = spec.parse({"state": None, "questions": noul_set(1)})
+    null = spec.parse({"state": None, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert null.state is None
     assert null.state_sha256 == hashlib.sha256(b"null").hexdigest()
-    bare = spec.parse(noul_set(1))
+    bare = spec.parse(noul_set(1), limits=spec.DEFAULT_LIMITS)
     assert bare.state is spec.ABSENT
     assert bare.state_sha256 is None
-    again = spec.parse(spec.loads(spec.canonical_json(null.to_json())))
+    again = spec.parse(spec.loads(spec.canonical_json(null.to_json())), limits=spec.DEFAULT_LIMITS)
     assert "state" in again.to_json()
     assert again.state is None
 
@@ -305,13 +323,15 @@ def test_null_state_is_a_value_and_no_state_is_not():
 
 
 def test_bare_map():
-    result = spec.validate(noul_set(2))
+    result = spec.validate(noul_set(2), limits=spec.DEFAULT_LIMITS)
     assert result.form is spec.Form.BARE
     assert list(result.document.questions) == ["q0", "q1"]
 
 
 def test_runtime_request_example_is_a_decisions_body():
-    doc = spec.parse(json.loads((EXAMPLES / "runtime-request.json").read_text()))
+    doc = spec.parse(
+        json.loads((EXAMPLES / "runtime-request.json").read_text()), limits=spec.DEFAULT_LIMITS
+    )
     assert doc.form is spec.Form.DECISIONS
     assert list(doc.questions) == ["intent", "start", "energy"]
     assert doc.questions["intent"].option_names == ["explicit", "incidental", "none"]
@@ -320,7 +340,9 @@ def test_runtime_request_example_is_a_decisions_body():
 
 
 def test_provider_request_example_is_a_provider_body():
-    doc = spec.parse(json.loads((EXAMPLES / "typesafe-request.json").read_text()))
+    doc = spec.parse(
+        json.loads((EXAMPLES / "typesafe-request.json").read_text()), limits=spec.DEFAULT_LIMITS
+    )
     assert doc.form is spec.Form.PROVIDER
     assert doc.meta == {"model": "jev-latest"}
     assert doc.state.startswith("Help!")
@@ -328,43 +350,65 @@ def test_provider_request_example_is_a_provider_body():
 
 @pytest.mark.parametrize("state", [None, "text", 3, 1.5, True, [], [1, 2], {}, {"a": [None]}])
 def test_any_json_state_is_accepted(state):
-    assert spec.validate({"state": state, "questions": noul_set(1)}).valid
+    assert spec.validate(
+        {"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS
+    ).valid
 
 
 def test_decisions_body_with_profile():
-    doc = spec.parse({"state": {}, "questions": noul_set(1), "profile": "support"})
+    doc = spec.parse(
+        {"state": {}, "questions": noul_set(1), "profile": "support"}, limits=spec.DEFAULT_LIMITS
+    )
     assert doc.form is spec.Form.DECISIONS
     assert doc.meta == {"profile": "support"}
-    error = only_error(spec.validate({"state": {}, "questions": noul_set(1), "profile": " "}))
+    error = only_error(
+        spec.validate(
+            {"state": {}, "questions": noul_set(1), "profile": " "}, limits=spec.DEFAULT_LIMITS
+        )
+    )
     assert error.code == "invalid_profile"
-    assert codes(spec.validate({"state": {}, "questions": noul_set(1), "profile": 3})) == [
-        "invalid_profile"
-    ]
-    assert spec.validate({"state": {}, "questions": noul_set(1), "profile": None}).valid
+    assert codes(
+        spec.validate(
+            {"state": {}, "questions": noul_set(1), "profile": 3}, limits=spec.DEFAULT_LIMITS
+        )
+    ) == ["invalid_profile"]
+    assert spec.validate(
+        {"state": {}, "questions": noul_set(1), "profile": None}, limits=spec.DEFAULT_LIMITS
+    ).valid
 
 
 def test_bodies_need_a_state_and_the_provider_body_a_model():
-    assert codes(spec.validate({"questions": noul_set(1)})) == ["missing_state"]
-    assert codes(spec.validate({"questions": noul_set(1), "profile": "p"})) == ["missing_state"]
+    assert codes(spec.validate({"questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)) == [
+        "missing_state"
+    ]
+    assert codes(
+        spec.validate({"questions": noul_set(1), "profile": "p"}, limits=spec.DEFAULT_LIMITS)
+    ) == ["missing_state"]
     provider = {"state": "s", "model": "", "questions": noul_set(1)}
-    assert codes(spec.validate(provider)) == ["invalid_model"]
-    assert codes(spec.validate({"state": "s", "profile": "p"})) == ["missing_questions"]
+    assert codes(spec.validate(provider, limits=spec.DEFAULT_LIMITS)) == ["invalid_model"]
+    assert codes(spec.validate({"state": "s", "profile": "p"}, limits=spec.DEFAULT_LIMITS)) == [
+        "missing_questions"
+    ]
 
 
 @pytest.mark.parametrize("questions", [[], "x", None])
 def test_a_body_whose_questions_are_not_a_map(questions):
-    result = spec.validate({"state": 1, "questions": questions})
+    result = spec.validate({"state": 1, "questions": questions}, limits=spec.DEFAULT_LIMITS)
     assert codes(result) == ["questions_not_object"]
 
 
 def test_unknown_body_fields_are_warned_about_not_dropped_silently():
-    result = spec.validate({"state": 1, "questions": noul_set(1), "stream": True})
+    result = spec.validate(
+        {"state": 1, "questions": noul_set(1), "stream": True}, limits=spec.DEFAULT_LIMITS
+    )
     assert result.valid
     assert "unknown_field" in warning_codes(result)
 
 
 def test_a_bare_map_may_use_wrapper_words_as_ids():
-    doc = spec.parse({"state": {"type": "noul"}, "questions": {"type": "noul"}})
+    doc = spec.parse(
+        {"state": {"type": "noul"}, "questions": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS
+    )
     assert doc.form is spec.Form.BARE
     assert list(doc.questions) == ["state", "questions"]
 
@@ -387,7 +431,7 @@ def export_document(questions: dict, **overrides) -> dict:
 
 def test_export_document():
     questions = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]
-    doc = spec.parse(export_document(questions))
+    doc = spec.parse(export_document(questions), limits=spec.DEFAULT_LIMITS)
     assert doc.form is spec.Form.EXPORT
     assert doc.questions_json() == questions
     assert doc.sha256 == spec.questions_sha256(questions)
@@ -396,17 +440,23 @@ def test_export_document():
 
 def test_export_document_checks_its_own_fields():
     questions = noul_set(1)
-    assert codes(spec.validate(export_document(questions, format="other@9"))) == [
-        "unsupported_format"
-    ]
-    assert codes(spec.validate(export_document(questions, version=0))) == ["invalid_version"]
-    assert codes(spec.validate(export_document(questions, version=True))) == ["invalid_version"]
-    assert codes(spec.validate(export_document(questions, status="live"))) == ["invalid_status"]
+    assert codes(
+        spec.validate(export_document(questions, format="other@9"), limits=spec.DEFAULT_LIMITS)
+    ) == ["unsupported_format"]
+    assert codes(
+        spec.validate(export_document(questions, version=0), limits=spec.DEFAULT_LIMITS)
+    ) == ["invalid_version"]
+    assert codes(
+        spec.validate(export_document(questions, version=True), limits=spec.DEFAULT_LIMITS)
+    ) == ["invalid_version"]
+    assert codes(
+        spec.validate(export_document(questions, status="live"), limits=spec.DEFAULT_LIMITS)
+    ) == ["invalid_status"]
     tampered = export_document(questions, sha256="0" * 64)
-    error = only_error(spec.validate(tampered))
+    error = only_error(spec.validate(tampered, limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.actual) == ("sha256_mismatch", spec.questions_sha256(questions))
     minimal = {"format": spec.EXPORT_FORMAT, "questions": questions}
-    assert spec.validate(minimal).valid
+    assert spec.validate(minimal, limits=spec.DEFAULT_LIMITS).valid
 
 
 # --- state size ----------------------------------------------------------------------------------
@@ -420,7 +470,7 @@ def state_of_bytes(n: int) -> str:
 def test_state_size_bound(size, valid):
     state = state_of_bytes(size)
     assert len(spec.canonical_json(state)) == size
-    result = spec.validate({"state": state, "questions": noul_set(1)})
+    result = spec.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -452,7 +502,7 @@ def test_lint_an_option_named_only_by_its_id():
             },
         }
     }
-    result = spec.validate(doc)
+    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     flagged = [w.path for w in result.warnings if w.code == "undescribed_option"]
     assert flagged == [
@@ -461,21 +511,26 @@ def test_lint_an_option_named_only_by_its_id():
 
 
 def test_lint_a_level_without_words():
-    result = spec.validate({"s": {"type": "score", "criteria": ["low", None, {"what": " "}]}})
+    result = spec.validate(
+        {"s": {"type": "score", "criteria": ["low", None, {"what": " "}]}},
+        limits=spec.DEFAULT_LIMITS,
+    )
     assert [w.path for w in result.warnings] == ["questions.s.criteria.1", "questions.s.criteria.2"]
     assert {w.code for w in result.warnings} == {"undescribed_level"}
 
 
 def test_lint_no_escape_option():
     no_escape = {"t": {"type": "choice", "criteria": {"billing": "Payments", "tech": "Bugs"}}}
-    assert "no_escape_option" in warning_codes(spec.validate(no_escape))
+    assert "no_escape_option" in warning_codes(spec.validate(no_escape, limits=spec.DEFAULT_LIMITS))
     for escape in (
         {"other": "anything else"},
         {"not_sure": "can't tell"},
         {"misc": "None of the above"},
     ):
         doc = {"t": {"type": "choice", "criteria": {"billing": "Payments", **escape}}}
-        assert "no_escape_option" not in warning_codes(spec.validate(doc)), escape
+        assert "no_escape_option" not in warning_codes(
+            spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+        ), escape
 
 
 def test_lint_two_options_or_levels_with_the_same_description():
@@ -486,7 +541,11 @@ def test_lint_two_options_or_levels_with_the_same_description():
         },
         "s": {"type": "score", "criteria": ["low", "mid", "low"]},
     }
-    dupes = [w for w in spec.validate(doc).warnings if w.code == "duplicate_description"]
+    dupes = [
+        w
+        for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings
+        if w.code == "duplicate_description"
+    ]
     assert [(w.question, w.path) for w in dupes] == [
         ("t", "questions.t.criteria.b"),
         ("s", "questions.s.criteria.2"),
@@ -495,24 +554,26 @@ def test_lint_two_options_or_levels_with_the_same_description():
 
 def test_lint_compound_noul_statement():
     compound = {"n": {"type": "noul", "instructions": "Is it urgent and about billing?"}}
-    assert warning_codes(spec.validate(compound)) == ["compound_statement"]
+    assert warning_codes(spec.validate(compound, limits=spec.DEFAULT_LIMITS)) == [
+        "compound_statement"
+    ]
     single = {"n": {"type": "noul", "instructions": "Is it urgent? (Android counts)"}}
-    assert warning_codes(spec.validate(single)) == []
+    assert warning_codes(spec.validate(single, limits=spec.DEFAULT_LIMITS)) == []
 
 
 def test_lint_token_budget_warns_but_never_refuses():
     state = "word " * 30_000  # about 37k tokens at four bytes a token
-    result = spec.validate({"state": state, "questions": noul_set(1)})
+    result = spec.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     budget = [w for w in result.warnings if w.code == "token_budget"]
     assert budget and budget[0].limit == 32_000 and budget[0].actual > 32_000 * 0.8
-    small = spec.validate({"state": "short", "questions": noul_set(1)})
+    small = spec.validate({"state": "short", "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert "token_budget" not in warning_codes(small)
 
 
 def test_lints_never_repair_the_document():
     doc = {"pick": {"type": "choice", "criteria": {"a": None, "b": None}}}
-    parsed = spec.parse(doc)
+    parsed = spec.parse(doc, limits=spec.DEFAULT_LIMITS)
     assert parsed.questions_json() == doc
 
 
@@ -530,23 +591,30 @@ def test_hashes_of_a_document_a_question_and_a_state():
         spec.question_sha256(q)
         == hashlib.sha256(b'{"instructions":"Is it late?","type":"noul"}').hexdigest()
     )
-    doc = spec.parse({"late": q})
+    doc = spec.parse({"late": q}, limits=spec.DEFAULT_LIMITS)
     assert doc.questions["late"].sha256 == spec.question_sha256(q)
     assert doc.sha256 == spec.sha256_of({"late": q})
     # ids are addressing: the same words under another id are the same question content
-    assert spec.parse({"other_id": q}).questions["other_id"].sha256 == doc.questions["late"].sha256
+    assert (
+        spec.parse({"other_id": q}, limits=spec.DEFAULT_LIMITS).questions["other_id"].sha256
+        == doc.questions["late"].sha256
+    )
     assert spec.state_sha256({"b": 1, "a": 2}) == spec.state_sha256({"a": 2, "b": 1})
 
 
 def test_score_level_order_is_meaning_and_changes_the_hash():
-    a = spec.parse({"s": {"type": "score", "criteria": ["low", "high"]}})
-    b = spec.parse({"s": {"type": "score", "criteria": ["high", "low"]}})
+    a = spec.parse(
+        {"s": {"type": "score", "criteria": ["low", "high"]}}, limits=spec.DEFAULT_LIMITS
+    )
+    b = spec.parse(
+        {"s": {"type": "score", "criteria": ["high", "low"]}}, limits=spec.DEFAULT_LIMITS
+    )
     assert a.sha256 != b.sha256
 
 
 def test_document_keeps_declared_option_order():
     criteria = {"zeta": "last letter", "alpha": "first letter", "other": "else"}
-    doc = spec.parse({"c": {"type": "choice", "criteria": criteria}})
+    doc = spec.parse({"c": {"type": "choice", "criteria": criteria}}, limits=spec.DEFAULT_LIMITS)
     assert doc.questions["c"].option_names == ["zeta", "alpha", "other"]
 
 
@@ -571,12 +639,12 @@ def test_canonical_json_refuses_nan():
 
 def test_parse_raises_with_every_error():
     with pytest.raises(spec.InvalidDocument) as caught:
-        spec.parse({"a": choice(1), "b": score(1)})
+        spec.parse({"a": choice(1), "b": score(1)}, limits=spec.DEFAULT_LIMITS)
     assert [e.code for e in caught.value.errors] == ["too_few_options", "too_few_levels"]
 
 
 def test_issues_serialise_with_all_their_fields():
-    result = spec.validate({"intent": choice(256)})
+    result = spec.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS)
     assert result.as_dict()["errors"] == [
         {
             "path": "questions.intent.criteria",

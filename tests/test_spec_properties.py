@@ -98,9 +98,9 @@ documents = st.builds(
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_any_valid_document_survives_parse_canonical_parse(value):
-    first = spec.parse(value)
+    first = spec.parse(value, limits=spec.DEFAULT_LIMITS)
     text = spec.canonical_json(first.to_json())
-    second = spec.parse(spec.loads(text))
+    second = spec.parse(spec.loads(text), limits=spec.DEFAULT_LIMITS)
     assert second == first
     assert second.form is first.form
     assert spec.canonical_json(second.to_json()) == text
@@ -114,7 +114,7 @@ def test_any_valid_document_survives_parse_canonical_parse(value):
 @settings(max_examples=300)
 @given(json_values)
 def test_the_validator_never_raises_on_arbitrary_json(value):
-    result = spec.validate(value)
+    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
     assert result.valid == (result.document is not None)
     assert all(isinstance(e, spec.Issue) for e in result.errors + result.warnings)
 
@@ -128,7 +128,7 @@ def test_the_validator_never_raises_inside_a_question(qtype, criteria, instr, st
         "state": state,
         "questions": {"q": {"type": qtype, "criteria": criteria, "instructions": instr}},
     }
-    result = spec.validate(value)
+    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
     assert result.valid == (result.document is not None)
     for error in result.errors:
         assert error.path and error.code and error.message

@@ -39,7 +39,7 @@ def stand_in(settings):
 def test_the_stand_ins_answers_are_valid_deterministic_and_rounded(qmap, state):
     status, body = standin.respond({"state": state, "model": "m", "questions": qmap})
     assert status == 200
-    document = spec.parse(qmap)
+    document = spec.parse(qmap, limits=spec.DEFAULT_LIMITS)
     checked = answers.check_response(document, body)
     assert set(checked.answers) == set(qmap)
     assert standin.respond({"state": state, "model": "m", "questions": qmap}) == (status, body)
@@ -208,7 +208,10 @@ def test_the_banner_says_answers_come_from_the_stand_in(client, settings):
 @pytest.mark.parametrize("n", [2, 255])
 def test_choice_charts_keep_declared_order_and_stay_readable(n):
     names = [f"option_{i}" for i in range(n)]
-    doc = spec.parse({"c": {"type": "choice", "criteria": {k: f"words {k}" for k in names}}})
+    doc = spec.parse(
+        {"c": {"type": "choice", "criteria": {k: f"words {k}" for k in names}}},
+        limits=spec.DEFAULT_LIMITS,
+    )
     _status, body = standin.respond(
         {"state": None, "model": "m", "questions": doc.questions_json()}
     )
@@ -252,7 +255,10 @@ def test_chart_text_is_escaped():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=2, max_value=10))
 def test_any_level_count_charts(levels):
-    doc = spec.parse({"s": {"type": "score", "criteria": [f"l{i}" for i in range(levels)]}})
+    doc = spec.parse(
+        {"s": {"type": "score", "criteria": [f"l{i}" for i in range(levels)]}},
+        limits=spec.DEFAULT_LIMITS,
+    )
     _, body = standin.respond({"state": 1, "model": "m", "questions": doc.questions_json()})
     svg = str(charts.chart_for(doc.questions["s"], body["answers"]["s"]))
     assert svg.count('class="track"') == levels
