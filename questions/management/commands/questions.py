@@ -312,21 +312,18 @@ class Command(BaseCommand):
                 raise Unusable(
                     "--state names a sample state of a set; with --file use --state-file"
                 )
-            result = spec.validate(read_json_file(file), limits=settings.DECISIONS_LIMITS)
-            if result.document is None:
-                shown = "; ".join(str(e) for e in result.errors[:5])
-                return self.fail(f"Nothing was sent: {shown}", as_json=json)
-            questions = result.document.questions
+            document = read_json_file(file)
         else:
             version = selectors.version_named(slug, number=number, label=label)
             if version is None:
                 which = f"label {label}" if label else f"version {number or ''}".strip()
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-            result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS)
-            if result.document is None:
-                shown = "; ".join(str(e) for e in result.errors[:5])
-                return self.fail(f"Nothing was sent: {shown}", as_json=json)
-            questions = result.document.questions
+            document = version.document
+        result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
+        if result.document is None:
+            shown = "; ".join(str(e) for e in result.errors[:5])
+            return self.fail(f"Nothing was sent: {shown}", as_json=json)
+        questions = result.document.questions
         if state_file:
             state = read_json_file(state_file)
         else:
