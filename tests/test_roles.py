@@ -172,3 +172,11 @@ def test_a_set_within_raised_limits_runs_previews_and_compares(settings):
     client.force_login(writer)
     page = client.get(reverse("set-compare", args=["big"]), {"col": f"run:{run.pk}"})
     assert "q34" in page.content.decode()
+
+
+def test_the_editor_offers_a_user_in_no_group_recordings_only(counting_provider):
+    qs = factories.question_set("s")
+    client = Client()
+    client.force_login(factories.user("viewer"))
+    page = client.get(factories.draft(qs).get_absolute_url()).content.decode()
+    assert 'value="recorded"' in page and 'value="typesafe"' not in page

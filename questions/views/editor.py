@@ -87,7 +87,9 @@ def _page(
         "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
         "sample_states": list(question_set.sample_states.only("pk", "name")),
-        "backends": backends.available(),
+        "backends": [
+            b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
+        ],
         "backends_for_runs": backends.available() if roles.may_ask_live(request.user) else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document),
