@@ -153,6 +153,8 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", default=False)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
+# error reports (DEBUG pages above all) hide any value holding a key, not only names like one
+DEFAULT_EXCEPTION_REPORTER_FILTER = "console.reporting.SecretsFilter"
 
 LOGGING = {
     "version": 1,
