@@ -341,6 +341,31 @@ def test_a_key_echoed_in_an_error_in_any_form_is_scrubbed(odd_key, client, caplo
     assert key_forms_in(*shown, *recorded_texts()) == []
 
 
+@pytest.mark.parametrize("form", KEY_FORMS.values(), ids=KEY_FORMS.keys())
+def test_a_key_echoed_as_the_model_in_any_form_is_scrubbed(odd_key, client, caplog, form):
+    caplog.set_level(logging.DEBUG)
+    odd_key.reply(200, {**GOOD, "model": f"jev-1.13.0 {form}"})
+    odd_key.reply(200, {**GOOD, "model": f"jev-1.13.0 {form}"})
+    outcome = ask()
+    page = preview_page(client)
+    assert (outcome.status, outcome.checked.model) == (200, "jev-1.13.0 [redacted]")
+    assert "jev-1.13.0 [redacted]" in page
+    models = Decision.objects.values_list("model_answered", flat=True)
+    assert list(models) == ["jev-1.13.0 [redacted]"] * 2
+    shown = [json.dumps(outcome.to_json()), caplog.text, page]
+    assert key_forms_in(*shown, *recorded_texts()) == []
+
+
+def test_a_key_echoed_in_the_request_id_or_an_added_field_is_scrubbed(provider):
+    provider.reply(
+        200, {**GOOD, "id": f"gen-{KEY}", "trace": {"echo": [f"key {KEY.upper()}"], KEY: 1}}
+    )
+    outcome = ask("openrouter")
+    assert outcome.request_id == "gen-[redacted]"
+    assert outcome.to_json()["trace"] == {"echo": ["key [redacted]"], "[redacted]": 1}
+    assert Decision.objects.get().request_id == "gen-[redacted]"
+
+
 def test_provider_detail_is_at_most_500_characters(provider):
     provider.reply(400, {"detail": "x" * 2000})
     assert len(ask().error.provider_detail) == 500
