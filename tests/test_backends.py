@@ -19,6 +19,7 @@ import pytest
 from django.urls import reverse
 
 from questions import services
+from questions.backends.base import scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 
@@ -364,6 +365,17 @@ def test_a_key_echoed_in_the_request_id_or_an_added_field_is_scrubbed(provider):
     assert outcome.request_id == "gen-[redacted]"
     assert outcome.to_json()["trace"] == {"echo": ["key [redacted]"], "[redacted]": 1}
     assert Decision.objects.get().request_id == "gen-[redacted]"
+
+
+@pytest.mark.parametrize("around", [("Bearer ", ""), ("u:", " trailing"), ("", "x")])
+def test_the_key_base64_encoded_inside_a_longer_text_is_scrubbed_but_for_its_edges(around):
+    before, after = around
+    encoded = base64.b64encode(f"{before}{ODD_KEY}{after}".encode()).decode()
+    scrubbed = scrub(f"header {encoded}", ODD_KEY)
+    left, right = scrubbed.removeprefix("header ").split("[redacted]")
+    # what is left holds the surrounding text and at most two bytes of the key at either end
+    assert len(base64.b64decode(left + "=" * (-len(left) % 4))) <= len(before.encode()) + 2
+    assert len(right) <= 4 * ((len(after.encode()) + 2) // 3 + 1)
 
 
 def test_provider_detail_is_at_most_500_characters(provider):
