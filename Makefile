@@ -31,7 +31,7 @@ run: $(VENV)/.synced
 	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
 	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
-	  export TYPESAFE_API_KEY=local-stand-in TYPESAFE_BASE_URL=http://127.0.0.1:$(STANDIN_PORT) \
+	  export TYPESAFE_API_KEY=stand-in-key TYPESAFE_BASE_URL=http://127.0.0.1:$(STANDIN_PORT) \
 	         DECISIONS__STANDIN=1; \
 	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
 	fi; \

@@ -86,7 +86,7 @@ def main() -> None:
 
     logging.getLogger("questions").setLevel(logging.WARNING)
     stand_in = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "local-stand-in"
+    settings.TYPESAFE_API_KEY = "stand-in-key"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{stand_in.server_address[1]}"
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
 

@@ -13,11 +13,16 @@ from questions.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
 from questions.spec import Limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-ENV = os.environ
+
+
+def _env(name: str, default: str = "") -> str:
+    """One variable, stripped. The environment itself is never held in a setting: DEBUG error
+    pages list every upper-case setting, and the environment holds the keys."""
+    return os.environ.get(name, default).strip()
 
 
 def _flag(name: str, default: bool = False) -> bool:
-    raw = ENV.get(name, "").strip().lower()
+    raw = _env(name).lower()
     if not raw:
         return default
     if raw in ("1", "true", "yes", "on"):
@@ -28,7 +33,7 @@ def _flag(name: str, default: bool = False) -> bool:
 
 
 def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
-    raw = ENV.get(name, "").strip()
+    raw = _env(name)
     if not raw:
         return default
     try:
@@ -43,7 +48,7 @@ def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
 
 DEBUG = _flag("DJANGO_DEBUG")
 
-SECRET_KEY = ENV.get("DJANGO_SECRET_KEY", "").strip()
+SECRET_KEY = _env("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -53,7 +58,7 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = [
     host.strip()
-    for host in ENV.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    for host in _env("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
     if host.strip()
 ]
 
@@ -106,7 +111,7 @@ WSGI_APPLICATION = "console.wsgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(
-        ENV.get("DATABASE_URL", "").strip() or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        _env("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=60,
         conn_health_checks=True,
     )
@@ -149,6 +154,9 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", default=False)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
+# error reports (DEBUG pages above all) hide any value holding a key, not only names like one
+DEFAULT_EXCEPTION_REPORTER_FILTER = "console.reporting.SecretsFilter"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -158,7 +166,7 @@ LOGGING = {
 
 # --- decisions (DESIGN.md §2.1, §3) --------------------------------------------------------------
 try:
-    DECISIONS_LIMITS = Limits.from_env(ENV)
+    DECISIONS_LIMITS = Limits.from_env(os.environ)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 # The editor posts every field of the largest set the limits allow: per option its name, shape,
@@ -168,8 +176,8 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = (
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
-DECISIONS_MODEL = ENV.get("DECISIONS__MODEL", "").strip() or "jev-latest"
-DECISIONS_API_KEY_ENV = ENV.get("DECISIONS__API_KEY_ENV", "").strip() or "TYPESAFE_API_KEY"
+DECISIONS_MODEL = _env("DECISIONS__MODEL") or "jev-latest"
+DECISIONS_API_KEY_ENV = _env("DECISIONS__API_KEY_ENV") or "TYPESAFE_API_KEY"
 DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS = _number(
     "DECISIONS__PRICE_PER_MILLION_INPUT_TOKENS",
     DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
@@ -177,17 +185,13 @@ DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS = _number(
 )
 
 # --- backends (DESIGN.md §3); keys stay here and in the backends, never in a page or a log ----
-TYPESAFE_API_KEY = ENV.get(DECISIONS_API_KEY_ENV, "").strip()
-TYPESAFE_BASE_URL = (ENV.get("TYPESAFE_BASE_URL", "").strip() or "https://api.typesafe.ai").rstrip(
-    "/"
-)
-RUNTIME_URL = ENV.get("RUNTIME_URL", "").strip().rstrip("/")
-RUNTIME_TOKEN = ENV.get("RUNTIME_TOKEN", "").strip()
-OPENROUTER_API_KEY = ENV.get("OPENROUTER_API_KEY", "").strip()
-OPENROUTER_BASE_URL = (
-    ENV.get("OPENROUTER_BASE_URL", "").strip() or "https://openrouter.ai/api"
-).rstrip("/")
-OPENROUTER_MODEL = ENV.get("OPENROUTER_MODEL", "").strip() or "~typesafe/jev-latest"
+TYPESAFE_API_KEY = _env(DECISIONS_API_KEY_ENV)
+TYPESAFE_BASE_URL = (_env("TYPESAFE_BASE_URL") or "https://api.typesafe.ai").rstrip("/")
+RUNTIME_URL = _env("RUNTIME_URL").rstrip("/")
+RUNTIME_TOKEN = _env("RUNTIME_TOKEN")
+OPENROUTER_API_KEY = _env("OPENROUTER_API_KEY")
+OPENROUTER_BASE_URL = (_env("OPENROUTER_BASE_URL") or "https://openrouter.ai/api").rstrip("/")
+OPENROUTER_MODEL = _env("OPENROUTER_MODEL") or "~typesafe/jev-latest"
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 #: single-person teams: let the author of a version approve it too (off by default)

@@ -219,8 +219,8 @@ def _summary(answer: dict[str, Any] | None) -> str:
     if answer["type"] == "choice":
         return f"{answer['choice']} ({answer['probabilities'][answer['choice']]:.2f})"
     if answer["type"] == "score":
-        return f"{answer['score']:.2f}"
-    return f"{answer['noul']:.2f}"
+        return _Figure(f"{answer['score']:.2f}")
+    return _Figure(f"{answer['noul']:.2f}")
 
 
 def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str:
@@ -259,21 +259,41 @@ def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str
     )
 
 
+#: a spreadsheet takes a cell starting with one of these for a formula (OWASP: CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class _Figure(str):
+    """A number the console formatted itself, so never a formula: written as it is."""
+
+
+def _cell(value: Any) -> Any:
+    """Text a person wrote (names, ids, options, expected answers) that a spreadsheet would take
+    for a formula gets a leading `'`, so it is shown as text; numbers and booleans stay."""
+    if (
+        isinstance(value, str)
+        and not isinstance(value, _Figure)
+        and value.startswith(FORMULA_STARTS)
+    ):
+        return "'" + value
+    return value
+
+
 def as_csv(columns: list[Column], rows: list[Row]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     header = ["state", "question", "type", "expected"]
     for c in columns:
         header += [f"{c.key} answer", f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
-    writer.writerow(header)
+    writer.writerow([_cell(h) for h in header])
     for r in rows:
         line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]
         for cell in r.cells:
             line += [
                 _summary(cell.answer),
                 cell.flipped,
-                "" if cell.distance is None else f"{cell.distance:.4f}",
+                "" if cell.distance is None else _Figure(f"{cell.distance:.4f}"),
                 "" if cell.passed is None else cell.passed,
             ]
-        writer.writerow(line)
+        writer.writerow([_cell(v) for v in line])
     return out.getvalue()

@@ -4,6 +4,7 @@ state never leaking into an error, a log line, a record or an output."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -12,11 +13,15 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
+from django.urls import reverse
 
 from questions import roles, services
+from questions.backends.base import scrub
 from questions.models import Decision, DecisionAnswer
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -270,6 +275,108 @@ def test_a_provider_echoing_the_key_or_the_state_is_scrubbed(provider, caplog):
     assert KEY not in outcome.error.provider_detail
     assert STATE not in outcome.error.provider_detail
     assert_no_leak(caplog, outcome.to_json())
+
+
+#: a mixed-case key that URL-encoding and both base64 alphabets change, with a padded base64
+ODD_KEY = "sk-Test/4f9c+2a7E=1b ~x?9"
+KEY_FORMS = {
+    "as written": ODD_KEY,
+    "upper-cased": ODD_KEY.upper(),
+    "lower-cased": ODD_KEY.lower(),
+    "quote": quote(ODD_KEY),
+    "quote, nothing safe": quote(ODD_KEY, safe=""),
+    "quote_plus": quote_plus(ODD_KEY),
+    "every character as %XX": "".join(f"%{byte:02X}" for byte in ODD_KEY.encode()),
+    "base64": base64.b64encode(ODD_KEY.encode()).decode(),
+    "base64 unpadded": base64.b64encode(ODD_KEY.encode()).decode().rstrip("="),
+    "urlsafe base64": base64.urlsafe_b64encode(ODD_KEY.encode()).decode(),
+    "urlsafe base64 unpadded": base64.urlsafe_b64encode(ODD_KEY.encode()).decode().rstrip("="),
+}
+
+
+@pytest.fixture
+def odd_key(provider, settings):
+    settings.TYPESAFE_API_KEY = ODD_KEY
+    return provider
+
+
+def preview_page(client) -> str:
+    """The preview panel's answer to the typesafe backend, asked by an author."""
+    owner = factories.author()
+    qs = factories.question_set(owner=owner, doc=DOCUMENT)
+    client.force_login(owner)
+    response = client.post(
+        reverse("version-preview", args=[qs.slug, 1]),
+        {
+            "preview_state": "",
+            "preview_state_json": json.dumps(STATE),
+            "preview_backend": "typesafe",
+        },
+    )
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def recorded_texts() -> list[str]:
+    texts = []
+    for d in Decision.objects.all():
+        texts.extend([d.detail, d.provider_detail, d.response_text, d.model_answered, d.request_id])
+    return texts
+
+
+def key_forms_in(*texts: str) -> list[str]:
+    return [name for name, form in KEY_FORMS.items() for text in texts if form in text]
+
+
+@pytest.mark.parametrize("form", KEY_FORMS.values(), ids=KEY_FORMS.keys())
+def test_a_key_echoed_in_an_error_in_any_form_is_scrubbed(odd_key, client, caplog, form):
+    caplog.set_level(logging.DEBUG)
+    odd_key.reply(400, {"detail": f"bad request with key {form}"})
+    odd_key.reply(400, {"detail": f"bad request with key {form}"})
+    outcome = ask()
+    page = preview_page(client)
+    error = outcome.error
+    assert (error.status, error.provider_detail) == (422, "bad request with key [redacted]")
+    assert "bad request with key [redacted]" in page
+    assert Decision.objects.count() == 2
+    shown = [str(error), error.provider_detail, json.dumps(outcome.to_json()), caplog.text, page]
+    assert key_forms_in(*shown, *recorded_texts()) == []
+
+
+@pytest.mark.parametrize("form", KEY_FORMS.values(), ids=KEY_FORMS.keys())
+def test_a_key_echoed_as_the_model_in_any_form_is_scrubbed(odd_key, client, caplog, form):
+    caplog.set_level(logging.DEBUG)
+    odd_key.reply(200, {**GOOD, "model": f"jev-1.13.0 {form}"})
+    odd_key.reply(200, {**GOOD, "model": f"jev-1.13.0 {form}"})
+    outcome = ask()
+    page = preview_page(client)
+    assert (outcome.status, outcome.checked.model) == (200, "jev-1.13.0 [redacted]")
+    assert "jev-1.13.0 [redacted]" in page
+    models = Decision.objects.values_list("model_answered", flat=True)
+    assert list(models) == ["jev-1.13.0 [redacted]"] * 2
+    shown = [json.dumps(outcome.to_json()), caplog.text, page]
+    assert key_forms_in(*shown, *recorded_texts()) == []
+
+
+def test_a_key_echoed_in_the_request_id_or_an_added_field_is_scrubbed(provider):
+    provider.reply(
+        200, {**GOOD, "id": f"gen-{KEY}", "trace": {"echo": [f"key {KEY.upper()}"], KEY: 1}}
+    )
+    outcome = ask("openrouter")
+    assert outcome.request_id == "gen-[redacted]"
+    assert outcome.to_json()["trace"] == {"echo": ["key [redacted]"], "[redacted]": 1}
+    assert Decision.objects.get().request_id == "gen-[redacted]"
+
+
+@pytest.mark.parametrize("around", [("Bearer ", ""), ("u:", " trailing"), ("", "x")])
+def test_the_key_base64_encoded_inside_a_longer_text_is_scrubbed_but_for_its_edges(around):
+    before, after = around
+    encoded = base64.b64encode(f"{before}{ODD_KEY}{after}".encode()).decode()
+    scrubbed = scrub(f"header {encoded}", ODD_KEY)
+    left, right = scrubbed.removeprefix("header ").split("[redacted]")
+    # what is left holds the surrounding text and at most two bytes of the key at either end
+    assert len(base64.b64decode(left + "=" * (-len(left) % 4))) <= len(before.encode()) + 2
+    assert len(right) <= 4 * ((len(after.encode()) + 2) // 3 + 1)
 
 
 def test_provider_detail_is_at_most_500_characters(provider):

@@ -158,3 +158,72 @@ def test_the_page_and_its_downloads(client, two_runs):
     table = list(csv.reader(io.StringIO(text)))
     assert table[0][:4] == ["state", "question", "type", "expected"]
     assert len(table) == 4 and table[1][0] == "a"
+
+
+# --- the CSV download and spreadsheets -----------------------------------------------------------
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@pytest.fixture
+def formula_names(client):
+    """Question ids, option names, state names and expected answers a spreadsheet would take for
+    formulas, and one run that answered every state."""
+    writer = factories.author("writer")
+    client.force_login(writer)
+    doc = {
+        f"{c}q": {"type": "choice", "criteria": {f"{c}opt": "the one", "other": "else"}}
+        for c in FORMULA_STARTS
+    }
+    qs = factories.question_set("f", owner=writer, doc=doc)
+    expected = {f"{c}q": f"{c}opt" for c in FORMULA_STARTS}
+    for i, c in enumerate(FORMULA_STARTS):
+        services.sample_state_create(
+            question_set=qs, name=f"{c}state {i}", state=i, author=writer, expected=expected
+        )
+    run = services.batch_create(
+        version=services.open_draft(qs), backend="recorded", user=writer, enqueue=False
+    )
+    for item in BatchItem.objects.all():
+        item.status = "answered"
+        item.answers = {
+            f"{c}q": {
+                "type": "choice",
+                "choice": f"{c}opt",
+                "probabilities": {f"{c}opt": 0.9, "other": 0.1},
+                "confidence": 0.8,
+            }
+            for c in FORMULA_STARTS
+        }
+        item.save()
+    return run
+
+
+def test_the_csv_download_never_starts_a_cell_with_a_formula(client, formula_names):
+    url = reverse("set-compare", args=["f"])
+    response = client.get(url, {"col": f"run:{formula_names.pk}", "format": "csv"})
+    table = list(csv.reader(io.StringIO(response.content.decode(), newline="")))
+    assert len(table) == 1 + 6 * 6
+    assert [cell for row in table for cell in row if cell.startswith(FORMULA_STARTS)] == []
+    rows = table[1:]
+    assert {r[0] for r in rows} == {"'=state 0", "'+state 1", "'-state 2", "'@state 3"} | {
+        "state 4",  # a state's name is stripped: a leading tab or CR never reaches the CSV
+        "state 5",
+    }
+    assert {r[1] for r in rows} == {f"'{c}q" for c in FORMULA_STARTS}
+    assert {r[3] for r in rows} == {f"'{c}opt" for c in FORMULA_STARTS}
+    assert {r[4] for r in rows} == {f"'{c}opt (0.90)" for c in FORMULA_STARTS}
+    assert {r[5] for r in rows} == {"False"}
+
+
+def test_numbers_the_console_writes_stay_numbers_in_the_csv(two_runs):
+    *_, a, _ = two_runs
+    score = {"type": "score", "score": -0.5, "probabilities": {}, "confidence": 0.5}
+    row = comparison.Row(
+        state=a, question="level", qtype="score", expected=-1, cells=[comparison.Cell(score)]
+    )
+    row.cells.append(comparison.Cell(score, distance=-0.25))
+    columns = [comparison.Column(key=f"run:{n}", label="") for n in (1, 2)]
+    table = list(csv.reader(io.StringIO(comparison.as_csv(columns, [row]))))
+    baseline, changed = ["-0.50", "False", "", ""], ["-0.50", "False", "-0.2500", ""]
+    assert table[1] == ["a", "level", "score", "-1", *baseline, *changed]

@@ -325,6 +325,15 @@ def test_tokens_are_stored_hashed():
     assert stored.prefix == raw[:10] and len(raw) > 40
 
 
+def test_the_page_showing_a_new_token_is_never_cached(client):
+    client.force_login(factories.reviewer())
+    response = client.post(reverse("token-list"), {"name": "ci runtime"})
+    token = APIToken.objects.get(name="ci runtime")
+    assert response.status_code == 200 and token.prefix in response.content.decode()
+    directives = {d.strip() for d in response["Cache-Control"].split(",")}
+    assert {"no-store", "private"} <= directives
+
+
 # --- the command line ----------------------------------------------------------------------------
 
 

@@ -1,7 +1,12 @@
-"""Settings read the environment once, and a bad value names its variable."""
+"""Settings read the environment once, and a bad value names its variable; DEBUG error pages
+show none of the secrets the environment holds."""
 
+import http.client
+import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +86,138 @@ def test_a_bad_value_names_its_variable(env, named):
 def test_a_secret_key_is_required_unless_debugging():
     assert "DJANGO_SECRET_KEY" in load_settings().stderr
     assert load_settings(DJANGO_DEBUG="true").returncode == 0
+
+
+# --- DEBUG error pages (`make run` serves with DJANGO_DEBUG=1) ----------------------------------
+
+CANARIES = {
+    "TYPESAFE_API_KEY": "tsKEYcanary-5e6f7a8b",
+    "DJANGO_SECRET_KEY": "djSECRETcanary-1a2b3c4d",
+    "RUNTIME_TOKEN": "rtTOKENcanary-9d8c7b6a",
+    "OPENROUTER_API_KEY": "orKEYcanary-2f3e4d5c",
+}
+DB_PASSWORD = "dbPASScanary-7a6b5c4d"
+SECRETS = [*CANARIES.values(), DB_PASSWORD]
+
+#: A Django process started with the canaries: a request with a foreign Host (DisallowedHost,
+#: a 400 page) and a request whose provider call fails inside Wire.call (a technical 500 whose
+#: frames hold the Wire and the request headers).
+DEBUG_PAGES = """
+import json, os, sys, types
+os.environ["DJANGO_SETTINGS_MODULE"] = "console.settings"
+import django
+django.setup()
+import httpx
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.test import Client
+from django.urls import include, path
+from questions.backends.base import Ask
+from questions.backends.http import TypeSafeBackend
+
+def broken_transport(self, request):
+    raise RuntimeError("the wire broke")
+
+httpx.HTTPTransport.handle_request = broken_transport
+
+@login_not_required
+def ask_typesafe(request):
+    TypeSafeBackend().ask(Ask(questions={}, state="a state", model="jev-latest"))
+
+urls = types.ModuleType("debug_page_urls")
+urls.urlpatterns = [path("ask/", ask_typesafe), path("", include("console.urls"))]
+sys.modules[urls.__name__] = urls
+settings.ROOT_URLCONF = urls.__name__
+# runserver (wsgiref) copies the process environment into every request's META
+client = Client(raise_request_exception=False, **os.environ)
+pages = {
+    "bad_host": client.get("/accounts/login/", HTTP_HOST="evil.example"),
+    "wire_500": client.get("/ask/", HTTP_HOST="localhost"),
+}
+print(json.dumps({name: [r.status_code, r.content.decode()] for name, r in pages.items()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def debug_pages() -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", DEBUG_PAGES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DJANGO_DEBUG": "1",
+            "TYPESAFE_BASE_URL": "http://127.0.0.1:9",
+            "DATABASE_URL": f"postgres://console:{DB_PASSWORD}@127.0.0.1:9/console",
+            **CANARIES,
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
+    status, page = debug_pages["bad_host"]
+    assert status == 400
+    assert "DisallowedHost" in page and "DATABASE_URL" in page  # the settings and META, shown
+    assert [s for s in SECRETS if s in page] == []
+
+
+def test_a_debug_500_inside_the_wire_shows_no_secret_in_its_frames(debug_pages):
+    status, page = debug_pages["wire_500"]
+    assert status == 500
+    assert "the wire broke" in page and "questions/backends/base.py" in page
+    assert "headers" in page and "********************" in page  # the locals, cleansed
+    assert [s for s in SECRETS if s in page] == []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_with_foreign_host(port: int, path: str, within: float = 60) -> tuple[int, str]:
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", path, headers={"Host": "evil.example"})
+            response = conn.getresponse()
+            return response.status, response.read().decode()
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, "runserver did not start"
+            time.sleep(0.2)
+
+
+def test_runserver_in_debug_shows_no_secret_to_a_foreign_host(tmp_path):
+    """The review's reproduction, as it was: `make run`'s server and one anonymous request."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "runserver",
+            "--noreload",
+            "--skip-checks",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DJANGO_DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            **CANARIES,
+        },
+    )
+    try:
+        status, page = get_with_foreign_host(port, "/accounts/login/")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert status == 400 and "DisallowedHost" in page
+    assert [s for s in CANARIES.values() if s in page] == []

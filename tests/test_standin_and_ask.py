@@ -24,7 +24,7 @@ DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())
 @pytest.fixture
 def stand_in(settings):
     server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "local-stand-in"
+    settings.TYPESAFE_API_KEY = "stand-in-key"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     yield server
     server.shutdown()

@@ -7,7 +7,10 @@ says about the key goes to the server log only, with the key removed.
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -124,12 +127,43 @@ def provider_text(body: Any) -> str:
     return ""
 
 
+#: secrets longer than this (a state) are removed only as written, not in every encoding
+SCRUB_VARIANTS_UP_TO = 512
+
+
 def scrub(text: str, *secrets: str) -> str:
-    """Remove every secret (and any long string state) from text that may leave the server."""
+    """Remove every secret (and any long string state) from text that may leave the server.
+
+    A secret is also found in any letter case, URL-encoded (any of its characters as `%XX`,
+    spaces as `+`), and base64-encoded (standard or URL-safe alphabet, with or without padding).
+    """
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[redacted]")
+            if len(secret) <= SCRUB_VARIANTS_UP_TO:
+                text = _secret_pattern(secret).sub("[redacted]", text)
     return text
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    def encodings(char: str) -> list[str]:
+        escaped = "".join(f"%{byte:02x}" for byte in char.encode())
+        return [re.escape(char), re.escape(escaped), *([r"\+"] if char == " " else [])]
+
+    as_written = "".join(f"(?:{'|'.join(encodings(char))})" for char in secret)
+    raw = secret.encode()
+    encoded = base64.b64encode(raw).decode()
+    base64_forms = {encoded, encoded.rstrip("=")}
+    # inside a longer encoding (`Bearer <key>`, `user:<key>`) the key starts at any of three
+    # offsets; the whole groups that hold its bytes only are the same whatever surrounds them
+    for offset in range(3):
+        whole = 4 * ((offset + len(raw)) // 3)
+        core = base64.b64encode(bytes(offset) + raw).decode()[4 if offset else 0 : whole]
+        base64_forms |= {core} if len(core) >= 8 else set()
+    base64_forms |= {form.replace("+", "-").replace("/", "_") for form in base64_forms}
+    alternatives = [as_written, *map(re.escape, sorted(base64_forms, key=len, reverse=True))]
+    return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -4,11 +4,13 @@ so a test can point it at a loopback server."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import Any
 
 from django.conf import settings
 
-from questions.backends.base import Ask, DecisionError, Outcome, Wire
+from questions.backends.base import Ask, DecisionError, Outcome, Wire, scrub
 
 
 class _HttpBackend:
@@ -37,7 +39,42 @@ class _HttpBackend:
                 live=False,
                 error=DecisionError(503, self.missing_configuration()),
             )
-        return self.wire().call(ask, started)
+        wire = self.wire()
+        return without_secret(wire.call(ask, started), wire.secret)
+
+
+def without_secret(outcome: Outcome, secret: str) -> Outcome:
+    """A provider may echo the key in any field of an answer: the model that answered, the
+    request id, the fields it adds. Each is shown and stored, so each loses the key here (the
+    raw response text and the provider's words lose it on the wire)."""
+    outcome.request_id = scrub(outcome.request_id, secret)
+    checked = outcome.checked
+    if checked is not None:
+        outcome.checked = dataclasses.replace(
+            checked,
+            model=None if checked.model is None else scrub(checked.model, secret),
+            extra=_scrub_json(checked.extra, secret),
+        )
+    return outcome
+
+
+def _scrub_json(value: Any, secret: str) -> Any:
+    """Every string in parsed JSON, keys included, without the secret; iterative, as a provider's
+    JSON may nest as deep as the parser allows."""
+    root = [value]
+    pending: list[tuple[Any, Any]] = [(root, 0)]
+    while pending:
+        container, slot = pending.pop()
+        item = container[slot]
+        if isinstance(item, str):
+            container[slot] = scrub(item, secret)
+        elif isinstance(item, dict):
+            container[slot] = {scrub(k, secret): v for k, v in item.items()}
+            pending.extend((container[slot], k) for k in container[slot])
+        elif isinstance(item, list):
+            container[slot] = list(item)
+            pending.extend((container[slot], i) for i in range(len(item)))
+    return root[0]
 
 
 class TypeSafeBackend(_HttpBackend):

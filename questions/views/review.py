@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import diff, roles, selectors, services, spec
@@ -207,6 +208,7 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
 # --- API tokens ----------------------------------------------------------------------------------
 
 
+@never_cache  # a new token is on this page once: no cache, shared or private, may keep it
 @require_http_methods(["GET", "POST"])
 def token_list(request: HttpRequest) -> HttpResponse:
     """Reviewers and staff create, see and revoke the runtime's tokens; a new token is shown
