@@ -16,13 +16,13 @@ from django.http import QueryDict
 from questions import metrics, services, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, SampleState
 
-COLUMN = re.compile(r"\A(?:run:(?P<run>\d+)|v(?P<version>\d+):(?P<backend>[a-z]+))\Z")
+COLUMN = re.compile(r"\A(?:run:(?P<run>\d+)|v(?P<version>\d+):(?P<backend>[a-z]+(?::[a-z]+)?))\Z")
 FILTERS = ("all", "changes", "failures")
 
 
 @dataclass
 class Column:
-    key: str  # as in the URL: run:12 or v3:recorded
+    key: str  # as in the URL: run:12, v3:typesafe, v3:recorded or v3:recorded:openrouter
     label: str
     questions: dict[str, spec.Question] = field(default_factory=dict)
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
@@ -123,7 +123,7 @@ def _load_column(key: str, question_set: QuestionSet, states: list[SampleState],
         column.problem = "This version's document is invalid: nothing to ask."
         return column
     column.questions = result.document.questions
-    if backend != "recorded" and len(states) > 1:
+    if not backend.startswith("recorded") and len(states) > 1:
         column.problem = (
             "A live backend answers one state at a time here; pick a state, or "
             "start a batch run and compare the run."
