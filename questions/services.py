@@ -587,6 +587,8 @@ def version_approve(
             "it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
         )
     _require_valid(locked, "version")
+    locked.approved_model = settings.DECISIONS_MODEL  # frozen with the version, for its export
+    locked.save(update_fields=["approved_model"])
     _move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
     if label:
         label_move(
