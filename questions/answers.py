@@ -42,10 +42,26 @@ A probability may arrive as the integer 0 or 1; booleans are not numbers here.
 
 `score` must also lie in 0…n−1 and probabilities and confidence in 0…1: rounding never moves a
 value across those bounds, so they get no tolerance.
+
+Which rules refuse depends on the wire
+--------------------------------------
+`check_response(..., rules=...)` takes the rules that make a 502 on the wire that answered:
+
+- `RUNTIME` (the runtime's `POST /api/decisions`, seed 000): every asked question answered with
+  its own type and required fields, probabilities and confidence in 0..1, a finite score in
+  0..n−1. The runtime checks no more, so the console refuses no more.
+- `GATEWAY` (the provider wires, seed 002): also the option keys (a declared choice, exactly the
+  declared options or levels in `probabilities`, legend keys 0…n−1), sums (2) and the weighted
+  score (3).
+
+What a wire's rules let through is never refused and never fixed: it is listed in the checked
+answer's `flags` (a list of `{"code", "detail"}`), advisory like `nearUniform`. On every wire a
+choice that is not its most probable option is such a flag (`not_most_probable`).
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,6 +79,19 @@ REQUIRED_FIELDS: Final = {
     "score": ("score", "probabilities", "legend", "confidence"),
     "noul": ("noul",),
 }
+
+
+class Rule(enum.Flag):
+    """The answer rules a wire enforces (see the module docstring)."""
+
+    SHAPE = enum.auto()  # types, required fields, ranges 0..1, a finite score in 0..n-1, no gap
+    OPTIONS = enum.auto()  # declared choice; probabilities and legend keyed as declared
+    SUMS = enum.auto()  # probabilities sum to one within two-decimal rounding
+    WEIGHTED = enum.auto()  # the score agrees with its probabilities within rounding
+
+
+RUNTIME: Final = Rule.SHAPE
+GATEWAY: Final = Rule.SHAPE | Rule.OPTIONS | Rule.SUMS | Rule.WEIGHTED
 
 
 class AnswerError(Exception):
@@ -105,8 +134,21 @@ class CheckedDecision:
 
 
 def is_number(value: Any) -> bool:
-    """A finite JSON number; `true`/`false` are not numbers."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number a double can hold; `true`/`false` are not numbers, and neither is an
+    integer too large for a double (JSON allows 400 digits; `math.isfinite` would overflow)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _kind(value: Any) -> str:
+    """`spec.describe`, telling an integer too large for a double apart from a number."""
+    if isinstance(value, int) and not isinstance(value, bool) and not is_number(value):
+        return "an integer too large for a double"
+    return spec.describe(value)
 
 
 def near_uniform(probabilities: Mapping[str, float]) -> bool:
@@ -166,53 +208,81 @@ def _fmt(x: float) -> str:
 
 
 class _AnswerChecker:
-    def __init__(self) -> None:
+    def __init__(self, rules: Rule) -> None:
+        self.rules = rules
         self.problems: list[tuple[str | None, str]] = []
+        self.flags: list[dict[str, str]] = []  # the answer being checked
 
     def fail(self, qid: str | None, message: str) -> None:
         self.problems.append((qid, message))
 
+    def beyond(self, rule: Rule, qid: str, code: str, message: str) -> None:
+        """A broken rule: a problem on a wire that enforces it, a flag on one that does not."""
+        if rule in self.rules:
+            self.fail(qid, message)
+        else:
+            self.flags.append({"code": code, "detail": message})
+
     def unit(self, qid: str, name: str, value: Any) -> bool:
         """A number in 0..1."""
         if not is_number(value):
-            self.fail(qid, f"`{qid}`: {name} must be a number; got {spec.describe(value)}")
+            self.fail(qid, f"`{qid}`: {name} must be a number; got {_kind(value)}")
             return False
         if not 0 <= value <= 1:
             self.fail(qid, f"`{qid}`: {name} is {_fmt(value)}; it must lie in 0..1")
             return False
         return True
 
-    def distribution(self, qid: str, probabilities: Any, keys: list[str], what: str) -> bool:
-        """A map naming exactly `keys`, each a probability, whose sum rounding explains."""
+    def distribution(
+        self, qid: str, probabilities: Any, keys: list[str], what: str
+    ) -> tuple[dict[str, float] | None, bool]:
+        """A map of probabilities in 0..1 naming exactly `keys`, whose sum rounding explains.
+        Returns the map when every value is a probability (else None), and whether it names
+        exactly `keys` with a sum rounding explains."""
         if not isinstance(probabilities, Mapping):
             self.fail(
                 qid, f"`{qid}`: probabilities must be an object; got {spec.describe(probabilities)}"
             )
-            return False
+            return None, False
         missing = [k for k in keys if k not in probabilities]
         extra = [k for k in probabilities if k not in keys]
         if missing:
-            self.fail(qid, f"`{qid}`: probabilities lack {what} {_names(missing)}")
+            self.beyond(
+                Rule.OPTIONS,
+                qid,
+                "missing_keys",
+                f"`{qid}`: probabilities lack {what} {_names(missing)}",
+            )
         if extra:
-            self.fail(qid, f"`{qid}`: probabilities name undeclared {what} {_names(extra)}")
-        ok = not missing and not extra
-        for key in keys:
+            self.beyond(
+                Rule.OPTIONS,
+                qid,
+                "undeclared_keys",
+                f"`{qid}`: probabilities name undeclared {what} {_names(extra)}",
+            )
+        enforced = Rule.OPTIONS in self.rules
+        shown = keys if enforced else list(probabilities)
+        ok = True
+        for key in shown:
             if key in probabilities:
                 ok = self.unit(qid, f"the probability of {what} `{key}`", probabilities[key]) and ok
-        if not ok:
-            return False
-        values = [probabilities[k] for k in keys]
+        if not ok or (enforced and (missing or extra)):
+            return None, False
+        values = [probabilities[k] for k in shown]
         if not sum_explained_by_rounding(values):
-            self.fail(
+            self.beyond(
+                Rule.SUMS,
                 qid,
+                "sum",
                 f"`{qid}`: probabilities sum to {_fmt(sum(values))}, which two-decimal rounding "
                 f"of {len(values)} values cannot explain",
             )
-            return False
-        return True
+            return (None if Rule.SUMS in self.rules else dict(probabilities)), False
+        return dict(probabilities), not missing and not extra
 
     def answer(self, question: spec.Question, answer: Any) -> dict[str, Any] | None:
         qid = question.id
+        self.flags = []
         if not isinstance(answer, Mapping):
             self.fail(qid, f"`{qid}`: the answer must be an object; got {spec.describe(answer)}")
             return None
@@ -233,17 +303,40 @@ class _AnswerChecker:
             self.choice(question, answer, checked)
         else:
             self.score(question, answer)
+        if self.flags:
+            checked["flags"] = self.flags
         return checked if len(self.problems) == before else None
 
     def choice(self, question: spec.Question, answer: Mapping, checked: dict) -> None:
         qid, options = question.id, question.option_names
         chosen = answer["choice"]
-        if not isinstance(chosen, str) or chosen not in options:
-            shown = f"`{chosen}`" if isinstance(chosen, str) else spec.describe(chosen)
-            self.fail(qid, f"choice `{qid}` chose {shown}, which is not a declared option")
+        if not isinstance(chosen, str):
+            self.fail(qid, f"choice `{qid}`: choice must be a string; got {spec.describe(chosen)}")
+        elif chosen not in options:
+            self.beyond(
+                Rule.OPTIONS,
+                qid,
+                "undeclared_choice",
+                f"choice `{qid}` chose `{chosen}`, which is not a declared option",
+            )
         self.unit(qid, "confidence", answer["confidence"])
-        if self.distribution(qid, answer["probabilities"], options, "option"):
-            checked["nearUniform"] = near_uniform(answer["probabilities"])
+        probabilities, exact = self.distribution(qid, answer["probabilities"], options, "option")
+        if probabilities is None:
+            return
+        if exact:
+            checked["nearUniform"] = near_uniform(probabilities)
+        if isinstance(chosen, str) and chosen in probabilities:
+            top = max(probabilities.values())
+            if probabilities[chosen] < top:  # a tie at the top is not a disagreement
+                best = [k for k, p in probabilities.items() if p == top]
+                self.flags.append(
+                    {
+                        "code": "not_most_probable",
+                        "detail": f"choice `{qid}` chose `{chosen}` "
+                        f"({_fmt(probabilities[chosen])}) but {_names(best)} is more probable "
+                        f"({_fmt(top)})",
+                    }
+                )
 
     def score(self, question: spec.Question, answer: Mapping) -> None:
         qid, n = question.id, question.level_count
@@ -253,25 +346,30 @@ class _AnswerChecker:
         if not isinstance(legend, Mapping):
             self.fail(qid, f"`{qid}`: legend must be an object; got {spec.describe(legend)}")
         elif sorted(legend) != sorted(keys):
-            self.fail(
-                qid, f"score `{qid}`: legend keys are {_names(list(legend))}; expected 0…{n - 1}"
+            self.beyond(
+                Rule.OPTIONS,
+                qid,
+                "legend_keys",
+                f"score `{qid}`: legend keys are {_names(list(legend))}; expected 0…{n - 1}",
             )
         value = answer["score"]
         if not is_number(value):
-            self.fail(qid, f"score `{qid}`: score must be a number; got {spec.describe(value)}")
+            self.fail(qid, f"score `{qid}`: score must be a number; got {_kind(value)}")
             return
         if not 0 <= value <= n - 1:
             self.fail(qid, f"score `{qid}`: score is {_fmt(value)}; it must lie in 0..{n - 1}")
             return
-        probabilities = answer["probabilities"]
-        if not self.distribution(qid, probabilities, keys, "level"):
+        probabilities, exact = self.distribution(qid, answer["probabilities"], keys, "level")
+        if probabilities is None or not exact:
             return
         values = [probabilities[k] for k in keys]
         lo, hi = weighted_score_range(values)
         if not lo - HALF_HUNDREDTH - FLOAT_SLACK <= value <= hi + HALF_HUNDREDTH + FLOAT_SLACK:
             weighted = sum(i * p for i, p in enumerate(values))
-            self.fail(
+            self.beyond(
+                Rule.WEIGHTED,
                 qid,
+                "weighted_score",
                 f"score `{qid}`: score is {_fmt(value)} but its probabilities weigh "
                 f"{_fmt(weighted)}; two-decimal rounding allows {lo - HALF_HUNDREDTH:.3f}…"
                 f"{hi + HALF_HUNDREDTH:.3f}",
@@ -288,10 +386,12 @@ def check_response(
     body: Any,
     *,
     price_per_million: float = DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
+    rules: Rule = GATEWAY,
 ) -> CheckedDecision:
-    """Check a provider response body against the questions that were asked."""
+    """Check a response body against the questions that were asked. `rules` are the ones that
+    refuse (a 502) on the wire that answered; what they let through becomes a flag."""
     asked = questions.questions if isinstance(questions, spec.Document) else questions
-    checker = _AnswerChecker()
+    checker = _AnswerChecker(rules)
     if not isinstance(body, Mapping):
         raise AnswerError([(None, f"the response is {spec.describe(body)}, not an object")])
     if "error" in body and "answers" not in body:

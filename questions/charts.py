@@ -11,6 +11,8 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from questions import metrics
+
 WIDTH = 560
 LABEL_W = 190
 VALUE_W = 56
@@ -58,9 +60,13 @@ def _bars(rows: list[tuple[str, float, bool]], title: str, desc: str) -> SafeStr
 
 
 def choice_bar_chart(qid: str, answer: dict[str, Any], options: list[str]) -> SafeString:
-    """A bar per declared option in declared order; the chosen one marked."""
+    """A bar per declared option in declared order, then any option the answer added (a wire
+    that lets them through flags them); the chosen one marked. A missing option has no bar."""
     probabilities = answer["probabilities"]
-    rows = [(name, float(probabilities[name]), name == answer["choice"]) for name in options]
+    names = [n for n in options if n in probabilities] + [
+        n for n in probabilities if n not in options
+    ]
+    rows = [(name, float(probabilities[name]), name == answer["choice"]) for name in names]
     desc = f"chose {answer['choice']} with confidence {_pct(answer['confidence'])}; " + ", ".join(
         f"{name} {_pct(p)}" for name, p, _ in rows
     )
@@ -71,10 +77,11 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
     """A bar per level with its legend, and the fractional score on the 0…n−1 axis."""
     probabilities, legend = answer["probabilities"], answer.get("legend") or {}
     score = float(answer["score"])
-    nearest = min(levels - 1, max(0, round(score)))
+    nearest = min(levels - 1, max(0, metrics.nearest_level(score)))
     rows = [
         (f"{i} {legend.get(str(i), '')}".strip(), float(probabilities[str(i)]), i == nearest)
         for i in range(levels)
+        if str(i) in probabilities  # a wire that lets a level be missing flags it
     ]
     desc = f"score {score:.2f} of 0 to {levels - 1}; " + ", ".join(
         f"level {r[0]} {_pct(r[1])}" for r in rows

@@ -18,7 +18,8 @@ from questions import backends, metrics, roles, services, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, SampleState
 
 COLUMN = re.compile(
-    r"\A(?:run:(?P<run>[0-9]{1,18})|v(?P<version>[0-9]{1,9}):(?P<backend>[a-z]{1,20}))\Z"
+    r"\A(?:run:(?P<run>[0-9]{1,18})"
+    r"|v(?P<version>[0-9]{1,9}):(?P<backend>[a-z]{1,20}(?::[a-z]{1,20})?))\Z"
 )
 #: live columns ask the provider once per column on every view: a page asks at most this many
 MAX_LIVE_COLUMNS = 3
@@ -27,7 +28,7 @@ FILTERS = ("all", "changes", "failures")
 
 @dataclass
 class Column:
-    key: str  # as in the URL: run:12 or v3:recorded
+    key: str  # as in the URL: run:12, v3:typesafe, v3:recorded or v3:recorded:openrouter
     label: str
     questions: dict[str, spec.Question] = field(default_factory=dict)
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers

@@ -26,6 +26,8 @@ BINS = 10
 
 
 def nearest_level(score: float) -> int:
+    """The level a fractional score is nearest to, halves going up (0.5 → 1, 2.5 → 3): the one
+    rule for metrics and charts alike (Python's `round` would take halves to even)."""
     return math.floor(score + 0.5)
 
 

@@ -58,6 +58,9 @@ class Version(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="versions"
     )
     revision = models.PositiveIntegerField(default=1, help_text="bumped by every saved edit")
+    approved_model = models.CharField(
+        max_length=200, blank=True, help_text="DECISIONS__MODEL when approved; its export's model"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -180,12 +183,13 @@ class SampleStateRevision(models.Model):
 
 class Decision(models.Model):
     """One live call to a provider, recorded whatever its outcome (DESIGN.md §3). The request is
-    stored canonical and without the key; a response that spoke about the key is not stored."""
+    stored as the exact body sent, in the author's order and without the key (its canonical
+    hash keys replay); a response that spoke about the key is not stored."""
 
     backend = models.CharField(max_length=20)
     model_asked = models.CharField(max_length=200)
     model_answered = models.CharField(max_length=200, blank=True)
-    request_text = models.TextField(help_text="the canonical request body (never the key)")
+    request_text = models.TextField(help_text="the exact request body sent (never the key)")
     request_sha256 = models.CharField(max_length=64)
     state_sha256 = models.CharField(max_length=64)
     questions_sha256 = models.CharField(max_length=64)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from questions import metrics, spec
@@ -47,7 +47,8 @@ def approval_of(version: Version) -> ReviewEvent | None:
 
 def export_document(version: Version) -> dict[str, Any]:
     """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
-    is the approved document exactly; `sha256` is the canonical hash of that map."""
+    is the approved document exactly; `sha256` is the canonical hash of that map; `model` is
+    the one recorded when the version was approved (frozen with it)."""
     approval = approval_of(version)
     return {
         "format": spec.EXPORT_FORMAT,
@@ -55,7 +56,7 @@ def export_document(version: Version) -> dict[str, Any]:
         "version": version.number,
         "status": str(version.status),
         "sha256": version.sha256,
-        "model": settings.DECISIONS_MODEL,
+        "model": version.approved_model,
         "approved_by": approval.actor.get_username() if approval else None,
         "approved_at": approval.created_at.isoformat() if approval else None,
         "questions": version.document,
@@ -64,6 +65,12 @@ def export_document(version: Version) -> dict[str, Any]:
 
 def export_text(document: dict[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def export_etag(text: str) -> str:
+    """The export's entity tag: the SHA-256 of its whole body, so any change of body changes
+    it (the `sha256` inside names the questions only)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def exportable_version(

@@ -177,6 +177,15 @@ def canonical_json(value: Any) -> bytes:
     ).encode("utf-8")
 
 
+def wire_json(value: Any) -> bytes:
+    """The bytes that go on a wire (DESIGN.md §2.4): UTF-8, no insignificant whitespace, every
+    object's keys in the order they have — the author's, never sorted. Canonical JSON is for
+    hashing only. Raises `ValueError` for values JSON cannot hold."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
+
+
 def sha256_of(value: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of any JSON value."""
     return hashlib.sha256(canonical_json(value)).hexdigest()
@@ -252,21 +261,21 @@ WRAPPER_KEYS: Final = {
 
 @dataclass(frozen=True)
 class Question:
-    """One typed question. `instructions` and `criteria` keep `ABSENT` apart from `None`."""
+    """One typed question. `instructions` and `criteria` keep `ABSENT` apart from `None`;
+    `keys` remembers the order the source document gave its keys in (not part of equality)."""
 
     id: str
     type: str
     instructions: Any = ABSENT
     criteria: Any = ABSENT
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The question as it goes on the wire: keys that were absent stay absent."""
-        out: dict[str, Any] = {"type": self.type}
-        if self.instructions is not ABSENT:
-            out["instructions"] = self.instructions
-        if self.criteria is not ABSENT:
-            out["criteria"] = self.criteria
-        return out
+        """The question as it goes on the wire: keys that were absent stay absent, and the keys
+        that are there come in the source document's order."""
+        fields = {"type": self.type, "instructions": self.instructions, "criteria": self.criteria}
+        order = [*self.keys, *(k for k in QUESTION_KEYS if k not in self.keys)]
+        return {k: fields[k] for k in order if k in fields and fields[k] is not ABSENT}
 
     @property
     def sha256(self) -> str:
@@ -569,7 +578,7 @@ class _Checker:
             self.noul(criteria, cpath, qid, instructions)
         if len(self.errors) > before or qtype not in QUESTION_TYPES:
             return None
-        return Question(qid, qtype, instructions, criteria)
+        return Question(qid, qtype, instructions, criteria, keys=tuple(value))
 
     def choice(self, criteria: Any, path: Loc, qid: str) -> None:
         if not isinstance(criteria, dict):

@@ -449,3 +449,112 @@ def test_cost_uses_the_price_given():
     body = response(is_urgent={"type": "noul", "noul": 0.5})
     checked = answers.check_response(asked("is_urgent"), body, price_per_million=1.0)
     assert checked.cost == pytest.approx(100 / 1e6)
+
+
+# --- which rules refuse depends on the wire ------------------------------------------------------
+
+
+def runtime_example() -> dict:
+    return json.loads((EXAMPLES / "runtime-response.json").read_text())
+
+
+def test_the_seed_example_passes_the_runtime_rules_with_its_weighted_score_flagged():
+    checked = answers.check_response(RUNTIME_REQUEST, runtime_example(), rules=answers.RUNTIME)
+    energy = checked.answers["energy"]
+    assert energy["score"] == 2  # never fixed
+    assert [f["code"] for f in energy["flags"]] == ["weighted_score"]
+    assert "1.85" in energy["flags"][0]["detail"]
+    assert "flags" not in checked.answers["intent"] and "flags" not in checked.answers["start"]
+    assert checked.extra["timing"] == {"total_ms": 356, "provider_ms": 349}
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        (choice_answer(choice="legal"), "undeclared_choice"),
+        (
+            choice_answer(probabilities={"billing": 0.88, "technical": 0.12}),
+            "missing_keys",
+        ),
+        (
+            choice_answer(
+                probabilities={"billing": 0.8, "technical": 0.1, "sales": 0.0, "legal": 0.1}
+            ),
+            "undeclared_keys",
+        ),
+        (choice_answer(probabilities={"billing": 0.5, "technical": 0.1, "sales": 0.1}), "sum"),
+    ],
+)
+def test_gateway_rules_are_flags_through_the_runtime_and_502s_elsewhere(answer, code):
+    body = response(department=answer)
+    checked = answers.check_response(asked("department"), body, rules=answers.RUNTIME)
+    assert code in [f["code"] for f in checked.answers["department"]["flags"]]
+    rejected(asked("department"), body)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        choice_answer(confidence=1.2),
+        choice_answer(probabilities={"billing": 1.5, "technical": 0.12, "sales": 0.0}),
+        choice_answer(choice=3),
+        {"type": "noul"},
+        {"type": "choice", "noul": 0.5},
+    ],
+)
+def test_the_runtime_rules_still_refuse_types_fields_and_ranges(answer):
+    with pytest.raises(answers.AnswerError):
+        answers.check_response(
+            asked("department"), response(department=answer), rules=answers.RUNTIME
+        )
+
+
+def test_the_runtime_rules_refuse_a_missing_answer_and_a_score_out_of_range():
+    body = response(frustration=score_answer(score=2.5))
+    with pytest.raises(answers.AnswerError, match=r"must lie in 0\.\.2"):
+        answers.check_response(asked("frustration"), body, rules=answers.RUNTIME)
+    with pytest.raises(answers.AnswerError, match="has no answer"):
+        answers.check_response(
+            asked("frustration", "is_urgent"),
+            response(frustration=score_answer()),
+            rules=answers.RUNTIME,
+        )
+
+
+@pytest.mark.parametrize("rules", [answers.RUNTIME, answers.GATEWAY])
+def test_a_choice_that_is_not_the_most_probable_is_flagged_on_every_wire(rules):
+    answer = choice_answer(choice="technical")
+    checked = answers.check_response(asked("department"), response(department=answer), rules=rules)
+    flags = checked.answers["department"]["flags"]
+    assert [f["code"] for f in flags] == ["not_most_probable"]
+    assert "`billing`" in flags[0]["detail"]
+    assert checked.answers["department"]["choice"] == "technical"
+
+
+def test_a_tie_at_the_top_is_not_flagged():
+    answer = choice_answer(probabilities={"billing": 0.5, "technical": 0.5, "sales": 0.0})
+    checked = answers.check_response(
+        asked("department"), response(department=answer.copy() | {"choice": "technical"})
+    )
+    assert "flags" not in checked.answers["department"]
+
+
+HUGE = 10**400  # JSON allows it; a double cannot hold it (math.isfinite overflows)
+
+
+@pytest.mark.parametrize(
+    ("ids", "answer"),
+    [
+        (("is_urgent",), {"is_urgent": {"type": "noul", "noul": HUGE}}),
+        (("frustration",), {"frustration": score_answer(score=HUGE)}),
+        (("department",), {"department": choice_answer(confidence=HUGE)}),
+    ],
+)
+def test_an_integer_too_large_for_a_double_is_refused_by_name_never_raised(ids, answer):
+    assert answers.is_number(HUGE) is False
+    with pytest.raises(answers.AnswerError, match="too large for a double"):
+        answers.check_response(asked(*ids), response(**answer))
+
+
+def test_a_huge_token_count_has_no_cost_rather_than_an_overflow():
+    assert answers.cost_of({"input_tokens": HUGE}, 0.042) is None

@@ -5,13 +5,10 @@ state never leaking into an error, a log line, a record or an output."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
@@ -22,11 +19,11 @@ from questions import roles, services
 from questions.backends.base import scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
+from tests.providers import KEY, Provider, point_every_wire_at
 
 pytestmark = pytest.mark.django_db
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
-KEY = "sk-test-4f9c2a7e1b"
 STATE = "Help! My payouts have been failing for 3 days."
 DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())["questions"]
 GOOD = {
@@ -52,65 +49,12 @@ GOOD = {
 PATHS = {"typesafe": "/v1/systemone", "runtime": "/api/decisions", "openrouter": "/alpha/decisions"}
 
 
-class Provider:
-    """A loopback provider whose next answers the test sets: (status, body, headers, delay)."""
-
-    def __init__(self):
-        self.replies: list[tuple[int, bytes, dict, float]] = []
-        self.requests: list[dict] = []
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                provider.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)}
-                )
-                status, body, headers, delay = (
-                    provider.replies.pop(0)
-                    if provider.replies
-                    else (200, json.dumps(GOOD).encode(), {}, 0)
-                )
-                if delay:
-                    time.sleep(delay)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError):
-                    self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def reply(self, status: int, body, headers: dict | None = None, delay: float = 0):
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.replies.append((status, raw, headers or {}, delay))
-
-
 @pytest.fixture
 def provider(settings):
-    p = Provider()
-    settings.TYPESAFE_API_KEY = KEY
-    settings.TYPESAFE_BASE_URL = p.url
-    settings.RUNTIME_URL = p.url
-    settings.RUNTIME_TOKEN = KEY
-    settings.OPENROUTER_API_KEY = KEY
-    settings.OPENROUTER_BASE_URL = p.url
-    settings.DECISIONS_TIMEOUT_SECONDS = 0.5
+    p = Provider(default=GOOD)
+    point_every_wire_at(settings, p)
     yield p
-    p.server.shutdown()
-    p.server.server_close()
+    p.stop()
 
 
 def ask(backend="typesafe", document=None, state=STATE, **kw):
@@ -163,7 +107,7 @@ def test_success_is_checked_recorded_and_keyed(provider, backend, caplog):
         200,
         "jev-1.13.0",
     )
-    assert json.loads(decision.request_text) == expected_body  # canonical, no key
+    assert json.loads(decision.request_text) == expected_body  # the body sent, no key
     assert decision.provider_ms is not None and decision.total_ms >= decision.provider_ms
     if backend == "typesafe":
         assert decision.request_id == "req-1"
@@ -266,7 +210,7 @@ def test_the_runtimes_own_errors_pass_their_provider_detail_on(provider):
     assert (error.status, error.provider_detail) == (422, "Too many choices")
     provider.reply(503, {"detail": "Decisions need TYPESAFE_API_KEY on the runtime"})
     error = ask("runtime").error
-    assert error.status == 502 and "TYPESAFE_API_KEY on the runtime" in error.detail
+    assert error.status == 503 and "TYPESAFE_API_KEY on the runtime" in error.detail
 
 
 def test_a_provider_echoing_the_key_or_the_state_is_scrubbed(provider, caplog):

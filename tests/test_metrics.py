@@ -2,7 +2,7 @@
 
 import pytest
 
-from questions import metrics
+from questions import charts, metrics
 from questions.metrics import Case
 
 
@@ -134,3 +134,18 @@ def test_compare_runs_lists_regressions_and_fixes_first():
         ("s4", "fail"),
         ("s3", "pass"),
     ]
+
+
+@pytest.mark.parametrize(("s", "level"), [(0.5, 1), (1.5, 2), (2.5, 3)])
+def test_the_chart_marks_the_level_the_metrics_count_at_halves(s, level):
+    answer = {
+        "type": "score",
+        "score": s,
+        "probabilities": {"0": 0.25, "1": 0.25, "2": 0.25, "3": 0.25},
+        "legend": {str(i): f"L{i}" for i in range(4)},
+        "confidence": 0.5,
+    }
+    svg = charts.score_bar_chart("q", answer, 4)
+    assert metrics.nearest_level(s) == level
+    assert f"▶ {level} L{level}<" in svg
+    assert svg.count("▶") == 1

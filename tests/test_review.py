@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import jsonschema
 import pytest
+from django.apps import apps as django_apps
 from django.urls import reverse
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
 from questions import roles, selectors, services, spec
@@ -246,7 +251,7 @@ def test_api_export_by_label_and_version_with_etag_and_link(client, published):
     body = json.loads(response.content)
     validate_export(body)
     assert body["questions"] == v1.document and body["version"] == 1
-    assert response["ETag"] == f'"{v1.sha256}"'
+    assert response["ETag"] == f'"{hashlib.sha256(response.content).hexdigest()}"'
     assert response["Link"] == '<http://testserver/schemas/question-set-1.json>; rel="describedby"'
     assert api(client, raw, version="1").content == response.content
     token.refresh_from_db()
@@ -257,15 +262,16 @@ def test_api_export_by_label_and_version_with_etag_and_link(client, published):
 
 @pytest.mark.parametrize("header", ['"{sha}"', 'W/"{sha}"', '"other", "{sha}"', "*"])
 def test_if_none_match_gives_304(client, published, header):
-    v1, _, _, raw = published
+    _, _, _, raw = published
+    etag = hashlib.sha256(api(client, raw, label="production").content).hexdigest()
     response = client.get(
         reverse("api-export", args=["routing"]),
         {"label": "production"},
-        headers={"Authorization": f"Bearer {raw}", "If-None-Match": header.format(sha=v1.sha256)},
+        headers={"Authorization": f"Bearer {raw}", "If-None-Match": header.format(sha=etag)},
     )
     assert response.status_code == 304
     assert response.content == b""
-    assert response["ETag"] == f'"{v1.sha256}"'
+    assert response["ETag"] == f'"{etag}"'
 
 
 def test_a_stale_etag_gets_the_document(client, published):
@@ -276,6 +282,51 @@ def test_a_stale_etag_gets_the_document(client, published):
         headers={"Authorization": f"Bearer {raw}", "If-None-Match": '"0"'},
     )
     assert response.status_code == 200
+    assert json.loads(response.content)["version"] == 1
+
+
+def test_the_export_model_is_frozen_at_approval(client, published, settings):
+    _, _, _, raw = published
+    before = api(client, raw, label="production")
+    settings.DECISIONS_MODEL = "jev-2.0"
+    after = api(client, raw, label="production")
+    assert json.loads(before.content)["model"] == "jev-latest"
+    assert (after.content, after["ETag"]) == (before.content, before["ETag"])
+    conditional = client.get(
+        reverse("api-export", args=["routing"]),
+        {"label": "production"},
+        headers={"Authorization": f"Bearer {raw}", "If-None-Match": before["ETag"]},
+    )
+    assert conditional.status_code == 304
+
+
+def test_any_change_of_the_export_body_changes_its_etag(client, published):
+    v1, _, _, raw = published
+    before = api(client, raw, label="production")
+    ReviewEvent.objects.filter(version=v1, kind="approved").update(
+        created_at=timezone.now() - timedelta(days=1)
+    )
+    after = api(client, raw, label="production")
+    assert json.loads(after.content)["approved_at"] != json.loads(before.content)["approved_at"]
+    assert after["ETag"] != before["ETag"]
+    assert after["ETag"] == f'"{hashlib.sha256(after.content).hexdigest()}"'
+    stale = client.get(
+        reverse("api-export", args=["routing"]),
+        {"label": "production"},
+        headers={"Authorization": f"Bearer {raw}", "If-None-Match": before["ETag"]},
+    )
+    assert stale.status_code == 200 and stale.content == after.content
+
+
+def test_approval_records_the_model_and_the_migration_fills_old_approvals(team, settings):
+    writer, checker, qs = team
+    settings.DECISIONS_MODEL = "jev-9"
+    version = approved(qs, writer, checker)
+    assert Version.objects.get(pk=version.pk).approved_model == "jev-9"
+    Version.objects.filter(pk=version.pk).update(approved_model="")
+    fill = importlib.import_module("questions.migrations.0006_approved_model").fill_approved_model
+    fill(django_apps, None)
+    assert Version.objects.get(pk=version.pk).approved_model == "jev-9"
 
 
 @pytest.mark.parametrize(

@@ -2,33 +2,35 @@
 
 backend = backends.get("typesafe")
 outcome = backend.ask(Ask(questions, state, model))   # never raises for a provider's fault
+
+`recorded:<wire>` replays what one live wire answered (`recorded` alone: `recorded:typesafe`).
 """
 
 from __future__ import annotations
 
 from questions.backends.base import Ask, Backend, DecisionError, Outcome
-from questions.backends.http import OpenRouterBackend, RuntimeBackend, TypeSafeBackend
-from questions.backends.recorded import RecordedBackend
+from questions.backends.http import LIVE
+from questions.backends.recorded import DEFAULT_SOURCE, RecordedBackend
 
-BACKENDS: dict[str, type] = {
-    "typesafe": TypeSafeBackend,
-    "runtime": RuntimeBackend,
-    "openrouter": OpenRouterBackend,
-    "recorded": RecordedBackend,
-}
-NAMES = tuple(BACKENDS)
+#: every name `get` knows: the live wires, then their replays (`recorded` is typesafe's)
+NAMES = (*LIVE, *(RecordedBackend(source).name for source in LIVE))
 
 
 def get(name: str) -> Backend:
-    try:
-        return BACKENDS[name]()
-    except KeyError:
-        raise DecisionError(422, f"Unknown backend {name!r}; one of {', '.join(NAMES)}.") from None
+    """The backend of a name; `recorded:typesafe` is also accepted for `recorded`."""
+    if name in LIVE:
+        return LIVE[name]()
+    head, _, source = name.partition(":")
+    if head == "recorded" and (source or DEFAULT_SOURCE) in LIVE:
+        return RecordedBackend(source or DEFAULT_SOURCE)
+    raise DecisionError(422, f"Unknown backend {name!r}; one of {', '.join(NAMES)}.")
 
 
 def available() -> list[Backend]:
-    """The live backends that are configured, then `recorded` (always there)."""
-    return [b for b in (cls() for cls in BACKENDS.values()) if not b.live or b.configured()]
+    """The live backends that are configured, then the replay of each live wire (always
+    there; `recorded` replays typesafe)."""
+    live = [b for b in (cls() for cls in LIVE.values()) if b.configured()]
+    return [*live, *(RecordedBackend(source) for source in LIVE)]
 
 
 __all__ = ["NAMES", "Ask", "Backend", "DecisionError", "Outcome", "available", "get"]

@@ -62,10 +62,13 @@ class Mapping_:
     detail: str
     with_provider_detail: bool  # the provider's own words reach the author (never about the key)
     about_the_key: bool = False
+    relay_detail: bool = False  # the wire's own `detail` is shown after ours (the runtime's)
 
 
-#: The error mapping of DESIGN.md §3 and seed 000: provider status → what the author sees.
-ERROR_TABLE: dict[int | str, Mapping_] = {
+#: The error mapping of DESIGN.md §3 and seed 000: provider status → what the author sees. A row
+#: keyed `(wire, status)` holds for that wire only and is found before the shared row; a class
+#: row (`"5xx"`, `"4xx"`) covers the statuses without a row of their own.
+ERROR_TABLE: dict[int | str | tuple[str, int | str], Mapping_] = {
     400: Mapping_(422, "The provider rejected the questions or the state.", True),
     413: Mapping_(422, "The provider rejected the request as too large.", True),
     422: Mapping_(422, "The provider rejected the questions or the state.", True),
@@ -83,13 +86,27 @@ ERROR_TABLE: dict[int | str, Mapping_] = {
     "timeout": Mapping_(504, "The provider did not answer in time.", False),
     "unreachable": Mapping_(502, "The provider could not be reached.", False),
     "shape": Mapping_(502, "The provider answered in an unexpected shape.", False),
+    # The runtime (seed 000) answers with its own mapped status and a `detail` of its own words,
+    # never about a key: its 503 means decisions are not configured there.
+    ("runtime", 503): Mapping_(503, "The runtime cannot make decisions.", False, relay_detail=True),
+    ("runtime", 504): Mapping_(
+        504, "The runtime's provider gave no answer in time.", False, relay_detail=True
+    ),
+    ("runtime", "5xx"): Mapping_(502, "The runtime failed.", False, relay_detail=True),
+    ("runtime", "4xx"): Mapping_(
+        502, "The runtime answered with an unexpected error.", False, relay_detail=True
+    ),
 }
 
 
-def mapping_for(provider_status: int) -> Mapping_:
-    if provider_status in ERROR_TABLE:
-        return ERROR_TABLE[provider_status]
-    return ERROR_TABLE["5xx" if provider_status >= 500 else "4xx"]
+def mapping_for(provider_status: int, wire: str = "") -> Mapping_:
+    """The row for a status on a wire: the wire's own row, the shared row, the wire's class row,
+    the shared class row — the first that exists."""
+    kind = "5xx" if provider_status >= 500 else "4xx"
+    for key in ((wire, provider_status), provider_status, (wire, kind)):
+        if key in ERROR_TABLE:
+            return ERROR_TABLE[key]
+    return ERROR_TABLE[kind]
 
 
 def provider_text(body: Any) -> str:
@@ -205,6 +222,7 @@ class Outcome:
     checked: answers.CheckedDecision | None = None
     error: DecisionError | None = None
     request_body: dict[str, Any] | None = None  # what went on the wire (no key), for the record
+    request_text: str = ""  # the exact body sent (UTF-8 text of the wire bytes; never the key)
     response_text: str = ""
     provider_status_code: int | None = None
     request_id: str = ""
@@ -224,6 +242,8 @@ class Outcome:
             return self.error.to_json()
         assert self.checked is not None
         out = self.checked.to_json()
+        if "timing" in out:  # the wire measured its own (the runtime does): kept beside ours
+            out[f"{self.backend}_timing"] = out.pop("timing")
         out["backend"] = self.backend
         out["timing"] = {"provider_ms": _round(self.provider_ms), "total_ms": _round(self.total_ms)}
         if self.request_id:
@@ -252,20 +272,20 @@ class Backend(Protocol):
 
 # --- the shared HTTP wire -----------------------------------------------------------------------
 
-_clients: dict[tuple, httpx.Client] = {}
+_clients: dict[str, httpx.Client] = {}
 _clients_lock = threading.Lock()
 
 
-def shared_client(name: str, timeout: float) -> httpx.Client:
-    """One httpx client per backend and process, so calls reuse the provider connection."""
-    key = (name, timeout)
-    client = _clients.get(key)
+def shared_client(name: str) -> httpx.Client:
+    """One httpx client per backend and process, so calls reuse the provider connection. Each
+    call brings its own timeout (what is left of its deadline)."""
+    client = _clients.get(name)
     if client is None:
         with _clients_lock:
-            client = _clients.get(key)
+            client = _clients.get(name)
             if client is None:
-                client = httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)
-                _clients[key] = client
+                client = httpx.Client(follow_redirects=False)
+                _clients[name] = client
     return client
 
 
@@ -292,21 +312,25 @@ class Wire:
             return body["id"][:200]
         return ""
 
+    #: which answer checks make a 502 on this wire (DESIGN.md §2.5); the rest are flags
+    rules: answers.Rule = answers.GATEWAY
+
     def call(self, ask: Ask, started: float) -> Outcome:
-        """POST the question set; map every failure through ERROR_TABLE; check the answers."""
+        """POST the question set as the author wrote it; map every failure through ERROR_TABLE;
+        check the answers. Never raises for anything a provider sends."""
         outcome = Outcome(backend=self.name, model_asked=ask.model)
         body = self.body(ask)
         outcome.request_body = body
-        payload = spec.canonical_json(body)
+        payload = spec.wire_json(body)
+        outcome.request_text = payload.decode("utf-8")
         headers = {
             "Authorization": f"Bearer {self.secret}",
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        client = shared_client(self.name, self.timeout)
         sent = time.perf_counter()
         try:
-            response = client.post(self.url, content=payload, headers=headers)
+            response, raw = self._exchange(payload, headers)
         except httpx.TimeoutException:
             outcome.provider_ms = (time.perf_counter() - sent) * 1000
             return self._failed(
@@ -321,17 +345,76 @@ class Wire:
             return self._failed(outcome, "unreachable", started)
         outcome.provider_ms = (time.perf_counter() - sent) * 1000
         outcome.provider_status_code = response.status_code
-        text = response.text
         try:
-            parsed = response.json()
-        except ValueError:
-            parsed = None
+            return self._read(outcome, response, raw, ask, started)
+        except Exception as exc:  # whatever a provider sends, the call answers (a 502)
+            log.warning("%s answer could not be checked: %s", self.name, type(exc).__name__)
+            outcome.checked = None
+            return self._failed(
+                outcome,
+                "shape",
+                started,
+                f"The provider answered in an unexpected shape: checking it failed with "
+                f"{type(exc).__name__}.",
+            )
+
+    def _exchange(self, payload: bytes, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
+        """The request and its whole response within one deadline of `timeout` seconds.
+
+        httpx bounds each read, not the call, so a provider trickling bytes could hold a call
+        for ever. The exchange runs on its own thread and the caller waits until the deadline
+        only; the thread streams the body, stops at the deadline between chunks, and each of its
+        reads is bounded by the time left when it began."""
+        deadline = time.monotonic() + self.timeout
+        client = shared_client(self.name)
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["result"] = self._stream(client, payload, headers, deadline)
+            except BaseException as exc:  # handed to the caller, who maps it
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"{self.name}-call", daemon=True).start()
+        if not done.wait(self.timeout):
+            raise httpx.TimeoutException("past the deadline")
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def _stream(self, client, payload, headers, deadline) -> tuple[httpx.Response, bytes]:
+        left = max(0.001, deadline - time.monotonic())
+        with client.stream(
+            "POST", self.url, content=payload, headers=headers, timeout=httpx.Timeout(left)
+        ) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("past the deadline")
+                chunks.append(chunk)
+        return response, b"".join(chunks)
+
+    def _read(
+        self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float
+    ) -> Outcome:
+        text = raw.decode("utf-8", errors="replace")  # JSON is UTF-8 (RFC 8259)
+        problem = ""
+        try:
+            parsed = spec.loads(raw)
+        except spec.JSONTextError as exc:
+            parsed, problem = None, str(exc)
         outcome.request_id = self.request_id(response, parsed)
         if response.status_code != 200:
             return self._provider_error(outcome, response, parsed, text, ask, started)
         outcome.response_text = scrub(text, self.secret)
         if parsed is None:
-            return self._failed(outcome, "shape", started, "The provider's answer is not JSON.")
+            nested = " (nested too deeply)" if "nested" in problem else ""
+            return self._failed(
+                outcome, "shape", started, f"The provider's answer is not JSON{nested}."
+            )
         if isinstance(parsed, Mapping) and "error" in parsed:
             return self._failed(
                 outcome,
@@ -341,7 +424,7 @@ class Wire:
             )
         try:
             outcome.checked = answers.check_response(
-                ask.questions, parsed, price_per_million=self.price_per_million
+                ask.questions, parsed, price_per_million=self.price_per_million, rules=self.rules
             )
         except answers.AnswerError as exc:
             outcome.error = DecisionError(502, exc.detail, provider_status_code=200)
@@ -363,7 +446,7 @@ class Wire:
         return outcome
 
     def _provider_error(self, outcome, response, parsed, text, ask, started) -> Outcome:
-        row = mapping_for(response.status_code)
+        row = mapping_for(response.status_code, self.name)
         words = scrub(
             provider_text(parsed) or ("" if parsed is not None else text[:200]),
             self.secret,
@@ -382,10 +465,8 @@ class Wire:
             outcome.response_text = scrub(text, self.secret)
             log.info("%s answered %s", self.name, response.status_code)
         detail = row.detail
-        if self.name == "runtime" and parsed is not None and not row.about_the_key:
-            runtime_detail = provider_text(parsed)
-            if runtime_detail and not row.with_provider_detail:
-                detail = f"{detail} The runtime said: {scrub(runtime_detail, self.secret)[:200]}"
+        if row.relay_detail and parsed is not None and words:
+            detail = f"{detail} The {self.name} said: {words[:200]}"
         outcome.error = DecisionError(
             row.status,
             detail,

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
+from questions import answers
 from questions.backends.base import Ask, DecisionError, Outcome, Wire, scrub
 
 
@@ -17,6 +18,7 @@ class _HttpBackend:
     name = ""
     live = True
     needs = ""  # the variables to set, for the 503
+    rules = answers.GATEWAY  # the answer checks that refuse on this wire
 
     def configured(self) -> bool:
         raise NotImplementedError
@@ -101,6 +103,7 @@ class TypeSafeBackend(_HttpBackend):
 class RuntimeBackend(_HttpBackend):
     name = "runtime"
     needs = "RUNTIME_URL and RUNTIME_TOKEN"
+    rules = answers.RUNTIME  # the runtime passes on what its own checks (seed 000) accept
 
     def configured(self) -> bool:
         return bool(settings.RUNTIME_URL and settings.RUNTIME_TOKEN)
@@ -114,6 +117,7 @@ class RuntimeBackend(_HttpBackend):
             price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
             request_id_header="x-request-id",
             body_keys=("state", "questions"),  # the runtime holds the provider and its model
+            rules=self.rules,
         )
 
 
@@ -136,3 +140,9 @@ class OpenRouterBackend(_HttpBackend):
             price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
             request_id_header="x-request-id",
         )
+
+
+#: The live wires by name.
+LIVE: dict[str, type[_HttpBackend]] = {
+    b.name: b for b in (TypeSafeBackend, RuntimeBackend, OpenRouterBackend)
+}

@@ -121,17 +121,17 @@ def decision_record(
     version: Version | None = None,
     sample_state: SampleStateRevision | None = None,
 ) -> Decision:
-    """Store one live call: the canonical request (never the key), the raw response, status,
+    """Store one live call: the exact request bytes sent (never the key; `request_sha256` is
+    their canonical hash, for replay), the raw response, status,
     models, usage, cost, timing, request id, who and when; and each checked answer keyed by
     (question sha256, state sha256, model)."""
-    request_text = spec.canonical_json(outcome.request_body).decode()
     checked = outcome.checked
     error = outcome.error
     decision = Decision.objects.create(
         backend=outcome.backend,
         model_asked=ask.model,
         model_answered=(checked.model or "")[:200] if checked else "",
-        request_text=request_text,
+        request_text=outcome.request_text,
         request_sha256=spec.sha256_of(outcome.request_body),
         state_sha256=ask.state_sha256,
         questions_sha256=spec.sha256_of(ask.questions_json),

@@ -58,6 +58,8 @@ def version_approve(*, version: Version, reviewer: Any, note: str = "", label: s
             "person approves it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
         )
     require_valid(locked, "version")
+    locked.approved_model = settings.DECISIONS_MODEL  # frozen with the version: the export's model
+    locked.save(update_fields=["approved_model"])
     move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
     if label:
         label_move(

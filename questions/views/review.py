@@ -119,12 +119,19 @@ def label_move(request: HttpRequest, slug: str) -> HttpResponse:
 # --- export --------------------------------------------------------------------------------------
 
 
-def _export_response(request: HttpRequest, version: Version, *, download: bool) -> HttpResponse:
-    document = selectors.export_document(version)
-    response = HttpResponse(
-        selectors.export_text(document), content_type="application/json; charset=utf-8"
-    )
-    response["ETag"] = f'"{version.sha256}"'
+def _export_response(
+    request: HttpRequest, version: Version, *, download: bool, if_none_match: str = ""
+) -> HttpResponse:
+    """The export document; its ETag is the hash of these very bytes, so any change of body
+    changes it, and an `If-None-Match` that holds it gets a 304."""
+    text = selectors.export_text(selectors.export_document(version))
+    etag = f'"{selectors.export_etag(text)}"'
+    if _etag_matches(if_none_match, etag):
+        response = HttpResponse(status=304)
+        response["ETag"] = etag
+        return response
+    response = HttpResponse(text, content_type="application/json; charset=utf-8")
+    response["ETag"] = etag
     response["Link"] = (
         f'<{request.build_absolute_uri(reverse("export-schema"))}>; rel="describedby"'
     )
@@ -157,10 +164,10 @@ def export_schema(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _etag_matches(header: str, sha256: str) -> bool:
+def _etag_matches(header: str, etag: str) -> bool:
     for candidate in header.split(","):
-        tag = candidate.strip().removeprefix("W/").strip('"')
-        if tag in ("*", sha256):
+        tag = candidate.strip().removeprefix("W/")
+        if tag == "*" or tag == etag:
             return True
     return False
 
@@ -198,11 +205,9 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
     if version is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)
-    if _etag_matches(request.headers.get("If-None-Match", ""), version.sha256):
-        response = HttpResponse(status=304)
-        response["ETag"] = f'"{version.sha256}"'
-        return response
-    return _export_response(request, version, download=False)
+    return _export_response(
+        request, version, download=False, if_none_match=request.headers.get("If-None-Match", "")
+    )
 
 
 # --- API tokens ----------------------------------------------------------------------------------
