@@ -20,7 +20,7 @@ from tests.strategies import FIELD_NAMES, fields_for, form_fields, junk, urlenco
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLES = 25
+EXAMPLES = 20
 
 EDITOR = {
     "q": ["k"],
