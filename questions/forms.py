@@ -22,10 +22,33 @@ from typing import Any
 from django.utils.datastructures import MultiValueDict
 
 from questions import spec
+from questions.services.errors import Invalid
 
 ENTRY_SHAPES = ("text", "object", "null")  # a noul case may also be "absent"
 INSTRUCTION_MODES = ("text", "json", "null", "absent")
 NOUL_MODES = ("absent", "null", "empty", "described")
+
+
+class TamperedField(Invalid):
+    """A hidden field holds what the editor never wrote there (it is not JSON, or too deep)."""
+
+    status = 400
+    code = "tampered_field"
+
+    def __init__(self, name: str, problem: str):
+        self.field = name
+        super().__init__(
+            f"The hidden field {name} does not hold what the editor wrote ({problem}); reload "
+            "the page. Nothing was saved."
+        )
+
+
+def _original(name: str, text: str) -> Any:
+    """The JSON a hidden `…orig` field carries back, or `TamperedField` naming the field."""
+    try:
+        return spec.loads(text)
+    except spec.JSONTextError as exc:
+        raise TamperedField(name, str(exc)) from None
 
 
 def new_key() -> str:
@@ -47,6 +70,8 @@ class Row:
     not_for: str = ""
     examples: str = ""  # one per line
     orig: str = ""  # JSON of the entry this row was made from
+    #: the posted field `orig` came from, to name it when it is not JSON
+    orig_field: str = field(default="orig", compare=False, repr=False)
 
     @classmethod
     def from_entry(cls, key: str, entry: Any, name: str = "") -> Row:
@@ -71,7 +96,7 @@ class Row:
     def entry(self) -> Any:
         """The entry these fields mean; the original one when the fields still show it."""
         if self.orig:
-            original = json.loads(self.orig)
+            original = _original(self.orig_field, self.orig)
             if Row.from_entry(self.key, original, self.name).fields() == self.fields():
                 return original
         if self.shape == "absent":
@@ -188,7 +213,7 @@ class Card:
 
     def _instructions(self) -> Any:
         if self.instructions_orig:
-            original = json.loads(self.instructions_orig)
+            original = _original(f"q-{self.key}-instructions_orig", self.instructions_orig)
             mode, text = _instructions_fields(original)
             if (mode, _lf(text)) == (self.instructions_mode, _lf(self.instructions)):
                 return original
@@ -240,6 +265,7 @@ def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
         not_for=_lf(data.get(p + "not_for", "")),
         examples=_lf(data.get(p + "examples", "")),
         orig=data.get(p + "orig", ""),
+        orig_field=p + "orig",
     )
 
 

@@ -14,12 +14,15 @@ from questions.models import BatchItem, BatchRun, QuestionSet, ReviewEvent, Vers
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
-    """Sets with their newest version's number and status, last edited first."""
+    """Sets with their newest version's number and status, last edited first; those whose slug,
+    name or description holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     sets = QuestionSet.objects.select_related("owner").annotate(
         newest_number=Subquery(newest.values("number")[:1]),
         newest_status=Subquery(newest.values("status")[:1]),
     )
+    if "\x00" in search:
+        return QuestionSet.objects.none()  # no set's text holds a NUL character
     if search.strip():
         term = search.strip()
         sets = sets.filter(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -149,21 +150,80 @@ def _no_constant(name: str) -> Any:
     raise JSONTextError(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 24 else f"{text[:20]}…"
+        raise JSONTextError(f"the number {shown} is too large: it overflows to infinity")
+    return value
+
+
+#: A `\uD800`–`\uDFFF` escape: half of a UTF-16 surrogate pair (a pair decodes to one character).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string or key in `value` holding a lone surrogate, or None. Iterative: the
+    value may be nested as deeply as the parser allows."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def loads(text: str | bytes) -> Any:
-    """Parse JSON text strictly: NaN and Infinity are refused, and a key repeated inside one
-    object is remembered so that validation can report it (ids and option names are unique)."""
-    if isinstance(text, bytes) and text.startswith(b"\xef\xbb\xbf"):
-        text = text[3:]  # a UTF-8 byte order mark, as some editors write
-    elif isinstance(text, str) and text.startswith("\ufeff"):
-        text = text[1:]
+    """Parse JSON text strictly: NaN and Infinity are refused, and so are numbers that overflow
+    to infinity and lone surrogates (`"\\ud800"`), which are not characters and which no JSON
+    text, database or hash here can hold; a key repeated inside one object is remembered so that
+    validation can report it (ids and option names are unique)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode(json.detect_encoding(text))
+        except UnicodeDecodeError as exc:
+            raise JSONTextError(f"the text is not valid Unicode: {exc.reason}") from None
+    else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise JSONTextError(
+                f"character {exc.start + 1} is a lone surrogate (U+{ord(text[exc.start]):04X}), "
+                "half of a pair and not a character"
+            ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte order mark, as some editors write
     try:
-        return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_object_pairs,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
     except JSONTextError:
         raise
     except RecursionError as exc:
         raise JSONTextError("the JSON is nested too deeply") from exc
     except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError included
         raise JSONTextError(str(exc)) from exc
+    if _SURROGATE_ESCAPE.search(text):
+        bad = _lone_surrogate(value)
+        if bad is not None:
+            escape = next(f"\\u{ord(c):04x}" for c in bad if 0xD800 <= ord(c) <= 0xDFFF)
+            raise JSONTextError(
+                f"the string {json.dumps(bad)[:40]} holds {escape} alone: half of a surrogate "
+                "pair, not a character"
+            )
+    return value
 
 
 # --- canonical form -----------------------------------------------------------------------------
@@ -741,8 +801,17 @@ class _Checker:
         )
 
     def lint_budget(self, questions: dict[str, Any], state: Any) -> None:
-        state_bytes = 0 if state is ABSENT else len(canonical_json(state))
-        sizes = {qid: len(canonical_json(q)) for qid, q in questions.items()}
+        try:
+            state_bytes = 0 if state is ABSENT else len(canonical_json(state))
+            sizes = {qid: len(canonical_json(q)) for qid, q in questions.items()}
+        except (ValueError, TypeError, RecursionError):
+            self.error(
+                ("questions",),
+                "invalid_value",
+                "the document holds a value JSON text cannot hold (a number that overflows or "
+                "a lone surrogate)",
+            )
+            return
         if not sizes:
             return
         longest = max(sizes, key=sizes.__getitem__)
@@ -799,7 +868,27 @@ class _Checker:
                 limit,
                 size,
             )
+        self.repeated_state_keys(state, path)
         return state
+
+    def repeated_state_keys(self, state: Any, path: Loc) -> None:
+        """A key repeated in one object of the state: JSON keeps only its last value, so the
+        state would say less than its text (iterative: a state may be nested deeply)."""
+        stack: list[tuple[Any, Loc]] = [(state, path)]
+        while stack:
+            value, at = stack.pop()
+            if isinstance(value, dict):
+                for key in getattr(value, "repeated", ()):
+                    self.error(
+                        _key_path(at, key),
+                        "duplicate_state_key",
+                        f"key `{key}` is repeated in the state; JSON keeps only its last value",
+                    )
+                stack.extend((v, (*at, k)) for k, v in value.items() if isinstance(v, dict | list))
+            elif isinstance(value, list):
+                stack.extend(
+                    (v, (*at, i)) for i, v in enumerate(value) if isinstance(v, dict | list)
+                )
 
     def nonblank_string(self, wrapper: dict, key: str, code: str, required: bool) -> None:
         if key not in wrapper:

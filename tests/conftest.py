@@ -28,3 +28,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for line in refused:
             reporter.write_line(f"  {line}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def world():
+    """A set with v1 approved under `production`, v2 in review and v3 an open draft."""
+    from tests.helpers import make_world
+
+    return make_world()

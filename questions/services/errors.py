@@ -71,6 +71,14 @@ class NotAllowed(Refusal, PermissionDenied):
     code = "not_allowed"
 
 
+def storable(text: str, what: str) -> str:
+    """`text` unchanged, or `Invalid` naming `what` when it holds a NUL character, which no text
+    here may hold (PostgreSQL refuses it; SQLite would keep it, so both refuse it alike)."""
+    if "\x00" in text:
+        raise Invalid(f"{what} holds a NUL character (\\x00); remove it.", code="nul_character")
+    return text
+
+
 def require(actor: Any, allowed: Callable[[Any], bool], message: str) -> None:
     """Refuse with `NotAllowed(message)` unless `allowed(actor)` (a predicate of `roles`)."""
     if not allowed(actor):

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from questions import roles, spec
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
-from questions.services.errors import Conflict, Invalid, ServiceError, require
+from questions.services.errors import Conflict, Invalid, ServiceError, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
     InvalidContent,
@@ -25,7 +25,7 @@ NAME_LIMIT = SampleState._meta.get_field("name").max_length
 def _clean_state_fields(
     *, name: str, state: Any, expected: dict[str, Any] | None, tags: Iterable[str] | None
 ) -> tuple[str, str, dict[str, Any], list[str]]:
-    name = (name or "").strip()
+    name = storable((name or "").strip(), "A sample state's name")
     if not name:
         raise Invalid("A sample state needs a name.")
     if len(name) > NAME_LIMIT:
@@ -41,7 +41,12 @@ def _clean_state_fields(
             raise Invalid(
                 f"Expected answer for `{qid}` must be an option name, a level number or true/false."
             )
+        storable(qid, "A question id of the expected answers")
+        if isinstance(answer, str):
+            storable(answer, f"The expected answer for `{qid}`")
     tags = sorted({t.strip() for t in (tags or []) if t and t.strip()})
+    for tag in tags:
+        storable(tag, f"The tag {tag!r}")
     return name, document_text(state), expected, tags
 
 

@@ -17,7 +17,7 @@ from django.utils.text import slugify
 
 from questions import roles, spec
 from questions.models import QuestionSet, ReviewEvent, Version
-from questions.services.errors import Conflict, Invalid, require
+from questions.services.errors import Conflict, Invalid, require, storable
 
 WRITERS_ONLY = "Only authors change question sets."
 
@@ -84,6 +84,8 @@ def question_set_create(
 ) -> QuestionSet:
     """A new, empty question set owned by `owner`."""
     require(owner, roles.may_write, WRITERS_ONLY)
+    storable(name, "The set's name")
+    storable(description, "The set's description")
     slug = slugify(slug)
     if not slug:
         raise Invalid("A set needs a slug: letters, digits, hyphens or underscores.")

@@ -38,7 +38,7 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
     sample, revision = None, None
     choice = request.POST.get("preview_state", "")
     if choice:
-        if not choice.isascii() or not choice.isdigit():
+        if not (choice.isascii() and choice.isdigit() and len(choice) < 19):
             return _error(request, 422, f"preview_state names no sample state ({choice[:40]!r}).")
         sample = get_object_or_404(SampleState, pk=int(choice), question_set=version.question_set)
         state = sample.state

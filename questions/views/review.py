@@ -195,10 +195,13 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse(
             {"detail": "Give exactly one of ?label=NAME or ?version=N."}, status=400
         )
-    if number is not None and not number.isdigit():
+    if number is not None and not (number.isascii() and number.isdigit() and len(number) < 10):
         return JsonResponse(
-            {"detail": f"version must be a whole number, not {number!r}."}, status=400
+            {"detail": f"version must be a whole number in ASCII digits, not {number[:20]!r}."},
+            status=400,
         )
+    if label is not None and "\x00" in label:
+        return JsonResponse({"detail": "label holds a NUL character (\\x00)."}, status=400)
     version = selectors.exportable_version(
         slug, label=label, number=int(number) if number else None
     )
@@ -244,4 +247,5 @@ def token_list(request: HttpRequest) -> HttpResponse:
             "created": created,
             "problem": problem,
         },
+        status=422 if problem else 200,
     )
