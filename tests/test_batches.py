@@ -8,82 +8,16 @@ import json
 import threading
 import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
 
-from questions import batches, roles, selectors, services, standin
+from questions import batches, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from tests import factories
-from tests.test_cli_validate import run as run_cli
+from tests.providers import DOC, FlakyProvider, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-DOC = {
-    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-    "desk": {
-        "type": "choice",
-        "instructions": "Which desk?",
-        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
-    },
-}
-
-
-class FlakyProvider:
-    """The stand-in's answers, after `latency` seconds, with the first `fail_first` calls for
-    each state answered `fail_status` (and `Retry-After` when given); counts calls in flight."""
-
-    def __init__(
-        self, latency=0.0, fail_first=0, fail_status=429, retry_after=None, always_fail=()
-    ):
-        self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
-        self.retry_after, self.always_fail = retry_after, set(always_fail)
-        self.calls: dict[str, int] = {}
-        self.in_flight = self.max_in_flight = 0
-        self.lock = threading.Lock()
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                key = json.dumps(body["state"], sort_keys=True)
-                with provider.lock:
-                    provider.calls[key] = provider.calls.get(key, 0) + 1
-                    n = provider.calls[key]
-                    provider.in_flight += 1
-                    provider.max_in_flight = max(provider.max_in_flight, provider.in_flight)
-                try:
-                    time.sleep(provider.latency)
-                    headers = {}
-                    if key in provider.always_fail or n <= provider.fail_first:
-                        status, out = provider.fail_status, {"detail": "Slow down"}
-                        if provider.retry_after is not None:
-                            headers["Retry-After"] = str(provider.retry_after)
-                    else:
-                        status, out = standin.respond(body)
-                finally:
-                    with provider.lock:
-                        provider.in_flight -= 1
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
 @pytest.fixture
@@ -101,8 +35,7 @@ def provider_factory(settings):
 
     yield make
     for p in made:
-        p.server.shutdown()
-        p.server.server_close()
+        p.close()
 
 
 def a_set(states: int, *, expected=None):
@@ -194,6 +127,145 @@ def test_what_is_not_worth_retrying_fails_at_once(provider_factory):
     run = services.batch_execute(run.pk)
     assert set(provider.calls.values()) == {1}
     assert set(run.items.values_list("error_status", flat=True)) == {422}
+
+
+def test_an_unreachable_provider_is_retried(provider_factory):
+    provider = provider_factory(hang_up_first=2)
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=4, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 3
+    assert set(provider.calls.values()) == {3}  # two hang-ups, then the answer
+    assert set(run.items.values_list("attempts", flat=True)) == {3}
+    assert Decision.objects.filter(status=502, provider_status_code=None).count() == 6
+
+
+def test_a_timeout_is_retried(provider_factory, settings):
+    seen: dict[str, int] = {}
+
+    def slow_at_first(state, text):
+        key = json.dumps(state)
+        seen[key] = seen.get(key, 0) + 1
+        time.sleep(0.6 if seen[key] == 1 else 0)
+        return text
+
+    provider = provider_factory(answer=slow_at_first)
+    settings.DECISIONS_TIMEOUT_SECONDS = 0.3
+    version, writer = a_set(2)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=2, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert selectors.run_counts(run)["answered"] == 2
+    assert set(provider.calls.values()) == {2}
+    assert Decision.objects.filter(status=504).count() == 2
+
+
+def test_a_provider_down_for_longer_fails_within_the_attempts(provider_factory):
+    provider = provider_factory(hang_up_first=99)
+    version, writer = a_set(2)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=3, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert set(provider.calls.values()) == {3}
+    assert set(run.items.values_list("error_status", "attempts")) == {(502, 3)}
+
+
+def _with_a_huge_probability(state, text):
+    """A 200 answer whose noul for state n=1 is a 400-digit integer."""
+    body = json.loads(text)
+    if state == {"n": 1}:
+        body["answers"]["urgent"]["noul"] = 10**400
+    return json.dumps(body)
+
+
+def _deeply_nested(state, text):
+    return "[" * 100_000 + "]" * 100_000 if state == {"n": 1} else text
+
+
+@pytest.mark.parametrize("answer", [_with_a_huge_probability, _deeply_nested])
+def test_an_answer_that_cannot_be_checked_fails_its_state_alone(provider_factory, answer):
+    provider_factory(answer=answer)
+    version, writer = a_set(4)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=2, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    counts = selectors.run_counts(run)
+    assert (counts["answered"], counts["failed"]) == (3, 1)
+    failed = run.items.get(status="failed")
+    assert failed.sample_state.state == {"n": 1}
+    assert failed.error_status == 502
+    assert "k-batch-test" not in failed.error_detail and '"n"' not in failed.error_detail
+
+
+def test_an_answer_holding_nul_fails_its_state_alone(provider_factory):
+    provider_factory(
+        answer=lambda state, text: (
+            text.replace('"model": "', '"model": "\\u0000') if state == {"n": 0} else text
+        )
+    )
+    version, writer = a_set(3)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status) == ({"n": 0}, 502)
+    assert "NUL" in failed.error_detail
+    assert selectors.run_counts(run)["answered"] == 2
+
+
+def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
+    provider_factory, monkeypatch, caplog
+):
+    provider_factory()
+    real_ask = services.batches.decision_ask
+
+    def ask(**kw):
+        if kw["state"] == {"n": 2}:
+            raise RuntimeError("boom with the state {'n': 2} in it")
+        return real_ask(**kw)
+
+    monkeypatch.setattr(services.batches, "decision_ask", ask)
+    version, writer = a_set(5)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=3, enqueue=False
+    )
+    with caplog.at_level("ERROR", logger="questions.batches"):
+        run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    counts = selectors.run_counts(run)
+    assert (counts["answered"], counts["failed"]) == (4, 1)
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status, failed.attempts) == ({"n": 2}, 502, 1)
+    assert "RuntimeError" in failed.error_detail and "boom" not in failed.error_detail
+    [record] = [r for r in caplog.records if r.name == "questions.batches"]
+    assert record.exc_info is not None
+    assert "RuntimeError" in record.getMessage() and "'n'" not in record.getMessage()
+
+
+def test_an_exception_recording_the_outcome_fails_its_state_alone(provider_factory, monkeypatch):
+    provider_factory()
+    real_save = BatchItem.save
+
+    def save(self, *a, **kw):
+        if self.sample_state.state == {"n": 0}:
+            raise ValueError("cannot store this")
+        return real_save(self, *a, **kw)
+
+    monkeypatch.setattr(BatchItem, "save", save)
+    version, writer = a_set(3)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status) == ({"n": 0}, 502)
+    assert failed.answers is None and "ValueError" in failed.error_detail
 
 
 def test_tagged_states_only(provider_factory):

@@ -6,7 +6,7 @@ from django.urls import reverse
 from questions import roles, services
 from questions.models import BatchRun
 from tests import factories
-from tests.test_batches import DOC
+from tests.providers import DOC
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,7 +24,7 @@ from django_tasks import task
 from questions import backends, batches, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import decision_ask
-from questions.services.errors import Invalid, NotConfigured, require
+from questions.services.errors import Invalid, NotConfigured, Refusal, require
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
@@ -164,54 +164,90 @@ def _ask_one(
     item_id: int,
     sleep: Callable[[float], None],
 ) -> None:
+    """Ask about one claimed state, retrying what is worth it, and record its outcome. Whatever
+    goes wrong while asking or recording fails this item alone; the run goes on."""
     if not _claim(item_id):
         return
-    item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
-    revision = item.sample_state
     attempt = 0
-    while True:
-        attempt += 1
-        outcome = decision_ask(
-            backend=run.backend,
-            questions=questions,
-            state=revision.state,
-            model=run.model,
-            user=run.created_by or roles.OPERATOR,
-            version=run.version,
-            sample_state=revision,
+    try:
+        item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
+        revision = item.sample_state
+        while True:
+            attempt += 1
+            outcome = decision_ask(
+                backend=run.backend,
+                questions=questions,
+                state=revision.state,
+                model=run.model,
+                user=run.created_by or roles.OPERATOR,
+                version=run.version,
+                sample_state=revision,
+            )
+            if (
+                outcome.error is None
+                or not batches.retryable(outcome)
+                or attempt >= run.max_attempts
+            ):
+                break
+            if _cancelled(run.pk):
+                break
+            delay = batches.backoff(attempt, outcome.error.retry_after)
+            log.info(
+                "run %s item %s: %s, retry %d in %.2fs",
+                run.pk,
+                item_id,
+                outcome.error.status,
+                attempt,
+                delay,
+            )
+            sleep(delay)
+        item.attempts = attempt
+        if outcome.error is None:
+            item.status = BatchItem.Status.ANSWERED
+            item.answers = outcome.checked.answers
+        else:
+            item.status = BatchItem.Status.FAILED
+            item.error_status = outcome.error.status
+            item.error_detail = outcome.error.detail[:2000]
+        item.decision_id = outcome.decision_id
+        item.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "answers",
+                "error_status",
+                "error_detail",
+                "decision",
+            ]
         )
-        if outcome.error is None or not batches.retryable(outcome) or attempt >= run.max_attempts:
-            break
-        if _cancelled(run.pk):
-            break
-        delay = batches.backoff(attempt, outcome.error.retry_after)
-        log.info(
-            "run %s item %s: %s, retry %d in %.2fs",
-            run.pk,
-            item_id,
-            outcome.error.status,
-            attempt,
-            delay,
-        )
-        sleep(delay)
-    item.attempts = attempt
-    if outcome.error is None:
-        item.status = BatchItem.Status.ANSWERED
-        item.answers = outcome.checked.answers
+    except Exception as exc:  # one state's failure never stops the run
+        _failed_unexpectedly(run, item_id, max(attempt, 1), exc)
+
+
+def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: Exception) -> None:
+    """Fail one item over an exception nobody mapped: a refusal keeps its status and words;
+    anything else is a 502 that names the kind of failure (never its message, which may quote
+    the state or the provider's answer). The traceback goes to the server log."""
+    if isinstance(exc, Refusal):
+        status, detail = exc.status, str(exc)
     else:
-        item.status = BatchItem.Status.FAILED
-        item.error_status = outcome.error.status
-        item.error_detail = outcome.error.detail[:2000]
-    item.decision_id = outcome.decision_id
-    item.save(
-        update_fields=[
-            "status",
-            "attempts",
-            "answers",
-            "error_status",
-            "error_detail",
-            "decision",
-        ]
+        status = 502
+        detail = (
+            f"Asking about this state or recording the answer failed unexpectedly "
+            f"({type(exc).__name__}); the server log has the details."
+        )
+    log.exception(
+        "run %s item %s: %s while asking or recording; the item failed",
+        run.pk,
+        item_id,
+        type(exc).__name__,
+    )
+    BatchItem.objects.filter(pk=item_id).update(
+        status=BatchItem.Status.FAILED,
+        attempts=attempts,
+        answers=None,
+        error_status=status,
+        error_detail=detail[:2000],
     )
 
 
