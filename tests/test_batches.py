@@ -416,3 +416,98 @@ def test_cli_batch_exit_1_when_a_state_failed(provider_factory):
     version, _ = a_set(2)
     code, out, _ = run_cli("batch", "--set", version.question_set.slug, "--json")
     assert code == 1 and json.loads(out)["failed"] == 2 and json.loads(out)["pass_rate"] is None
+
+
+# --- re-running the failed states ---------------------------------------------------------------
+
+
+def _a_finished_run_with_failures(provider_factory, always_fail=('{"n": 1}', '{"n": 3}')):
+    provider = provider_factory(always_fail=always_fail, fail_status=500)
+    version, writer = a_set(5)
+    run = services.batch_create(
+        version=version,
+        backend="typesafe",
+        user=writer,
+        concurrency=2,
+        threshold=0.7,
+        max_attempts=2,
+        tag="",
+        enqueue=False,
+    )
+    return provider, services.batch_execute(run.pk), writer
+
+
+def test_rerun_failed_asks_only_the_failed_revisions_again(provider_factory):
+    provider, first, writer = _a_finished_run_with_failures(provider_factory)
+    # the states change after the run: the re-run still asks the revisions that failed
+    failed_revisions = set(
+        first.items.filter(status="failed").values_list("sample_state_id", flat=True)
+    )
+    for state in first.question_set.sample_states.all():
+        services.sample_state_update(
+            sample=state,
+            name=state.name,
+            state={"n": state.state["n"], "edited": True},
+            author=writer,
+            base_revision=state.revision,
+        )
+    provider.always_fail.clear()
+    rerun = services.batch_rerun_failed(run=first, user=writer, enqueue=False)
+    assert rerun.rerun_of == first and rerun.status == "queued"
+    assert (rerun.version, rerun.backend, rerun.model) == (first.version, "typesafe", first.model)
+    assert (rerun.concurrency, rerun.threshold, rerun.max_attempts) == (2, 0.7, 2)
+    assert set(rerun.items.values_list("sample_state_id", flat=True)) == failed_revisions
+    rerun = services.batch_execute(rerun.pk)
+    assert rerun.status == "done"
+    assert selectors.run_counts(rerun)["answered"] == 2
+    assert list(first.reruns.all()) == [rerun]
+
+
+def test_rerun_failed_is_enqueued_like_a_new_run(provider_factory, settings):
+    _, first, writer = _a_finished_run_with_failures(provider_factory)
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    rerun = services.batch_rerun_failed(run=first, user=writer)
+    rerun.refresh_from_db()
+    assert rerun.status == "done"  # the immediate backend ran it at the commit
+    assert selectors.run_counts(rerun)["total"] == 2
+
+
+def test_rerun_failed_refuses_a_run_without_failures_or_not_finished(provider_factory):
+    _, first, writer = _a_finished_run_with_failures(provider_factory, always_fail=())
+    with pytest.raises(services.Invalid, match="No state failed"):
+        services.batch_rerun_failed(run=first, user=writer)
+    BatchRun.objects.filter(pk=first.pk).update(status="running")
+    first.refresh_from_db()
+    with pytest.raises(services.Conflict, match="still running"):
+        services.batch_rerun_failed(run=first, user=writer)
+    assert BatchRun.objects.count() == 1
+
+
+def test_rerun_failed_is_for_those_who_run_batches(provider_factory):
+    _, first, _ = _a_finished_run_with_failures(provider_factory)
+    with pytest.raises(services.NotAllowed):
+        services.batch_rerun_failed(run=first, user=factories.user("watcher"))
+    assert BatchRun.objects.count() == 1
+
+
+def test_cli_rerun_failed_runs_in_the_foreground(provider_factory):
+    provider, first, _ = _a_finished_run_with_failures(provider_factory)
+    code, out, _ = run_cli("batch", "--rerun-failed", str(first.pk), "--json")
+    summary = json.loads(out)
+    assert code == 1  # the same two states fail again
+    assert (summary["states"], summary["failed"]) == (2, 2)
+    assert BatchRun.objects.get(pk=summary["run"]).rerun_of == first
+    provider.always_fail.clear()
+    code, out, _ = run_cli("batch", "--rerun-failed", str(summary["run"]))
+    assert code == 0
+    assert out.startswith(f"run {summary['run'] + 1}: ") and "2/2 answered, 0 failed" in out
+
+
+def test_cli_rerun_failed_refusals(provider_factory):
+    _, first, _ = _a_finished_run_with_failures(provider_factory, always_fail=())
+    code, out, _ = run_cli("batch", "--rerun-failed", "999", "--json")
+    assert (code, json.loads(out)["status"]) == (1, 404)
+    code, out, _ = run_cli("batch", "--rerun-failed", str(first.pk), "--json")
+    assert (code, json.loads(out)["status"]) == (1, 422)
+    code, _, err = run_cli("batch", "--rerun-failed", str(first.pk), "--backend", "recorded")
+    assert code == 2 and "--backend" in err

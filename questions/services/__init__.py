@@ -8,13 +8,14 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     tokens     the runtime's API tokens
-    batches    batch runs: create, cancel, execute (the task), take over
+    batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
 from questions.services.batches import (
     batch_cancel,
     batch_create,
     batch_execute,
+    batch_rerun_failed,
     batch_resume_if_stale,
     batch_run_task,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "batch_cancel",
     "batch_create",
     "batch_execute",
+    "batch_rerun_failed",
     "batch_resume_if_stale",
     "batch_run_task",
     "decision_ask",

@@ -24,7 +24,7 @@ from django_tasks import task
 from questions import backends, batches, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import decision_ask
-from questions.services.errors import Invalid, NotConfigured, Refusal, require
+from questions.services.errors import Conflict, Invalid, NotConfigured, Refusal, require
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
@@ -75,27 +75,80 @@ def batch_create(
             + (f" tagged {tag}" if tag else "")
             + " to run."
         )
+    current = {s.pk: s.revision for s in states}
+    revisions = {
+        r.sample_state_id: r
+        for r in SampleStateRevision.objects.filter(sample_state__in=states)
+        if r.revision == current[r.sample_state_id]
+    }
+    return _new_run(
+        version=version,
+        backend=backend,
+        model=model or chosen.default_model(),
+        concurrency=concurrency,
+        max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
+        threshold=threshold,
+        tag=tag,
+        user=user,
+        revisions=[revisions[s.pk] for s in states],
+        enqueue=enqueue,
+    )
+
+
+def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> BatchRun:
+    """A new run of `run`'s version, backend, model, concurrency, attempts and threshold over
+    the very sample-state revisions that failed in it (not their current revisions: the new run
+    answers what the first one could not). It points back at `run` (`rerun_of`). `Conflict`
+    while `run` has not finished; `Invalid` when no state of it failed."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    if not run.finished:
+        raise Conflict(
+            f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
+        )
+    failed = [
+        item.sample_state
+        for item in run.items.filter(status=BatchItem.Status.FAILED).select_related("sample_state")
+    ]
+    if not failed:
+        raise Invalid(f"No state failed in run {run.pk}; there is nothing to re-run.")
+    try:
+        chosen = backends.get(run.backend)
+    except backends.DecisionError as exc:
+        raise Invalid(exc.detail, code="unknown_backend") from None
+    if chosen.live and not chosen.configured():
+        raise NotConfigured(chosen.missing_configuration())
+    return _new_run(
+        version=run.version,
+        backend=run.backend,
+        model=run.model,
+        concurrency=run.concurrency,
+        max_attempts=run.max_attempts,
+        threshold=run.threshold,
+        tag=run.tag,
+        user=user,
+        revisions=failed,
+        rerun_of=run,
+        enqueue=enqueue,
+    )
+
+
+def _new_run(
+    *,
+    version: Version,
+    revisions: list[SampleStateRevision],
+    user: Any,
+    enqueue: bool,
+    **fields: Any,
+) -> BatchRun:
+    """A queued run with an item per revision, enqueued for a worker after the commit."""
     with transaction.atomic():
         run = BatchRun.objects.create(
             question_set=version.question_set,
             version=version,
-            backend=backend,
-            model=model or chosen.default_model(),
-            concurrency=concurrency,
-            max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
-            threshold=threshold,
-            tag=tag,
             created_by=roles.recorded_as(user),
+            **fields,
         )
-        current = {s.pk: s.revision for s in states}
-        revisions = {
-            r.sample_state_id: r
-            for r in SampleStateRevision.objects.filter(sample_state__in=states)
-            if r.revision == current[r.sample_state_id]
-        }
-        BatchItem.objects.bulk_create(
-            BatchItem(run=run, sample_state=revisions[s.pk]) for s in states
-        )
+        BatchItem.objects.bulk_create(BatchItem(run=run, sample_state=r) for r in revisions)
         if enqueue:
             transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
     return run
