@@ -416,6 +416,32 @@ def test_cli_batch_exit_1_when_a_state_failed(provider_factory):
     version, _ = a_set(2)
     code, out, _ = run_cli("batch", "--set", version.question_set.slug, "--json")
     assert code == 1 and json.loads(out)["failed"] == 2 and json.loads(out)["pass_rate"] is None
+    assert json.loads(out)["status"] == "failed"
+
+
+def test_a_run_where_every_state_failed_ends_failed_with_the_commonest_detail(provider_factory):
+    provider_factory(fail_first=99, fail_status=500, always_fail=['{"n": 0}'])
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=1, enqueue=False
+    )
+    BatchItem.objects.filter(run=run, sample_state__sample_state__name="s00").update(
+        status="failed", error_status=422, error_detail="Nothing was sent: state: too big"
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "failed"
+    assert run.detail == "Every state failed: 502: The provider failed."
+    assert run.finished_at is not None
+
+
+def test_a_run_with_one_answer_is_done(provider_factory):
+    provider_factory(always_fail=['{"n": 0}', '{"n": 1}'], fail_status=500)
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=1, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert (run.status, run.detail) == ("done", "")
 
 
 # --- re-running the failed states ---------------------------------------------------------------

@@ -174,3 +174,42 @@ def test_rerun_failed_without_failures_says_so(setup):
     response = client.post(reverse("run-rerun-failed", args=[run.pk]), follow=True)
     assert "No state failed in run" in response.content.decode()
     assert BatchRun.objects.count() == 1
+
+
+def test_a_run_where_every_state_failed_says_so_in_red(setup, settings):
+    client, version = setup
+    settings.TYPESAFE_BASE_URL = "http://127.0.0.1:1"  # nobody listens there
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, max_attempts=1, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "failed"
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<strong class="run-status error">failed</strong>' in page
+    assert (
+        '<p class="message error">Every state failed: 502: The provider could not be reached.</p>'
+        in page
+    )
+    assert "has expected answers" not in page
+    assert "No state of this run was answered" in page
+
+
+def test_the_no_expectations_note_needs_answered_states(setup):
+    client, version = setup
+    for state in version.question_set.sample_states.all():
+        services.sample_state_update(
+            sample=state,
+            name=state.name,
+            state=state.state,
+            author=version.author,
+            base_revision=state.revision,
+            expected={},
+        )
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "No answered state of this run has expected answers" in page
+    assert "Every state failed" not in page

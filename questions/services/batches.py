@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from django_tasks import task
 
@@ -340,15 +341,28 @@ def batch_execute(
     cancelled = _cancelled(run.pk)
     if cancelled:
         run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
+    ending = {"status": BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE}
+    if not cancelled and not run.items.exclude(status=BatchItem.Status.FAILED).exists():
+        ending = {"status": BatchRun.Status.FAILED, "detail": _every_state_failed(run)}
     BatchRun.objects.filter(pk=run.pk).update(
-        status=BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE,
-        finished_at=timezone.now(),
-        heartbeat_at=timezone.now(),
+        **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
     if on_progress:
         on_progress(run)
     return run
+
+
+def _every_state_failed(run: BatchRun) -> str:
+    """What a run says when no state of it was answered: the most common failure."""
+    commonest = (
+        run.items.values("error_status", "error_detail")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "error_status", "error_detail")
+        .first()
+    )
+    status, detail = commonest["error_status"], commonest["error_detail"]
+    return f"Every state failed: {f'{status}: ' if status else ''}{detail}"[:2000]
 
 
 @task()
