@@ -5,11 +5,13 @@ worker died."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from questions import batches, roles, selectors, services
@@ -356,6 +358,100 @@ def test_stale_runs_are_queued_again(provider_factory, settings):
         status="running", heartbeat_at=timezone.now() - timedelta(hours=1)
     )
     assert services.batch_resume_if_stale(BatchRun.objects.get(pk=run.pk))
+
+
+def _a_run_whose_worker_died(version, writer, *, answered=2):
+    """A run whose worker answered `answered` states, claimed one more, then died."""
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    items = list(run.items.values_list("pk", flat=True))
+    BatchItem.objects.filter(pk__in=items[:answered]).update(
+        status="answered", attempts=1, answers={}
+    )
+    BatchItem.objects.filter(pk=items[answered]).update(status="running")
+    BatchRun.objects.filter(pk=run.pk).update(
+        status="running",
+        started_at=timezone.now() - timedelta(minutes=6),
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
+    )
+    return run
+
+
+def test_the_idle_sweep_takes_over_a_run_whose_worker_died(provider_factory, settings):
+    provider = provider_factory()
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    version, writer = a_set(5)
+    run = _a_run_whose_worker_died(version, writer)
+    assert services.batch_sweep_stale() == [run.pk]
+    run.refresh_from_db()
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 5
+    assert sum(provider.calls.values()) == 3  # the two answered before are not asked again
+    assert services.batch_sweep_stale() == []
+
+
+def test_the_sweep_leaves_live_runs_alone_and_queues_a_stale_one_once_per_window(settings):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    settings.TYPESAFE_API_KEY = "k"
+    version, writer = a_set(4)
+    stale = _a_run_whose_worker_died(version, writer)
+    live = _a_run_whose_worker_died(version, writer)
+    BatchRun.objects.filter(pk=live.pk).update(heartbeat_at=timezone.now())
+    services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    queued: dict[int, float] = {}
+    assert services.batch_sweep_stale(queued) == [stale.pk]
+    assert services.batch_sweep_stale(queued) == []  # still waiting for a free worker
+    assert services.batch_sweep_stale() == [stale.pk]  # another worker queues it too
+
+
+def test_db_worker_is_the_one_that_takes_over():
+    from django.core.management import get_commands
+
+    assert get_commands()["db_worker"] == "questions"
+
+
+@pytest.fixture
+def signals_kept():
+    """The worker installs its own SIGINT/SIGTERM/SIGQUIT handlers; put pytest's back, and
+    stop a worker that never ends with SIGALRM."""
+    kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)}
+
+    def too_long(*_):
+        raise TimeoutError("the worker did not finish")
+
+    signal.signal(signal.SIGALRM, too_long)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    for s, handler in kept.items():
+        signal.signal(s, handler)
+
+
+def test_a_plain_db_worker_takes_over_a_stale_run_while_idle(
+    provider_factory, settings, signals_kept
+):
+    provider = provider_factory()
+    settings.DECISIONS_BATCH_STALE_SECONDS = 1
+    version, writer = a_set(4)
+    run = _a_run_whose_worker_died(version, writer)
+    BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())  # just died
+    started = time.monotonic()
+    signal.alarm(30)
+    call_command(
+        "db_worker",
+        "--no-reload",
+        "--no-startup-delay",
+        "--interval",
+        "0.1",
+        "--max-tasks",
+        "1",
+        verbosity=0,
+    )
+    took = time.monotonic() - started
+    run.refresh_from_db()
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 4
+    assert sum(provider.calls.values()) == 2
+    assert 1 <= took < 10
 
 
 def test_batch_create_enqueues_a_task_after_the_commit(settings):

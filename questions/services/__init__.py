@@ -18,6 +18,7 @@ from questions.services.batches import (
     batch_rerun_failed,
     batch_resume_if_stale,
     batch_run_task,
+    batch_sweep_stale,
 )
 from questions.services.decisions import LIVE_ASKERS_ONLY, decision_ask, decision_record
 from questions.services.errors import (
@@ -83,6 +84,7 @@ __all__ = [
     "batch_rerun_failed",
     "batch_resume_if_stale",
     "batch_run_task",
+    "batch_sweep_stale",
     "decision_ask",
     "decision_record",
     "document_text",

@@ -11,6 +11,7 @@ engine is `questions.batches`.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
@@ -377,3 +378,31 @@ def batch_resume_if_stale(run: BatchRun) -> bool:
         batch_run_task.enqueue(run.pk)
         return True
     return False
+
+
+def sweep_seconds() -> float:
+    """How often a worker looks for runs whose worker died: often enough that one is taken
+    over within a few seconds of going stale."""
+    return min(5.0, max(0.2, settings.DECISIONS_BATCH_STALE_SECONDS / 4))
+
+
+def batch_sweep_stale(queued: dict[int, float] | None = None) -> list[int]:
+    """Queue again every running run whose worker went quiet; the ids queued. `queued` (run id
+    → when) remembers what this caller queued, so a run that waits for a free worker is queued
+    again only once per stale window rather than on every sweep. Taking a run stays
+    at-most-once (`_take`), so a run queued twice is executed once."""
+    queued = {} if queued is None else queued
+    limit = timedelta(seconds=settings.DECISIONS_BATCH_STALE_SECONDS)
+    now = time.monotonic()
+    stale = BatchRun.objects.filter(status=BatchRun.Status.RUNNING).filter(
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=timezone.now() - limit)
+    )
+    resumed = []
+    for run in stale:
+        if now - queued.get(run.pk, -math.inf) < limit.total_seconds():
+            continue
+        if batch_resume_if_stale(run):
+            log.warning("run %s: its worker went quiet; queued to be taken over", run.pk)
+            queued[run.pk] = now
+            resumed.append(run.pk)
+    return resumed
