@@ -71,7 +71,8 @@ def run_concurrently(
     stopped: Callable[[], bool],
 ) -> None:
     """Call `work(item_id)` for every item, at most `concurrency` at a time, until none is left
-    or `stopped()` says so. An exception in `work` stops every thread and is raised here."""
+    or `stopped()` says so. An exception in `work` stops every thread and is raised here (the
+    batch service fails the one item instead, so only a failure to record that gets through)."""
     pending = deque(item_ids)
     lock = threading.Lock()
     failures: list[BaseException] = []

@@ -3,9 +3,10 @@ item, recording its outcome, finishing the run — plus the django-tasks task th
 
 Items are claimed one by one with a conditional UPDATE, so no state is asked twice by two
 executors. An executor keeps the run's heartbeat fresh; a run whose heartbeat is older than
-`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died, and the next executor takes it
-over: its half-done items go back to pending and the run goes on. The concurrency and retry
-engine is `questions.batches`.
+`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died: idle workers look for such runs
+(`batch_sweep_stale`, from the console's `db_worker`) and queue them, and the next executor takes
+it over: its half-done items go back to pending and the run goes on. One state's failure, however
+unexpected, fails that item alone. The concurrency and retry engine is `questions.batches`.
 """
 
 from __future__ import annotations
