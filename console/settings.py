@@ -71,9 +71,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    # before django_tasks_db: its `db_worker` command is questions' own (which also takes over
+    # batch runs whose worker died), and Django uses the first app that has a command
+    "questions",
     "django_tasks",
     "django_tasks_db",
-    "questions",
 ]
 
 MIDDLEWARE = [

@@ -21,11 +21,17 @@ HEARTBEAT_SECONDS = 2.0
 
 
 def retryable(outcome) -> bool:
-    """429, 529 and the provider's 5xx are worth another try; nothing else is."""
+    """Worth another try: a rate limit (429), the provider's 5xx and 529, and a live call that
+    got no answer at all: the provider could not be reached (502) or did not answer in time
+    (504). A refusal of what was asked, an answer in an unexpected shape or a provider that
+    rejected the key is not."""
     error = outcome.error
     if error is None:
         return False
-    return error.status == 429 or (error.provider_status_code or 0) >= 500
+    if error.status == 429 or (error.provider_status_code or 0) >= 500:
+        return True
+    went_out = outcome.live and outcome.request_body is not None
+    return went_out and error.provider_status_code is None and error.status in (502, 504)
 
 
 def backoff(attempt: int, retry_after: float | None) -> float:
@@ -65,7 +71,8 @@ def run_concurrently(
     stopped: Callable[[], bool],
 ) -> None:
     """Call `work(item_id)` for every item, at most `concurrency` at a time, until none is left
-    or `stopped()` says so. An exception in `work` stops every thread and is raised here."""
+    or `stopped()` says so. An exception in `work` stops every thread and is raised here (the
+    batch service fails the one item instead, so only a failure to record that gets through)."""
     pending = deque(item_ids)
     lock = threading.Lock()
     failures: list[BaseException] = []

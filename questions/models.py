@@ -342,6 +342,14 @@ class BatchRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    rerun_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reruns",
+        help_text="the run whose failed states this run asks again",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

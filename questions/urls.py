@@ -8,6 +8,7 @@ urlpatterns = [
     path("reviews/", review.review_queue, name="review-queue"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/rerun-failed/", runs.run_rerun_failed, name="run-rerun-failed"),
     path("sets/<slug:slug>/v<int:number>/runs/", runs.run_create, name="run-create"),
     path("tokens/", review.token_list, name="token-list"),
     path("schemas/question-set-1.json", review.export_schema, name="export-schema"),

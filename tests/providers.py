@@ -1,16 +1,25 @@
-"""One loopback provider for the backend tests: a real HTTP server on 127.0.0.1 that records the
-raw bytes of every request and answers what the test queued — or, when nothing is queued, the
-default answer (a body, or a function of the request's JSON)."""
+"""Loopback providers the tests share, and their helpers.
+
+`Provider` is a real HTTP server on 127.0.0.1 that records the raw bytes of every request and
+answers what the test queued — or, when nothing is queued, the default answer (a body, or a
+function of the request's JSON); `point_every_wire_at` aims every wire at it. `FlakyProvider`
+answers with the stand-in's answers and can rate-limit, fail, hang up or answer oddly, for the
+batch runs; `DOC` is the question map they ask; `run_cli` calls the command line."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from django.core.management import call_command
+
+from questions import standin
 
 KEY = "sk-test-4f9c2a7e1b"
 
@@ -84,3 +93,100 @@ def point_every_wire_at(settings, provider: Provider, timeout: float = 0.5) -> N
     settings.OPENROUTER_API_KEY = KEY
     settings.OPENROUTER_BASE_URL = provider.url
     settings.DECISIONS_TIMEOUT_SECONDS = timeout
+
+
+DOC = {
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
+    },
+}
+
+
+class FlakyProvider:
+    """The stand-in's answers, after `latency` seconds, with the first `fail_first` calls for
+    each state answered `fail_status` (and `Retry-After` when given); counts calls in flight.
+    The first `hang_up_first` calls for each state get no answer at all (the connection is
+    closed), and `answer(state, body)` may rewrite the raw JSON text of a 200 answer."""
+
+    def __init__(
+        self,
+        latency=0.0,
+        fail_first=0,
+        fail_status=429,
+        retry_after=None,
+        always_fail=(),
+        hang_up_first=0,
+        answer: Callable[[Any, str], str] | None = None,
+    ):
+        self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
+        self.retry_after, self.always_fail = retry_after, set(always_fail)
+        self.hang_up_first, self.answer = hang_up_first, answer
+        self.calls: dict[str, int] = {}
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = json.dumps(body["state"], sort_keys=True)
+                with provider.lock:
+                    provider.calls[key] = provider.calls.get(key, 0) + 1
+                    n = provider.calls[key]
+                    provider.in_flight += 1
+                    provider.max_in_flight = max(provider.max_in_flight, provider.in_flight)
+                try:
+                    time.sleep(provider.latency)
+                    headers = {}
+                    if n <= provider.hang_up_first:
+                        self.close_connection = True
+                        return
+                    if key in provider.always_fail or n <= provider.fail_first:
+                        status, out = provider.fail_status, {"detail": "Slow down"}
+                        if provider.retry_after is not None:
+                            headers["Retry-After"] = str(provider.retry_after)
+                    else:
+                        status, out = standin.respond(body)
+                finally:
+                    with provider.lock:
+                        provider.in_flight -= 1
+                text = json.dumps(out)
+                if status == 200 and provider.answer is not None:
+                    text = provider.answer(body["state"], text)
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """`manage.py questions ARGS…`: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        call_command("questions", *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()

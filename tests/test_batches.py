@@ -5,85 +5,21 @@ worker died."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
-from questions import batches, roles, selectors, services, standin
+from questions import batches, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from tests import factories
-from tests.test_cli_validate import run as run_cli
+from tests.providers import DOC, FlakyProvider, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-DOC = {
-    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-    "desk": {
-        "type": "choice",
-        "instructions": "Which desk?",
-        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
-    },
-}
-
-
-class FlakyProvider:
-    """The stand-in's answers, after `latency` seconds, with the first `fail_first` calls for
-    each state answered `fail_status` (and `Retry-After` when given); counts calls in flight."""
-
-    def __init__(
-        self, latency=0.0, fail_first=0, fail_status=429, retry_after=None, always_fail=()
-    ):
-        self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
-        self.retry_after, self.always_fail = retry_after, set(always_fail)
-        self.calls: dict[str, int] = {}
-        self.in_flight = self.max_in_flight = 0
-        self.lock = threading.Lock()
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                key = json.dumps(body["state"], sort_keys=True)
-                with provider.lock:
-                    provider.calls[key] = provider.calls.get(key, 0) + 1
-                    n = provider.calls[key]
-                    provider.in_flight += 1
-                    provider.max_in_flight = max(provider.max_in_flight, provider.in_flight)
-                try:
-                    time.sleep(provider.latency)
-                    headers = {}
-                    if key in provider.always_fail or n <= provider.fail_first:
-                        status, out = provider.fail_status, {"detail": "Slow down"}
-                        if provider.retry_after is not None:
-                            headers["Retry-After"] = str(provider.retry_after)
-                    else:
-                        status, out = standin.respond(body)
-                finally:
-                    with provider.lock:
-                        provider.in_flight -= 1
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
 @pytest.fixture
@@ -101,8 +37,7 @@ def provider_factory(settings):
 
     yield make
     for p in made:
-        p.server.shutdown()
-        p.server.server_close()
+        p.close()
 
 
 def a_set(states: int, *, expected=None):
@@ -196,6 +131,145 @@ def test_what_is_not_worth_retrying_fails_at_once(provider_factory):
     assert set(run.items.values_list("error_status", flat=True)) == {422}
 
 
+def test_an_unreachable_provider_is_retried(provider_factory):
+    provider = provider_factory(hang_up_first=2)
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=4, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 3
+    assert set(provider.calls.values()) == {3}  # two hang-ups, then the answer
+    assert set(run.items.values_list("attempts", flat=True)) == {3}
+    assert Decision.objects.filter(status=502, provider_status_code=None).count() == 6
+
+
+def test_a_timeout_is_retried(provider_factory, settings):
+    seen: dict[str, int] = {}
+
+    def slow_at_first(state, text):
+        key = json.dumps(state)
+        seen[key] = seen.get(key, 0) + 1
+        time.sleep(0.6 if seen[key] == 1 else 0)
+        return text
+
+    provider = provider_factory(answer=slow_at_first)
+    settings.DECISIONS_TIMEOUT_SECONDS = 0.3
+    version, writer = a_set(2)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=2, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert selectors.run_counts(run)["answered"] == 2
+    assert set(provider.calls.values()) == {2}
+    assert Decision.objects.filter(status=504).count() == 2
+
+
+def test_a_provider_down_for_longer_fails_within_the_attempts(provider_factory):
+    provider = provider_factory(hang_up_first=99)
+    version, writer = a_set(2)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=3, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert set(provider.calls.values()) == {3}
+    assert set(run.items.values_list("error_status", "attempts")) == {(502, 3)}
+
+
+def _with_a_huge_probability(state, text):
+    """A 200 answer whose noul for state n=1 is a 400-digit integer."""
+    body = json.loads(text)
+    if state == {"n": 1}:
+        body["answers"]["urgent"]["noul"] = 10**400
+    return json.dumps(body)
+
+
+def _deeply_nested(state, text):
+    return "[" * 100_000 + "]" * 100_000 if state == {"n": 1} else text
+
+
+@pytest.mark.parametrize("answer", [_with_a_huge_probability, _deeply_nested])
+def test_an_answer_that_cannot_be_checked_fails_its_state_alone(provider_factory, answer):
+    provider_factory(answer=answer)
+    version, writer = a_set(4)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=2, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    counts = selectors.run_counts(run)
+    assert (counts["answered"], counts["failed"]) == (3, 1)
+    failed = run.items.get(status="failed")
+    assert failed.sample_state.state == {"n": 1}
+    assert failed.error_status == 502
+    assert "k-batch-test" not in failed.error_detail and '"n"' not in failed.error_detail
+
+
+def test_an_answer_holding_nul_fails_its_state_alone(provider_factory):
+    provider_factory(
+        answer=lambda state, text: (
+            text.replace('"model": "', '"model": "\\u0000') if state == {"n": 0} else text
+        )
+    )
+    version, writer = a_set(3)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status) == ({"n": 0}, 502)
+    assert "NUL" in failed.error_detail
+    assert selectors.run_counts(run)["answered"] == 2
+
+
+def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
+    provider_factory, monkeypatch, caplog
+):
+    provider_factory()
+    real_ask = services.batches.decision_ask
+
+    def ask(**kw):
+        if kw["state"] == {"n": 2}:
+            raise RuntimeError("boom with the state {'n': 2} in it")
+        return real_ask(**kw)
+
+    monkeypatch.setattr(services.batches, "decision_ask", ask)
+    version, writer = a_set(5)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=3, enqueue=False
+    )
+    with caplog.at_level("ERROR", logger="questions.batches"):
+        run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    counts = selectors.run_counts(run)
+    assert (counts["answered"], counts["failed"]) == (4, 1)
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status, failed.attempts) == ({"n": 2}, 502, 1)
+    assert "RuntimeError" in failed.error_detail and "boom" not in failed.error_detail
+    [record] = [r for r in caplog.records if r.name == "questions.batches"]
+    assert record.exc_info is not None
+    assert "RuntimeError" in record.getMessage() and "'n'" not in record.getMessage()
+
+
+def test_an_exception_recording_the_outcome_fails_its_state_alone(provider_factory, monkeypatch):
+    provider_factory()
+    real_save = BatchItem.save
+
+    def save(self, *a, **kw):
+        if self.sample_state.state == {"n": 0}:
+            raise ValueError("cannot store this")
+        return real_save(self, *a, **kw)
+
+    monkeypatch.setattr(BatchItem, "save", save)
+    version, writer = a_set(3)
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    failed = run.items.get(status="failed")
+    assert (failed.sample_state.state, failed.error_status) == ({"n": 0}, 502)
+    assert failed.answers is None and "ValueError" in failed.error_detail
+
+
 def test_tagged_states_only(provider_factory):
     provider_factory()
     version, writer = a_set(6)
@@ -286,12 +360,106 @@ def test_stale_runs_are_queued_again(provider_factory, settings):
     assert services.batch_resume_if_stale(BatchRun.objects.get(pk=run.pk))
 
 
+def _a_run_whose_worker_died(version, writer, *, answered=2):
+    """A run whose worker answered `answered` states, claimed one more, then died."""
+    run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    items = list(run.items.values_list("pk", flat=True))
+    BatchItem.objects.filter(pk__in=items[:answered]).update(
+        status="answered", attempts=1, answers={}
+    )
+    BatchItem.objects.filter(pk=items[answered]).update(status="running")
+    BatchRun.objects.filter(pk=run.pk).update(
+        status="running",
+        started_at=timezone.now() - timedelta(minutes=6),
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
+    )
+    return run
+
+
+def test_the_idle_sweep_takes_over_a_run_whose_worker_died(provider_factory, settings):
+    provider = provider_factory()
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    version, writer = a_set(5)
+    run = _a_run_whose_worker_died(version, writer)
+    assert services.batch_sweep_stale() == [run.pk]
+    run.refresh_from_db()
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 5
+    assert sum(provider.calls.values()) == 3  # the two answered before are not asked again
+    assert services.batch_sweep_stale() == []
+
+
+def test_the_sweep_leaves_live_runs_alone_and_queues_a_stale_one_once_per_window(settings):
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    settings.TYPESAFE_API_KEY = "k"
+    version, writer = a_set(4)
+    stale = _a_run_whose_worker_died(version, writer)
+    live = _a_run_whose_worker_died(version, writer)
+    BatchRun.objects.filter(pk=live.pk).update(heartbeat_at=timezone.now())
+    services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    queued: dict[int, float] = {}
+    assert services.batch_sweep_stale(queued) == [stale.pk]
+    assert services.batch_sweep_stale(queued) == []  # still waiting for a free worker
+    assert services.batch_sweep_stale() == [stale.pk]  # another worker queues it too
+
+
+def test_db_worker_is_the_one_that_takes_over():
+    from django.core.management import get_commands
+
+    assert get_commands()["db_worker"] == "questions"
+
+
+@pytest.fixture
+def signals_kept():
+    """The worker installs its own SIGINT/SIGTERM/SIGQUIT handlers; put pytest's back, and
+    stop a worker that never ends with SIGALRM."""
+    kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)}
+
+    def too_long(*_):
+        raise TimeoutError("the worker did not finish")
+
+    signal.signal(signal.SIGALRM, too_long)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    for s, handler in kept.items():
+        signal.signal(s, handler)
+
+
+def test_a_plain_db_worker_takes_over_a_stale_run_while_idle(
+    provider_factory, settings, signals_kept
+):
+    provider = provider_factory()
+    settings.DECISIONS_BATCH_STALE_SECONDS = 1
+    version, writer = a_set(4)
+    run = _a_run_whose_worker_died(version, writer)
+    BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())  # just died
+    started = time.monotonic()
+    signal.alarm(30)
+    call_command(
+        "db_worker",
+        "--no-reload",
+        "--no-startup-delay",
+        "--interval",
+        "0.1",
+        "--max-tasks",
+        "1",
+        verbosity=0,
+    )
+    took = time.monotonic() - started
+    run.refresh_from_db()
+    assert run.status == "done"
+    assert selectors.run_counts(run)["answered"] == 4
+    assert sum(provider.calls.values()) == 2
+    assert 1 <= took < 10
+
+
 def test_batch_create_enqueues_a_task_after_the_commit(settings):
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
     version, writer = a_set(2)
     run = services.batch_create(version=version, backend="recorded", user=writer)
     run.refresh_from_db()
-    assert run.status == "done"  # the immediate backend ran it at the commit
+    assert run.finished  # the immediate backend ran it at the commit
     assert selectors.run_counts(run)["failed"] == 2  # nothing was recorded to replay
 
 
@@ -344,3 +512,125 @@ def test_cli_batch_exit_1_when_a_state_failed(provider_factory):
     version, _ = a_set(2)
     code, out, _ = run_cli("batch", "--set", version.question_set.slug, "--json")
     assert code == 1 and json.loads(out)["failed"] == 2 and json.loads(out)["pass_rate"] is None
+    assert json.loads(out)["status"] == "failed"
+
+
+def test_a_run_where_every_state_failed_ends_failed_with_the_commonest_detail(provider_factory):
+    provider_factory(fail_first=99, fail_status=500, always_fail=['{"n": 0}'])
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=1, enqueue=False
+    )
+    BatchItem.objects.filter(run=run, sample_state__sample_state__name="s00").update(
+        status="failed", error_status=422, error_detail="Nothing was sent: state: too big"
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "failed"
+    assert run.detail == "Every state failed: 502: The provider failed."
+    assert run.finished_at is not None
+
+
+def test_a_run_with_one_answer_is_done(provider_factory):
+    provider_factory(always_fail=['{"n": 0}', '{"n": 1}'], fail_status=500)
+    version, writer = a_set(3)
+    run = services.batch_create(
+        version=version, backend="typesafe", user=writer, max_attempts=1, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert (run.status, run.detail) == ("done", "")
+
+
+# --- re-running the failed states ---------------------------------------------------------------
+
+
+def _a_finished_run_with_failures(provider_factory, always_fail=('{"n": 1}', '{"n": 3}')):
+    provider = provider_factory(always_fail=always_fail, fail_status=500)
+    version, writer = a_set(5)
+    run = services.batch_create(
+        version=version,
+        backend="typesafe",
+        user=writer,
+        concurrency=2,
+        threshold=0.7,
+        max_attempts=2,
+        tag="",
+        enqueue=False,
+    )
+    return provider, services.batch_execute(run.pk), writer
+
+
+def test_rerun_failed_asks_only_the_failed_revisions_again(provider_factory):
+    provider, first, writer = _a_finished_run_with_failures(provider_factory)
+    # the states change after the run: the re-run still asks the revisions that failed
+    failed_revisions = set(
+        first.items.filter(status="failed").values_list("sample_state_id", flat=True)
+    )
+    for state in first.question_set.sample_states.all():
+        services.sample_state_update(
+            sample=state,
+            name=state.name,
+            state={"n": state.state["n"], "edited": True},
+            author=writer,
+            base_revision=state.revision,
+        )
+    provider.always_fail.clear()
+    rerun = services.batch_rerun_failed(run=first, user=writer, enqueue=False)
+    assert rerun.rerun_of == first and rerun.status == "queued"
+    assert (rerun.version, rerun.backend, rerun.model) == (first.version, "typesafe", first.model)
+    assert (rerun.concurrency, rerun.threshold, rerun.max_attempts) == (2, 0.7, 2)
+    assert set(rerun.items.values_list("sample_state_id", flat=True)) == failed_revisions
+    rerun = services.batch_execute(rerun.pk)
+    assert rerun.status == "done"
+    assert selectors.run_counts(rerun)["answered"] == 2
+    assert list(first.reruns.all()) == [rerun]
+
+
+def test_rerun_failed_is_enqueued_like_a_new_run(provider_factory, settings):
+    provider, first, writer = _a_finished_run_with_failures(provider_factory)
+    provider.always_fail.clear()
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    rerun = services.batch_rerun_failed(run=first, user=writer)
+    rerun.refresh_from_db()
+    assert rerun.status == "done"  # the immediate backend ran it at the commit
+    assert selectors.run_counts(rerun)["answered"] == 2
+
+
+def test_rerun_failed_refuses_a_run_without_failures_or_not_finished(provider_factory):
+    _, first, writer = _a_finished_run_with_failures(provider_factory, always_fail=())
+    with pytest.raises(services.Invalid, match="No state failed"):
+        services.batch_rerun_failed(run=first, user=writer)
+    BatchRun.objects.filter(pk=first.pk).update(status="running")
+    first.refresh_from_db()
+    with pytest.raises(services.Conflict, match="still running"):
+        services.batch_rerun_failed(run=first, user=writer)
+    assert BatchRun.objects.count() == 1
+
+
+def test_rerun_failed_is_for_those_who_run_batches(provider_factory):
+    _, first, _ = _a_finished_run_with_failures(provider_factory)
+    with pytest.raises(services.NotAllowed):
+        services.batch_rerun_failed(run=first, user=factories.user("watcher"))
+    assert BatchRun.objects.count() == 1
+
+
+def test_cli_rerun_failed_runs_in_the_foreground(provider_factory):
+    provider, first, _ = _a_finished_run_with_failures(provider_factory)
+    code, out, _ = run_cli("batch", "--rerun-failed", str(first.pk), "--json")
+    summary = json.loads(out)
+    assert code == 1  # the same two states fail again
+    assert (summary["states"], summary["failed"]) == (2, 2)
+    assert BatchRun.objects.get(pk=summary["run"]).rerun_of == first
+    provider.always_fail.clear()
+    code, out, _ = run_cli("batch", "--rerun-failed", str(summary["run"]))
+    assert code == 0
+    assert out.startswith(f"run {summary['run'] + 1}: ") and "2/2 answered, 0 failed" in out
+
+
+def test_cli_rerun_failed_refusals(provider_factory):
+    _, first, _ = _a_finished_run_with_failures(provider_factory, always_fail=())
+    code, out, _ = run_cli("batch", "--rerun-failed", "999", "--json")
+    assert (code, json.loads(out)["status"]) == (1, 404)
+    code, out, _ = run_cli("batch", "--rerun-failed", str(first.pk), "--json")
+    assert (code, json.loads(out)["status"]) == (1, 422)
+    code, _, err = run_cli("batch", "--rerun-failed", str(first.pk), "--backend", "recorded")
+    assert code == 2 and "--backend" in err

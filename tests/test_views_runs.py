@@ -6,7 +6,7 @@ from django.urls import reverse
 from questions import roles, services
 from questions.models import BatchRun
 from tests import factories
-from tests.test_batches import DOC
+from tests.providers import DOC
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -114,3 +114,102 @@ def test_the_review_page_shows_both_versions_runs_side_by_side(setup):
     assert f"run {first.pk}</a>" in body and f"run {second.pk}</a>" in body
     assert "Cost per call" in body and "$0.0000" in body
     assert f"col=run:{first.pk}&amp;col=run:{second.pk}&amp;filter=changes" in body
+
+
+def _a_run_with_a_failure(version):
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(run.pk)
+    run.items.filter(sample_state__sample_state__name="s1").update(
+        status="failed", error_status=502, error_detail="The provider failed.", answers=None
+    )
+    return run
+
+
+def test_rerun_the_failed_states_from_the_page(setup):
+    client, version = setup
+    run = _a_run_with_a_failure(version)
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert reverse("run-rerun-failed", args=[run.pk]) in page
+    assert "Re-run the 1 failed state<" in page
+    response = client.post(reverse("run-rerun-failed", args=[run.pk]))
+    rerun = BatchRun.objects.get(rerun_of=run)
+    assert response.url == reverse("run-detail", args=[rerun.pk])
+    assert [i.sample_state.sample_state.name for i in rerun.items.all()] == ["s1"]
+    page = client.get(response.url).content.decode()
+    assert f'Re-runs the failed states of <a href="/runs/{run.pk}/">run {run.pk}</a>' in page
+    assert reverse("run-rerun-failed", args=[rerun.pk]) not in page  # queued, nothing failed
+
+
+def test_no_rerun_button_without_failures_or_for_viewers(setup):
+    client, version = setup
+    clean = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(clean.pk)
+    page = client.get(reverse("run-detail", args=[clean.pk])).content.decode()
+    assert "run-rerun-failed" not in page and "/rerun-failed/" not in page
+    run = _a_run_with_a_failure(version)
+    client.force_login(factories.user("watcher"))
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "/rerun-failed/" not in page
+
+
+def test_rerun_failed_refused_to_a_viewer(setup):
+    client, version = setup
+    run = _a_run_with_a_failure(version)
+    client.force_login(factories.user("watcher"))
+    response = client.post(reverse("run-rerun-failed", args=[run.pk]))
+    assert response.status_code == 403
+    assert not BatchRun.objects.filter(rerun_of=run).exists()
+
+
+def test_rerun_failed_without_failures_says_so(setup):
+    client, version = setup
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(run.pk)
+    response = client.post(reverse("run-rerun-failed", args=[run.pk]), follow=True)
+    assert "No state failed in run" in response.content.decode()
+    assert BatchRun.objects.count() == 1
+
+
+def test_a_run_where_every_state_failed_says_so_in_red(setup, settings):
+    client, version = setup
+    settings.TYPESAFE_BASE_URL = "http://127.0.0.1:1"  # nobody listens there
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, max_attempts=1, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "failed"
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<strong class="run-status error">failed</strong>' in page
+    assert (
+        '<p class="message error">Every state failed: 502: The provider could not be reached.</p>'
+        in page
+    )
+    assert "has expected answers" not in page
+    assert "No state of this run was answered" in page
+
+
+def test_the_no_expectations_note_needs_answered_states(setup):
+    client, version = setup
+    for state in version.question_set.sample_states.all():
+        services.sample_state_update(
+            sample=state,
+            name=state.name,
+            state=state.state,
+            author=version.author,
+            base_revision=state.revision,
+            expected={},
+        )
+    run = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "No answered state of this run has expected answers" in page
+    assert "Every state failed" not in page

@@ -8,15 +8,17 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     tokens     the runtime's API tokens
-    batches    batch runs: create, cancel, execute (the task), take over
+    batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
 from questions.services.batches import (
     batch_cancel,
     batch_create,
     batch_execute,
+    batch_rerun_failed,
     batch_resume_if_stale,
     batch_run_task,
+    batch_sweep_stale,
 )
 from questions.services.decisions import LIVE_ASKERS_ONLY, decision_ask, decision_record
 from questions.services.errors import (
@@ -79,8 +81,10 @@ __all__ = [
     "batch_cancel",
     "batch_create",
     "batch_execute",
+    "batch_rerun_failed",
     "batch_resume_if_stale",
     "batch_run_task",
+    "batch_sweep_stale",
     "decision_ask",
     "decision_record",
     "document_text",

@@ -3,14 +3,16 @@ item, recording its outcome, finishing the run — plus the django-tasks task th
 
 Items are claimed one by one with a conditional UPDATE, so no state is asked twice by two
 executors. An executor keeps the run's heartbeat fresh; a run whose heartbeat is older than
-`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died, and the next executor takes it
-over: its half-done items go back to pending and the run goes on. The concurrency and retry
-engine is `questions.batches`.
+`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died: idle workers look for such runs
+(`batch_sweep_stale`, from the console's `db_worker`) and queue them, and the next executor takes
+it over: its half-done items go back to pending and the run goes on. One state's failure, however
+unexpected, fails that item alone. The concurrency and retry engine is `questions.batches`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,13 +20,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
 from questions import backends, batches, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import decision_ask
-from questions.services.errors import Invalid, NotConfigured, require
+from questions.services.errors import Conflict, Invalid, NotConfigured, Refusal, require
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
@@ -75,27 +78,80 @@ def batch_create(
             + (f" tagged {tag}" if tag else "")
             + " to run."
         )
+    current = {s.pk: s.revision for s in states}
+    revisions = {
+        r.sample_state_id: r
+        for r in SampleStateRevision.objects.filter(sample_state__in=states)
+        if r.revision == current[r.sample_state_id]
+    }
+    return _new_run(
+        version=version,
+        backend=backend,
+        model=model or chosen.default_model(),
+        concurrency=concurrency,
+        max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
+        threshold=threshold,
+        tag=tag,
+        user=user,
+        revisions=[revisions[s.pk] for s in states],
+        enqueue=enqueue,
+    )
+
+
+def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> BatchRun:
+    """A new run of `run`'s version, backend, model, concurrency, attempts and threshold over
+    the very sample-state revisions that failed in it (not their current revisions: the new run
+    answers what the first one could not). It points back at `run` (`rerun_of`). `Conflict`
+    while `run` has not finished; `Invalid` when no state of it failed."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    if not run.finished:
+        raise Conflict(
+            f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
+        )
+    failed = [
+        item.sample_state
+        for item in run.items.filter(status=BatchItem.Status.FAILED).select_related("sample_state")
+    ]
+    if not failed:
+        raise Invalid(f"No state failed in run {run.pk}; there is nothing to re-run.")
+    try:
+        chosen = backends.get(run.backend)
+    except backends.DecisionError as exc:
+        raise Invalid(exc.detail, code="unknown_backend") from None
+    if chosen.live and not chosen.configured():
+        raise NotConfigured(chosen.missing_configuration())
+    return _new_run(
+        version=run.version,
+        backend=run.backend,
+        model=run.model,
+        concurrency=run.concurrency,
+        max_attempts=run.max_attempts,
+        threshold=run.threshold,
+        tag=run.tag,
+        user=user,
+        revisions=failed,
+        rerun_of=run,
+        enqueue=enqueue,
+    )
+
+
+def _new_run(
+    *,
+    version: Version,
+    revisions: list[SampleStateRevision],
+    user: Any,
+    enqueue: bool,
+    **fields: Any,
+) -> BatchRun:
+    """A queued run with an item per revision, enqueued for a worker after the commit."""
     with transaction.atomic():
         run = BatchRun.objects.create(
             question_set=version.question_set,
             version=version,
-            backend=backend,
-            model=model or chosen.default_model(),
-            concurrency=concurrency,
-            max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
-            threshold=threshold,
-            tag=tag,
             created_by=roles.recorded_as(user),
+            **fields,
         )
-        current = {s.pk: s.revision for s in states}
-        revisions = {
-            r.sample_state_id: r
-            for r in SampleStateRevision.objects.filter(sample_state__in=states)
-            if r.revision == current[r.sample_state_id]
-        }
-        BatchItem.objects.bulk_create(
-            BatchItem(run=run, sample_state=revisions[s.pk]) for s in states
-        )
+        BatchItem.objects.bulk_create(BatchItem(run=run, sample_state=r) for r in revisions)
         if enqueue:
             transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
     return run
@@ -164,54 +220,90 @@ def _ask_one(
     item_id: int,
     sleep: Callable[[float], None],
 ) -> None:
+    """Ask about one claimed state, retrying what is worth it, and record its outcome. Whatever
+    goes wrong while asking or recording fails this item alone; the run goes on."""
     if not _claim(item_id):
         return
-    item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
-    revision = item.sample_state
     attempt = 0
-    while True:
-        attempt += 1
-        outcome = decision_ask(
-            backend=run.backend,
-            questions=questions,
-            state=revision.state,
-            model=run.model,
-            user=run.created_by or roles.OPERATOR,
-            version=run.version,
-            sample_state=revision,
+    try:
+        item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
+        revision = item.sample_state
+        while True:
+            attempt += 1
+            outcome = decision_ask(
+                backend=run.backend,
+                questions=questions,
+                state=revision.state,
+                model=run.model,
+                user=run.created_by or roles.OPERATOR,
+                version=run.version,
+                sample_state=revision,
+            )
+            if (
+                outcome.error is None
+                or not batches.retryable(outcome)
+                or attempt >= run.max_attempts
+            ):
+                break
+            if _cancelled(run.pk):
+                break
+            delay = batches.backoff(attempt, outcome.error.retry_after)
+            log.info(
+                "run %s item %s: %s, retry %d in %.2fs",
+                run.pk,
+                item_id,
+                outcome.error.status,
+                attempt,
+                delay,
+            )
+            sleep(delay)
+        item.attempts = attempt
+        if outcome.error is None:
+            item.status = BatchItem.Status.ANSWERED
+            item.answers = outcome.checked.answers
+        else:
+            item.status = BatchItem.Status.FAILED
+            item.error_status = outcome.error.status
+            item.error_detail = outcome.error.detail[:2000]
+        item.decision_id = outcome.decision_id
+        item.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "answers",
+                "error_status",
+                "error_detail",
+                "decision",
+            ]
         )
-        if outcome.error is None or not batches.retryable(outcome) or attempt >= run.max_attempts:
-            break
-        if _cancelled(run.pk):
-            break
-        delay = batches.backoff(attempt, outcome.error.retry_after)
-        log.info(
-            "run %s item %s: %s, retry %d in %.2fs",
-            run.pk,
-            item_id,
-            outcome.error.status,
-            attempt,
-            delay,
-        )
-        sleep(delay)
-    item.attempts = attempt
-    if outcome.error is None:
-        item.status = BatchItem.Status.ANSWERED
-        item.answers = outcome.checked.answers
+    except Exception as exc:  # one state's failure never stops the run
+        _failed_unexpectedly(run, item_id, max(attempt, 1), exc)
+
+
+def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: Exception) -> None:
+    """Fail one item over an exception nobody mapped: a refusal keeps its status and words;
+    anything else is a 502 that names the kind of failure (never its message, which may quote
+    the state or the provider's answer). The traceback goes to the server log."""
+    if isinstance(exc, Refusal):
+        status, detail = exc.status, str(exc)
     else:
-        item.status = BatchItem.Status.FAILED
-        item.error_status = outcome.error.status
-        item.error_detail = outcome.error.detail[:2000]
-    item.decision_id = outcome.decision_id
-    item.save(
-        update_fields=[
-            "status",
-            "attempts",
-            "answers",
-            "error_status",
-            "error_detail",
-            "decision",
-        ]
+        status = 502
+        detail = (
+            f"Asking about this state or recording the answer failed unexpectedly "
+            f"({type(exc).__name__}); the server log has the details."
+        )
+    log.exception(
+        "run %s item %s: %s while asking or recording; the item failed",
+        run.pk,
+        item_id,
+        type(exc).__name__,
+    )
+    BatchItem.objects.filter(pk=item_id).update(
+        status=BatchItem.Status.FAILED,
+        attempts=attempts,
+        answers=None,
+        error_status=status,
+        error_detail=detail[:2000],
     )
 
 
@@ -251,15 +343,28 @@ def batch_execute(
     cancelled = _cancelled(run.pk)
     if cancelled:
         run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
+    ending = {"status": BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE}
+    if not cancelled and not run.items.exclude(status=BatchItem.Status.FAILED).exists():
+        ending = {"status": BatchRun.Status.FAILED, "detail": _every_state_failed(run)}
     BatchRun.objects.filter(pk=run.pk).update(
-        status=BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE,
-        finished_at=timezone.now(),
-        heartbeat_at=timezone.now(),
+        **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
     if on_progress:
         on_progress(run)
     return run
+
+
+def _every_state_failed(run: BatchRun) -> str:
+    """What a run says when no state of it was answered: the most common failure."""
+    commonest = (
+        run.items.values("error_status", "error_detail")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "error_status", "error_detail")
+        .first()
+    )
+    status, detail = commonest["error_status"], commonest["error_detail"]
+    return f"Every state failed: {f'{status}: ' if status else ''}{detail}"[:2000]
 
 
 @task()
@@ -274,3 +379,31 @@ def batch_resume_if_stale(run: BatchRun) -> bool:
         batch_run_task.enqueue(run.pk)
         return True
     return False
+
+
+def sweep_seconds() -> float:
+    """How often a worker looks for runs whose worker died: often enough that one is taken
+    over within a few seconds of going stale."""
+    return min(5.0, max(0.2, settings.DECISIONS_BATCH_STALE_SECONDS / 4))
+
+
+def batch_sweep_stale(queued: dict[int, float] | None = None) -> list[int]:
+    """Queue again every running run whose worker went quiet; the ids queued. `queued` (run id
+    → when) remembers what this caller queued, so a run that waits for a free worker is queued
+    again only once per stale window rather than on every sweep. Taking a run stays
+    at-most-once (`_take`), so a run queued twice is executed once."""
+    queued = {} if queued is None else queued
+    limit = timedelta(seconds=settings.DECISIONS_BATCH_STALE_SECONDS)
+    now = time.monotonic()
+    stale = BatchRun.objects.filter(status=BatchRun.Status.RUNNING).filter(
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=timezone.now() - limit)
+    )
+    resumed = []
+    for run in stale:
+        if now - queued.get(run.pk, -math.inf) < limit.total_seconds():
+            continue
+        if batch_resume_if_stale(run):
+            log.warning("run %s: its worker went quiet; queued to be taken over", run.pk)
+            queued[run.pk] = now
+            resumed.append(run.pk)
+    return resumed

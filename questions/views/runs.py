@@ -1,5 +1,5 @@
-"""Batch runs: start one, watch its progress live, cancel it, read its test report and compare
-it with another run."""
+"""Batch runs: start one, watch its progress live, cancel it, read its test report, compare
+it with another run, and re-run its failed states."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def _progress_context(run: BatchRun) -> dict:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(
-        BatchRun.objects.select_related("question_set", "version", "created_by"), pk=pk
+        BatchRun.objects.select_related("question_set", "version", "created_by", "rerun_of"),
+        pk=pk,
     )
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "questions/run_detail.html#run-progress", _progress_context(run))
@@ -84,6 +85,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "items": run.items.select_related("sample_state").order_by("sample_state__name"),
         "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
+        "reruns": run.reruns.order_by("pk"),
         "other": other,
         "changes": changes,
         "can_run": roles.may_ask_live(request.user),
@@ -97,3 +99,14 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     services.batch_cancel(run=run, user=request.user)
     messages.info(request, "Cancelling: no new state is asked; calls in flight finish.")
     return redirect("run-detail", pk)
+
+
+@require_POST
+def run_rerun_failed(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(BatchRun.objects.select_related("version__question_set"), pk=pk)
+    try:
+        rerun = services.batch_rerun_failed(run=run, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("run-detail", pk)
+    return redirect("run-detail", rerun.pk)

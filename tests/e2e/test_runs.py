@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from questions import roles, services, standin
 from questions.models import BatchRun
 from tests import factories
-from tests.test_batches import DOC
+from tests.providers import DOC
 from tests.test_comparison import DOC as COMPARE_DOC
 from tests.test_comparison import answers, desk
 

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from questions import backends, demo, roles, selectors, services, spec
-from questions.models import QuestionSet, Version
+from questions.models import BatchRun, QuestionSet, Version
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -167,20 +167,30 @@ class Command(BaseCommand):
             description="Run the batch engine in the foreground and print a summary; exit 1 "
             "when any state failed or the pass rate is below --min-pass-rate.",
         )
-        batch.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        what_batch = batch.add_mutually_exclusive_group(required=True)
+        what_batch.add_argument("--set", dest="slug", metavar="SLUG")
+        what_batch.add_argument(
+            "--rerun-failed",
+            type=int,
+            metavar="RUN",
+            help="a new run of run RUN's version, backend, model, concurrency and threshold "
+            "over the states that failed in it",
+        )
         which_batch = batch.add_mutually_exclusive_group()
         which_batch.add_argument("--version", type=int, dest="number", metavar="N")
         which_batch.add_argument("--label", metavar="L")
-        batch.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+        batch.add_argument("--backend", choices=list(backends.NAMES), help="default typesafe")
         batch.add_argument("--model")
         batch.add_argument(
-            "--concurrency", type=int, default=run_defaults.DEFAULT_CONCURRENCY, metavar="K"
+            "--concurrency",
+            type=int,
+            metavar="K",
+            help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
         )
-        batch.add_argument("--tag", default="", help="only the sample states with this tag")
+        batch.add_argument("--tag", help="only the sample states with this tag")
         batch.add_argument(
             "--threshold",
             type=float,
-            default=run_defaults.DEFAULT_THRESHOLD,
             help=f"a noul at or above this is true (default {run_defaults.DEFAULT_THRESHOLD})",
         )
         batch.add_argument("--min-pass-rate", type=float, default=None, metavar="X")
@@ -419,25 +429,48 @@ class Command(BaseCommand):
         tag,
         threshold,
         min_pass_rate,
+        rerun_failed,
         json: bool,
         **_: Any,
     ) -> int:
         if min_pass_rate is not None and not 0 <= min_pass_rate <= 1:
             raise Unusable("--min-pass-rate is a fraction from 0 to 1")
-        version = selectors.version_named(slug, number=number, label=label)
-        if version is None:
-            which = f"label {label}" if label else f"version {number or ''}".strip()
-            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-        run = services.batch_create(
-            version=version,
-            backend=backend,
-            user=roles.OPERATOR,
-            concurrency=concurrency,
-            tag=tag,
-            threshold=threshold,
-            model=model,
-            enqueue=False,
-        )
+        if rerun_failed is not None:
+            given = {
+                "--version": number,
+                "--label": label,
+                "--backend": backend,
+                "--model": model,
+                "--concurrency": concurrency,
+                "--tag": tag,
+                "--threshold": threshold,
+            }
+            clashing = [flag for flag, value in given.items() if value is not None]
+            if clashing:
+                raise Unusable(
+                    f"--rerun-failed takes the run's own settings; drop {', '.join(clashing)}"
+                )
+            earlier = BatchRun.objects.filter(pk=rerun_failed).first()
+            if earlier is None:
+                return self.fail(f"There is no run {rerun_failed}.", as_json=json, status=404)
+            run = services.batch_rerun_failed(run=earlier, user=roles.OPERATOR, enqueue=False)
+        else:
+            version = selectors.version_named(slug, number=number, label=label)
+            if version is None:
+                which = f"label {label}" if label else f"version {number or ''}".strip()
+                return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+            run = services.batch_create(
+                version=version,
+                backend=backend or "typesafe",
+                user=roles.OPERATOR,
+                concurrency=(
+                    run_defaults.DEFAULT_CONCURRENCY if concurrency is None else concurrency
+                ),
+                tag=tag or "",
+                threshold=run_defaults.DEFAULT_THRESHOLD if threshold is None else threshold,
+                model=model,
+                enqueue=False,
+            )
 
         def progress(current) -> None:
             counts = selectors.run_counts(current)
@@ -453,7 +486,7 @@ class Command(BaseCommand):
         else:
             rate = summary["pass_rate"]
             self.stdout.write(
-                f"run {run.pk}: {slug} v{version.number} via {backend}: "
+                f"run {run.pk}: {run.question_set.slug} v{run.version.number} via {run.backend}: "
                 f"{summary['answered']}/{summary['states']} answered, {summary['failed']} failed, "
                 f"pass rate {'n/a' if rate is None else f'{rate:.1%}'}, "
                 f"{summary['duration_ms']} ms"
