@@ -57,6 +57,7 @@ MATRIX = [
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}),
     ("run page", "get", "/runs/{run}/", SIGNED_IN),
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
+    ("rerun failed", "post", "/runs/{run}/rerun-failed/", {AU, R}),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN),
     ("schema", "get", "/schemas/question-set-1.json", set(ROLES)),
     ("api export", "get", "/api/sets/s/export.json?label=production", set()),
