@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from questions import roles, services, spec
-from questions.models import Decision, QuestionSet, ReviewEvent, Version
+from questions.models import BatchRun, Decision, QuestionSet, ReviewEvent, Version
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -181,3 +181,21 @@ def test_the_editor_offers_a_user_in_no_group_recordings_only(counting_provider)
     client.force_login(factories.user("viewer"))
     page = client.get(factories.draft(qs).get_absolute_url()).content.decode()
     assert 'value="recorded"' in page and 'value="typesafe"' not in page
+
+
+@pytest.mark.parametrize("model", ["m" * 201, "jev\x00latest"])
+def test_a_model_name_no_record_can_hold_is_refused_before_anything_is_sent(
+    counting_provider, model
+):
+    qs = factories.question_set("s")
+    services.sample_state_create(question_set=qs, name="n", state=1, author=qs.owner)
+    outcome = services.decision_ask(
+        backend="typesafe", document=factories.document(), state=1, user=qs.owner, model=model
+    )
+    assert outcome.status == 422 and "model name" in outcome.error.detail
+    assert (counting_provider, Decision.objects.count()) == ([], 0)
+    with pytest.raises(services.Invalid, match="model name"):
+        services.batch_create(
+            version=factories.draft(qs), backend="recorded", user=qs.owner, model=model
+        )
+    assert not BatchRun.objects.exists()

@@ -27,7 +27,14 @@ from django_tasks import task
 from questions import backends, batches, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import decision_ask
-from questions.services.errors import Conflict, Invalid, NotConfigured, Refusal, require
+from questions.services.errors import (
+    Conflict,
+    Invalid,
+    NotConfigured,
+    Refusal,
+    model_name,
+    require,
+)
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
@@ -87,7 +94,7 @@ def batch_create(
     return _new_run(
         version=version,
         backend=backend,
-        model=model or chosen.default_model(),
+        model=model_name(model or chosen.default_model()),
         concurrency=concurrency,
         max_attempts=max_attempts or settings.DECISIONS_BATCH_ATTEMPTS,
         threshold=threshold,

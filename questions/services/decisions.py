@@ -16,7 +16,7 @@ from django.db import transaction
 from questions import backends, roles, spec
 from questions.backends import Outcome
 from questions.models import Decision, DecisionAnswer, SampleStateRevision, Version
-from questions.services.errors import require
+from questions.services.errors import Invalid, model_name, require
 from questions.services.versions import limits
 
 log = logging.getLogger("questions.decisions")
@@ -54,7 +54,10 @@ def decision_ask(
         return _refused(backend, model or "", exc.status, exc.detail)
     if chosen.live:
         require(user, roles.may_ask_live, LIVE_ASKERS_ONLY)
-    model = model or chosen.default_model()
+    try:
+        model = model_name(model or chosen.default_model())
+    except Invalid as exc:
+        return _refused(backend, "", 422, f"Nothing was sent: {exc}")
     if questions is None:
         checked = spec.validate(
             {"state": state, "questions": _questions_of(document)}, limits=limits(), lints=False

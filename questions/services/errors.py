@@ -71,12 +71,26 @@ class NotAllowed(Refusal, PermissionDenied):
     code = "not_allowed"
 
 
+MODEL_NAME_LIMIT = 200  # Decision.model_asked, DecisionAnswer.model, BatchRun.model
+
+
 def storable(text: str, what: str) -> str:
     """`text` unchanged, or `Invalid` naming `what` when it holds a NUL character, which no text
     here may hold (PostgreSQL refuses it; SQLite would keep it, so both refuse it alike)."""
     if "\x00" in text:
         raise Invalid(f"{what} holds a NUL character (\\x00); remove it.", code="nul_character")
     return text
+
+
+def model_name(model: str) -> str:
+    """A model name as asked and recorded: at most 200 characters, no NUL; else `Invalid`."""
+    storable(model, "The model name")
+    if len(model) > MODEL_NAME_LIMIT:
+        raise Invalid(
+            f"The model name has {len(model)} characters; at most {MODEL_NAME_LIMIT}.",
+            code="model_too_long",
+        )
+    return model
 
 
 def require(actor: Any, allowed: Callable[[Any], bool], message: str) -> None:
