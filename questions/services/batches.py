@@ -60,12 +60,7 @@ def batch_create(
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
     its current revision. Enqueued for a worker after the commit unless `enqueue` is off."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
-    try:
-        chosen = backends.get(backend)
-    except backends.DecisionError as exc:
-        raise Invalid(exc.detail, code="unknown_backend") from None
-    if chosen.live and not chosen.configured():
-        raise NotConfigured(chosen.missing_configuration())
+    chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid(f"Concurrency is 1 to {MAX_CONCURRENCY}, not {concurrency}.")
     if not 0 < threshold < 1:
@@ -105,6 +100,17 @@ def batch_create(
     )
 
 
+def _runnable(backend: str) -> backends.Backend:
+    """The backend a run goes through: a known name, configured when it is live."""
+    try:
+        chosen = backends.get(backend)
+    except backends.DecisionError as exc:
+        raise Invalid(exc.detail, code="unknown_backend") from None
+    if chosen.live and not chosen.configured():
+        raise NotConfigured(chosen.missing_configuration())
+    return chosen
+
+
 def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> BatchRun:
     """A new run of `run`'s version, backend, model, concurrency, attempts and threshold over
     the very sample-state revisions that failed in it (not their current revisions: the new run
@@ -121,12 +127,7 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
     ]
     if not failed:
         raise Invalid(f"No state failed in run {run.pk}; there is nothing to re-run.")
-    try:
-        chosen = backends.get(run.backend)
-    except backends.DecisionError as exc:
-        raise Invalid(exc.detail, code="unknown_backend") from None
-    if chosen.live and not chosen.configured():
-        raise NotConfigured(chosen.missing_configuration())
+    _runnable(run.backend)
     return _new_run(
         version=run.version,
         backend=run.backend,
