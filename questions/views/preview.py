@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from questions import backends, charts, forms, services, spec
 from questions.models import SampleState, Version
+from questions.views import whole_number
 
 TEMPLATE = "questions/_preview_result.html"
 
@@ -38,9 +39,10 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
     sample, revision = None, None
     choice = request.POST.get("preview_state", "")
     if choice:
-        if not (choice.isascii() and choice.isdigit() and len(choice) < 19):
+        pk = whole_number(choice)
+        if pk is None:
             return _error(request, 422, f"preview_state names no sample state ({choice[:40]!r}).")
-        sample = get_object_or_404(SampleState, pk=int(choice), question_set=version.question_set)
+        sample = get_object_or_404(SampleState, pk=pk, question_set=version.question_set)
         state = sample.state
         revision = sample.current_revision()
     else:

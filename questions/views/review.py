@@ -17,6 +17,7 @@ from questions.models import APIToken, QuestionSet, Version
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
+from questions.views import whole_number
 
 
 @require_GET
@@ -97,8 +98,8 @@ def label_move(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     name = request.POST.get("name", "").strip()
     raw = request.POST.get("version", "")
-    number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else -1
-    version = question_set.versions.filter(number=number).first()
+    number = whole_number(raw, digits=9)
+    version = None if number is None else question_set.versions.filter(number=number).first()
     try:
         if version is None:
             raise services.NotFound(f"{slug} has no version {raw[:20]!r}.")
@@ -195,7 +196,7 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse(
             {"detail": "Give exactly one of ?label=NAME or ?version=N."}, status=400
         )
-    if number is not None and not (number.isascii() and number.isdigit() and len(number) < 10):
+    if number is not None and whole_number(number, digits=9) is None:
         return JsonResponse(
             {"detail": f"version must be a whole number in ASCII digits, not {number[:20]!r}."},
             status=400,
@@ -227,9 +228,10 @@ def token_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if request.POST.get("revoke"):
             raw = request.POST["revoke"]
-            if not (raw.isascii() and raw.isdigit() and len(raw) < 19):
+            pk = whole_number(raw)
+            if pk is None:
                 raise Http404("No such token.")
-            token = get_object_or_404(APIToken, pk=int(raw))
+            token = get_object_or_404(APIToken, pk=pk)
             services.api_token_revoke(token=token, user=request.user)
             messages.success(request, f"Revoked {token.name}.")
             return redirect("token-list")
