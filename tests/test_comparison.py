@@ -152,9 +152,9 @@ def test_the_page_and_its_downloads(client, two_runs):
     query = {"col": [f"run:{base.pk}", f"run:{new.pk}"], "filter": "changes"}
     page = client.get(url, query).content.decode()
     assert page.count('class="cell flipped') >= 3 and "flip" in page
-    data = json.loads(client.get(url, {**query, "format": "json"}).content)
+    data = json.loads(client.get(url, {**query, "format": "json"}).getvalue())
     assert data["selection"]["filter"] == "changes" and len(data["rows"]) == 3
-    text = client.get(url, {**query, "format": "csv"}).content.decode()
+    text = client.get(url, {**query, "format": "csv"}).getvalue().decode()
     table = list(csv.reader(io.StringIO(text)))
     assert table[0][:4] == ["state", "question", "type", "expected"]
     assert len(table) == 4 and table[1][0] == "a"
@@ -202,7 +202,7 @@ def formula_names(client):
 def test_the_csv_download_never_starts_a_cell_with_a_formula(client, formula_names):
     url = reverse("set-compare", args=["f"])
     response = client.get(url, {"col": f"run:{formula_names.pk}", "format": "csv"})
-    table = list(csv.reader(io.StringIO(response.content.decode(), newline="")))
+    table = list(csv.reader(io.StringIO(response.getvalue().decode(), newline="")))
     assert len(table) == 1 + 6 * 6
     assert [cell for row in table for cell in row if cell.startswith(FORMULA_STARTS)] == []
     rows = table[1:]

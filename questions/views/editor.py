@@ -74,7 +74,9 @@ def _page(
     draft = (
         version
         if version.is_draft
-        else question_set.versions.filter(status=Version.Status.DRAFT).first()
+        else question_set.versions.filter(status=Version.Status.DRAFT)
+        .defer("document_text")
+        .first()
     )
     context = {
         "set": question_set,
@@ -86,7 +88,7 @@ def _page(
         "editable": version.is_draft and roles.may_write(request.user),
         "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
-        "sample_states": list(question_set.sample_states.only("pk", "name")),
+        "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
         "backends": [
             b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
         ],

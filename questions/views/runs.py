@@ -39,6 +39,18 @@ def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     return redirect("run-detail", run.pk)
 
 
+#: what the states table of a run shows (not the states' contents nor the answers)
+RUN_ITEM_FIELDS = (
+    "run_id",
+    "status",
+    "attempts",
+    "error_status",
+    "error_detail",
+    "sample_state__name",
+    "sample_state__revision",
+)
+
+
 def _progress_context(run: BatchRun) -> dict:
     counts = selectors.run_counts(run)
     return {"run": run, "counts": counts}
@@ -83,7 +95,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "choice: probability of the chosen option against correctness",
             report.choice_calibration,
         ),
-        "items": run.items.select_related("sample_state").order_by("sample_state__name"),
+        "items": run.items.select_related("sample_state")
+        .only(*RUN_ITEM_FIELDS)
+        .order_by("sample_state__name"),
         "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
         "reruns": run.reruns.order_by("pk"),
         "other": other,
