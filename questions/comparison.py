@@ -187,7 +187,11 @@ def _open_column(
         column.problem = "This version's document is invalid: nothing to ask."
         return column
     column.questions = questions
-    live = backend in backends.NAMES and backends.get(backend).live
+    try:
+        live = backends.get(backend).live
+    except backends.DecisionError as exc:
+        column.problem = f"{exc.status}: {exc.detail}"
+        return column
     if live and not roles.may_ask_live(user):
         column.problem = services.LIVE_ASKERS_ONLY
         return column

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from questions import metrics, spec
@@ -156,6 +157,20 @@ def run_cases(run: BatchRun) -> list[metrics.Case]:
     return cases
 
 
+def run_report(run: BatchRun) -> metrics.Report:
+    """A run's test report. A finished run's never changes (its items, their state revisions
+    and its threshold are final), so it is worked out once per process and kept in the cache;
+    an unfinished run's is worked out afresh."""
+    if not (run.finished and run.finished_at):
+        return metrics.report(run_cases(run), threshold=run.threshold)
+    key = f"run-report:{run.pk}:{run.finished_at.timestamp()}"
+    report = cache.get(key)
+    if report is None:
+        report = metrics.report(run_cases(run), threshold=run.threshold)
+        cache.set(key, report, timeout=None)
+    return report
+
+
 def run_counts(run: BatchRun) -> dict[str, int]:
     counts = {status: 0 for status, _ in BatchItem.Status.choices}
     for row in run.items.values("status").annotate(n=Count("pk")):
@@ -168,7 +183,7 @@ def run_counts(run: BatchRun) -> dict[str, int]:
 def run_summary(run: BatchRun) -> dict[str, Any]:
     """The run as `questions batch --json` prints it."""
     counts = run_counts(run)
-    report = metrics.report(run_cases(run), threshold=run.threshold)
+    report = run_report(run)
     duration = None
     if run.started_at and run.finished_at:
         duration = round((run.finished_at - run.started_at).total_seconds() * 1000)

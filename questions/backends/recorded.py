@@ -58,9 +58,7 @@ class RecordedBackend:
         rows = self._rows(ask.questions, {ask.state_sha256}, ask.model)
         return self._outcome(ask.questions, ask.model, list(rows), started)
 
-    def ask_many(
-        self, questions: dict, state_sha256s: set[str], model: str
-    ) -> dict[str, Outcome]:
+    def ask_many(self, questions: dict, state_sha256s: set[str], model: str) -> dict[str, Outcome]:
         """What `ask` gives for each of many states (by state hash), in one query."""
         started = time.perf_counter()
         by_state: dict[str, list[dict]] = {sha: [] for sha in state_sha256s}

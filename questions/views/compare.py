@@ -44,9 +44,9 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, TEMPLATE + "#compare-rows", context)
     choices = [
         (f"run:{r.pk}", f"run {r.pk} · v{r.version.number} · {r.backend} · {r.status}")
-        for r in question_set.batch_runs.select_related("version").defer(
-            "version__document_text"
-        )[:30]
+        for r in question_set.batch_runs.select_related("version").defer("version__document_text")[
+            :30
+        ]
     ]
     for number in question_set.versions.order_by("-number").values_list("number", flat=True):
         for b in backends.available():

@@ -67,15 +67,16 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.finished:
             response["HX-Refresh"] = "true"  # the report is ready: show the whole page
         return response
-    cases = selectors.run_cases(run)
-    report = metrics.report(cases, threshold=run.threshold)
+    report = selectors.run_report(run)
     other = None
     changes = []
     other_pk = request.GET.get("against")
     if other_pk and other_pk.isdigit():
         other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
         if other:
-            changes = metrics.compare_runs(selectors.run_cases(other), cases, run.threshold)
+            changes = metrics.compare_runs(
+                selectors.run_cases(other), selectors.run_cases(run), run.threshold
+            )
     context = {
         **_progress_context(run),
         "report": report,
