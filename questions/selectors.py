@@ -55,7 +55,9 @@ def versions_of(question_set: QuestionSet) -> QuerySet[Version]:
 
 
 def labels_of(question_set: QuestionSet) -> QuerySet[Label]:
-    return question_set.labels.select_related("version").defer("version__document_text")
+    return question_set.labels.select_related("version__question_set").defer(
+        "version__document_text"
+    )
 
 
 def label_moves_of(question_set: QuestionSet) -> QuerySet[LabelMove]:
