@@ -65,22 +65,27 @@ class Cell:
     note: str = ""
 
     @property
-    def bars(self) -> list[tuple[str, float]]:
-        """The answer's probabilities as (option, p) bars in declared order, at most MAX_BARS:
-        past that, the most likely options and one bar for all the others."""
+    def bars(self) -> list[tuple[str, str]]:
+        """The answer's probabilities as bars in declared order, (title, height in %), at most
+        MAX_BARS: past that, the likeliest options and one bar for all the others."""
         if not self.answer:
             return []
         probabilities = self.answer.get("probabilities")
         if not probabilities:
             noul = self.answer.get("noul")
-            return [("P(true)", noul)] if isinstance(noul, int | float) else []
+            return [(f"P(true) {noul}", _percent(noul))] if isinstance(noul, int | float) else []
         bars = list(probabilities.items())
-        if len(bars) <= MAX_BARS:
-            return bars
-        kept = set(sorted(probabilities, key=probabilities.get, reverse=True)[: MAX_BARS - 1])
-        shown = [(k, p) for k, p in bars if k in kept]
-        rest = sum(p for k, p in bars if k not in kept)
-        return [*shown, (f"{len(bars) - len(kept)} others", round(rest, 6))]
+        if len(bars) > MAX_BARS:
+            kept = set(sorted(probabilities, key=probabilities.get, reverse=True)[: MAX_BARS - 1])
+            rest = sum(p for k, p in bars if k not in kept)
+            bars = [(k, p) for k, p in bars if k in kept]
+            bars.append((f"{len(probabilities) - len(kept)} others", round(rest, 6)))
+        return [(f"{k} {p}", _percent(p)) for k, p in bars]
+
+
+def _percent(p: Any) -> str:
+    """A height in whole percent, as text (a template would localize a number, 900 times)."""
+    return str(round(float(p) * 100)) if isinstance(p, int | float) else "0"
 
 
 @dataclass
@@ -329,7 +334,7 @@ def build(
     question_set: QuestionSet, selection: Selection, user=None
 ) -> tuple[list[Column], list[Row]]:
     """One page of the grid: the rows of up to PAGE_STATES states from `selection.start` (with a
-    filter, states that have a row to show), their answers loaded for those states only."""
+    filter, states that have a row to show), their answers loaded for the states read only."""
     states, columns = _open(question_set, selection, user)
     if not columns:
         return columns, []
@@ -346,18 +351,24 @@ def build(
         end = start + len(page)
         selection.next_start = end if end < selection.total else None
         return columns, rows
-    # a filter shows only states with a moved or failed answer: every state's answers are read
-    # (one query a column), and the states from `start` are scanned until the page is full
-    for column in columns:
-        _fill(column, None, user)
-    for index, state in enumerate(states[start:], start):
-        found = _state_rows(state, columns, qids, selection)
-        if found and selection.shown == PAGE_STATES:
-            selection.next_start = index
-            break
-        if found:
-            rows.extend(found)
-            selection.shown += 1
+    # a filter shows only states with a moved or failed answer: the states from `start` are
+    # read in chunks (a page's worth, then twice as many each time, so a sparse filter costs a
+    # few queries a column, not one a page) until the page is full and the next state is known
+    remaining = list(states[start:])
+    size, offset = PAGE_STATES + 1, 0  # + 1: a full page also knows where the next starts
+    while offset < len(remaining) and selection.next_start is None:
+        chunk = remaining[offset : offset + size]
+        for column in columns:
+            _fill(column, chunk, user)
+        for index, state in enumerate(chunk, start + offset):
+            found = _state_rows(state, columns, qids, selection)
+            if found and selection.shown == PAGE_STATES:
+                selection.next_start = index
+                break
+            if found:
+                rows.extend(found)
+                selection.shown += 1
+        offset, size = offset + len(chunk), size * 2
     return columns, rows
 
 

@@ -235,6 +235,14 @@ class Card:
                 self.errors.append(f"The structured instructions are not JSON: {exc}")
         return spec.ABSENT
 
+    @property
+    def row_count(self) -> int:
+        """Its options or levels: those on the page, or those of the stored question."""
+        if self.rows or not isinstance(self.stored, dict):
+            return len(self.rows)
+        criteria = self.stored.get("criteria")
+        return len(criteria) if isinstance(criteria, dict | list) else 0
+
     def row_for(self, key: str | int) -> Row | None:
         """The row an issue location names: an option name, a level index or true/false."""
         if self.type == "choice":
@@ -257,8 +265,28 @@ def _instructions_fields(instructions: Any) -> tuple[str, str]:
     return "json", json.dumps(instructions, ensure_ascii=False, indent=2)
 
 
-def cards_from_document(document: Mapping[str, Any]) -> list[Card]:
-    return [Card.from_question(f"k{i}", qid, q) for i, (qid, q) in enumerate(document.items())]
+def cards_from_document(document: Mapping[str, Any], *, open_rows: int | None = None) -> list[Card]:
+    """The cards of a document; with `open_rows`, a choice or score with more rows than that
+    is a closed card, standing for its stored question, its rows not built."""
+    cards = []
+    for i, (qid, question) in enumerate(document.items()):
+        criteria = question.get("criteria") if isinstance(question, dict) else None
+        if (
+            open_rows is not None
+            and isinstance(question, dict)
+            and question.get("type") in ("choice", "score")
+            and isinstance(criteria, dict | list)
+            and len(criteria) > open_rows
+        ):
+            card = Card(key=f"k{i}", id=qid, type=question["type"], closed=True, stored_id=qid)
+            card.instructions_mode, card.instructions = _instructions_fields(
+                question.get("instructions", spec.ABSENT)
+            )
+            card.stored = question
+        else:
+            card = Card.from_question(f"k{i}", qid, question)
+        cards.append(card)
+    return cards
 
 
 def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
@@ -310,13 +338,6 @@ def cards_from_post(data: MultiValueDict) -> list[Card]:
 #: a card with more rows than this is closed on the editor page until it is opened (a 32 x 255
 #: document would be 16 MB of fields); smaller cards are open
 OPEN_ROWS = 40
-
-
-def close_large(cards: list[Card]) -> None:
-    """Close the cards with more than OPEN_ROWS rows; each stands for its stored question."""
-    for card in cards:
-        if len(card.rows) > OPEN_ROWS:
-            card.closed, card.stored_id = True, card.id
 
 
 def fill_closed(cards: list[Card], stored: Callable[[], Mapping[str, Any]]) -> None:

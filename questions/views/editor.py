@@ -105,8 +105,8 @@ def _page(
 def version_edit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = _version(slug, number)
     document = version.document
-    cards = forms.cards_from_document(document)
-    forms.close_large(cards)  # their fields come when they are opened (version_card_open)
+    # a large card is closed: its fields come when it is opened (version_card_open)
+    cards = forms.cards_from_document(document, open_rows=forms.OPEN_ROWS)
     return _page(request, version, cards, document, revision=version.revision)
 
 
