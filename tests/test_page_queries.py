@@ -64,6 +64,7 @@ def pages(qs) -> dict[str, str]:
         "editor": reverse("version-edit", args=[qs.slug, newest]),
         "review page": reverse("version-review", args=[qs.slug, newest]),
         "run page": reverse("run-detail", args=[runs[-1].pk]),
+        "run page, next states": reverse("run-detail", args=[runs[-1].pk]) + "?items_from=1",
         "compare, default link": compare,
         "compare, 3 runs": f"{compare}?{cols}&col=run:{runs[2].pk}",
         "compare, 2 runs + recorded": f"{compare}?{cols}&col=v1:recorded",
@@ -114,3 +115,18 @@ def test_the_comparison_shows_a_page_of_states_and_loads_only_their_answers(
     # the downloads are every row, however the page is cut
     rows = client.get(url, {"format": "csv"}).getvalue().decode().strip().splitlines()
     assert len(rows) == 1 + 5 * len(DOC)
+
+
+def test_the_run_page_lists_its_states_a_page_at_a_time(client, provider, monkeypatch):
+    from questions.views import runs
+
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    qs = world("listed", states=5, versions=1, runs=1, author=author, reviewer=reviewer)
+    monkeypatch.setattr(runs, "ITEMS_PAGE", 2)
+    url = reverse("run-detail", args=[BatchRun.objects.get(question_set=qs).pk])
+    first = client.get(url).content.decode()
+    assert "state-001" in first and "state-002" not in first and "items_from=2" in first
+    nxt = client.get(url, {"items_from": "4"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in nxt and "state-004" in nxt and "state-003" not in nxt
+    assert "items_from=" not in nxt
