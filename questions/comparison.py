@@ -449,7 +449,7 @@ def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection
         text = json.dumps(_row_json(r), ensure_ascii=False, indent=2).replace("\n", "\n    ")
         yield (",\n    " if opened else head[:-4] + "[\n    ") + text
         opened = True
-    yield "\n  ]\n}" if opened else head[-4:]
+    yield "\n  ]\n}" if opened else head
 
 
 def as_json(columns: list[Column], rows: Iterable[Row], selection: Selection) -> str:
