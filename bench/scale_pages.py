@@ -43,7 +43,6 @@ TARGETS = {
     "compare, changes only": (300, 1_000_000),
     "set page, 30 versions": (100, None),
     "set history, 30 versions": (100, None),
-
     "editor, 32 x 255": (300, 3_000_000),
     "editor, states set": (300, 3_000_000),
     "run page": (200, None),
