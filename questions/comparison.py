@@ -266,7 +266,7 @@ def _answered(column: Column, state_id: int, outcome: backends.Outcome) -> None:
         column.problem = f"{outcome.error.status}: {outcome.error.detail}"
 
 
-def _states(question_set: QuestionSet, selection: Selection) -> QuerySet[SampleState]:
+def states_of(question_set: QuestionSet, selection: Selection) -> QuerySet[SampleState]:
     """The selection's states in name order: names and expected answers, not their contents."""
     states = question_set.sample_states.order_by("name").only(
         "pk", "name", "expected", "question_set_id"
@@ -280,7 +280,7 @@ def _states(question_set: QuestionSet, selection: Selection) -> QuerySet[SampleS
 def _open(
     question_set: QuestionSet, selection: Selection, user
 ) -> tuple[QuerySet[SampleState], list[Column]]:
-    states = _states(question_set, selection)
+    states = states_of(question_set, selection)
     selection.total = states.count()
     if selection.state != "all" and not selection.total:
         selection.errors.append(f"{question_set.slug} has no sample state {selection.state}.")

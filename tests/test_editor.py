@@ -430,6 +430,7 @@ def test_a_closed_card_stands_for_its_stored_question(author_client):
         headers={"HX-Request": "true"},
     )
     assert check.status_code == 200 and "error" not in check.content.decode().split("status-")[1]
+    assert f"slot-{keys[0]}-row-" not in check.content.decode()  # a closed card has no rows shown
     data["q-" + keys[1] + "-stored"] = ["gone"]
     data["q-" + keys[1] + "-id"] = ["gone"]
     data["base_revision"] = [str(version.revision)]

@@ -51,13 +51,16 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     for number in question_set.versions.order_by("-number").values_list("number", flat=True):
         for b in backends.available():
             choices.append((f"v{number}:{b.name}", f"v{number} · {b.name}"))
+    states = list(dict.fromkeys(r.state for r in rows))
+    if selection.state != "all" and not states:  # a chosen state with no row to show
+        states = list(comparison.states_of(question_set, selection)[:1])
     removals = [
         (c.key, selection.query(columns=[k for k in selection.columns if k != c.key]))
         for c in columns
     ]
     context |= {
         # the state picker offers the states on this page (each state's name links to it too)
-        "states": list(dict.fromkeys(r.state for r in rows)),
+        "states": states,
         "choices": [c for c in choices if c[0] not in selection.columns],
         "removals": removals,
         "filters": [(f, selection.query(filter=f)) for f in comparison.FILTERS],
