@@ -514,6 +514,17 @@ def test_a_version_in_review_is_read_only_everywhere(author_client):
     assert version.document == factories.document(1)
 
 
+def test_a_read_only_version_shows_large_cards_closed_and_posts_none(author_client):
+    """Its preview asks what is stored: no card's field reaches the editor form."""
+    version = draft_with(author_client, factories.document(2, options=60))
+    services.version_submit(version=version, author=author_client.user)
+    page = author_client.get(editor_url(version)).content.decode()
+    assert page.count('class="card closed') == 2 and "Open</button>" in page
+    assert 'form="editor"' not in page.split('id="cards"')[1].split('id="preview"')[0]
+    opened = author_client.get(editor_url(version, "version-card-open"), {"card": "k1", "id": "q1"})
+    assert opened.status_code == 200 and "disabled" in opened.content.decode()
+
+
 def test_csrf_is_enforced_on_every_form_endpoint():
     user = factories.author()
     qs = factories.question_set(owner=user)
