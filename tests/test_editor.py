@@ -437,6 +437,11 @@ def test_a_closed_card_stands_for_its_stored_question(author_client):
     refused = author_client.post(editor_url(version, "version-save"), data)
     assert refused.status_code == 422
     assert "Question `gone` was never opened on this page" in refused.content.decode()
+    preview = author_client.post(
+        editor_url(version, "version-preview"),
+        {**data, "preview_backend": "recorded", "preview_state_json": "{}"},
+    )
+    assert "fix what is marked in the editor" in preview.content.decode()
     version.refresh_from_db()
     assert version.document == document
 
