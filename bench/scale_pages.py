@@ -266,6 +266,11 @@ def measure(rounds: int, only: str) -> list[dict]:
         "compare CSV, 3 runs (all rows)": f"{compare}?{cols3}&format=csv",
         "compare JSON, 3 runs (all rows)": f"{compare}?{cols3}&format=json",
     }
+    print(
+        f"SIZES {big.versions.count()} versions of {BIG}; "
+        f"{small.sample_states.count()} states in {STATES}",
+        flush=True,
+    )
     results = []
     for name, url in pages.items():
         if only and only not in name:
@@ -332,8 +337,12 @@ def main() -> None:
     if out.returncode:
         sys.exit(out.stderr[-3000:])
     results = json.loads(out.stdout.split("RESULTS ", 1)[1])
+    sizes = out.stdout.split("SIZES ", 1)[1].splitlines()[0]
     engine = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
-    print(f"\n{engine}, scale {args.scale:g}, p50 of {args.rounds} requests after a warm-up\n")
+    print(
+        f"\n{engine}, scale {args.scale:g} ({sizes}), p50 of {args.rounds} requests after a warm-up"
+    )
+    print("(page names give the sizes at scale 1)\n")
     print(f"{'page':36} {'p50 ms':>8} {'queries':>8} {'bytes':>11} {'growth MB':>10}  target")
     for r in results:
         ms, size = TARGETS.get(r["page"], (None, None))
