@@ -5,17 +5,27 @@ column. The whole selection is a query string, so a link reproduces the view."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F, QuerySet
 from django.http import QueryDict
 
 from questions import backends, metrics, roles, services, spec
-from questions.models import BatchItem, BatchRun, QuestionSet, SampleState
+from questions.models import (
+    BatchItem,
+    BatchRun,
+    QuestionSet,
+    SampleState,
+    SampleStateRevision,
+    Version,
+)
+from questions.services.errors import model_name
+from questions.views import whole_number
 
 COLUMN = re.compile(
     r"\A(?:run:(?P<run>[0-9]{1,18})"
@@ -26,6 +36,14 @@ MAX_LIVE_COLUMNS = 3
 FILTERS = ("all", "changes", "failures")
 
 
+#: rows come a page of states at a time (htmx appends the next page as the table scrolls)
+PAGE_STATES = 50
+#: the downloads read this many states' answers at a time, so their memory stays constant
+CHUNK_STATES = 200
+#: a cell draws at most this many probability bars (the rest summed into the last)
+MAX_BARS = 8
+
+
 @dataclass
 class Column:
     key: str  # as in the URL: run:12, v3:typesafe, v3:recorded or v3:recorded:openrouter
@@ -33,6 +51,9 @@ class Column:
     questions: dict[str, spec.Question] = field(default_factory=dict)
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
     problem: str = ""
+    run_id: int | None = None  # a run's column
+    version: Version | None = None  # a version's column, asked through `backend`
+    backend: str = ""
 
 
 @dataclass
@@ -42,6 +63,29 @@ class Cell:
     distance: float | None = None
     passed: bool | None = None  # against the state's expected answer
     note: str = ""
+
+    @property
+    def bars(self) -> list[tuple[str, str]]:
+        """The answer's probabilities as bars in declared order, (title, height in %), at most
+        MAX_BARS: past that, the likeliest options and one bar for all the others."""
+        if not self.answer:
+            return []
+        probabilities = self.answer.get("probabilities")
+        if not probabilities:
+            noul = self.answer.get("noul")
+            return [(f"P(true) {noul}", _percent(noul))] if isinstance(noul, int | float) else []
+        bars = list(probabilities.items())
+        if len(bars) > MAX_BARS:
+            kept = set(sorted(probabilities, key=probabilities.get, reverse=True)[: MAX_BARS - 1])
+            rest = sum(p for k, p in bars if k not in kept)
+            bars = [(k, p) for k, p in bars if k in kept]
+            bars.append((f"{len(probabilities) - len(kept)} others", round(rest, 6)))
+        return [(f"{k} {p}", _percent(p)) for k, p in bars]
+
+
+def _percent(p: Any) -> str:
+    """A height in whole percent, as text (a template would localize a number, 900 times)."""
+    return str(round(float(p) * 100)) if isinstance(p, int | float) else "0"
 
 
 @dataclass
@@ -67,7 +111,11 @@ class Selection:
     state: str = "all"  # a sample state id, or "all"
     filter: str = "all"
     threshold: float = 0.5
+    start: int = 0  # the page: the index of its first state in name order
     errors: list[str] = field(default_factory=list)
+    next_start: int | None = None  # where the next page starts; None on the last page
+    shown: int = 0  # states on this page
+    total: int = 0  # states in the selection
 
     @classmethod
     def from_query(cls, query: QueryDict, question_set: QuestionSet) -> Selection:
@@ -84,18 +132,28 @@ class Selection:
         except ValueError:
             selection.errors.append("The threshold lies strictly between 0 and 1; using 0.5.")
             selection.threshold = 0.5
+        start = whole_number(query.get("start", "0"), digits=9)
+        if start is None:
+            selection.errors.append("The page starts at a whole number of states; from the first.")
+        selection.start = start or 0
         if not selection.columns:
             runs = list(question_set.batch_runs.order_by("-id").values_list("pk", flat=True)[:2])
             selection.columns = [f"run:{pk}" for pk in reversed(runs)]
         return selection
 
     def query(self, **changes: Any) -> str:
-        """The query string of this selection, with some parts changed."""
+        """The query string of this selection, with some parts changed (from the first page,
+        unless `start` is given)."""
         params = QueryDict(mutable=True)
         params.setlist("col", changes.get("columns", self.columns))
         params["state"] = changes.get("state", self.state)
         params["filter"] = changes.get("filter", self.filter)
         params["threshold"] = str(changes.get("threshold", self.threshold))
+        if changes.get("start"):
+            params["start"] = str(changes["start"])
+        if params["state"] is None:  # the query of one state: state= comes last, to be appended
+            del params["state"]
+            return params.urlencode() + "&state="
         return params.urlencode()
 
 
@@ -105,9 +163,10 @@ def _parsed(document: Any) -> dict[str, spec.Question] | None:
     return result.document.questions if result.document else None
 
 
-def _load_column(
-    key: str, question_set: QuestionSet, states: list[SampleState], user, live_budget: list[int]
+def _open_column(
+    key: str, question_set: QuestionSet, user, single: bool, live_budget: list[int]
 ) -> Column:
+    """A column with its questions, or with the problem that keeps it empty; no answers yet."""
     match = COLUMN.match(key)
     if not match:
         return Column(key, key, problem=f"Unknown column {key!r}: use run:N or vN:backend.")
@@ -121,10 +180,7 @@ def _load_column(
             return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
         column.questions = _parsed(run.version.document) or {}
-        for item in run.items.filter(status=BatchItem.Status.ANSWERED).select_related(
-            "sample_state"
-        ):
-            column.answers[item.sample_state.sample_state_id] = item.answers or {}
+        column.run_id = run.pk
         return column
     version = question_set.versions.filter(number=int(match["version"])).first()
     backend = match["backend"]
@@ -136,11 +192,15 @@ def _load_column(
         column.problem = "This version's document is invalid: nothing to ask."
         return column
     column.questions = questions
-    live = backend in backends.NAMES and backends.get(backend).live
+    try:
+        live = backends.get(backend).live
+    except backends.DecisionError as exc:
+        column.problem = f"{exc.status}: {exc.detail}"
+        return column
     if live and not roles.may_ask_live(user):
         column.problem = services.LIVE_ASKERS_ONLY
         return column
-    if live and len(states) > 1:
+    if live and not single:
         column.problem = (
             "A live backend answers one state at a time here; pick a state, or "
             "start a batch run and compare the run."
@@ -154,64 +214,187 @@ def _load_column(
             )
             return column
         live_budget[0] -= 1
-    for state in states:
-        outcome = services.decision_ask(
-            backend=backend,
-            questions=questions,
-            state=state.state,
-            user=user,
-            version=version,
-        )
-        if outcome.checked:
-            column.answers[state.pk] = outcome.checked.answers
-        elif outcome.error and outcome.error.status != 404:
-            column.problem = f"{outcome.error.status}: {outcome.error.detail}"
+    column.version, column.backend = version, backend
     return column
+
+
+def _fill(column: Column, states: list[SampleState] | None, user) -> None:
+    """Load a column's answers for `states` (None: every state), replacing those it held."""
+    column.answers = {}
+    if column.run_id is not None:
+        items = BatchItem.objects.filter(run_id=column.run_id, status=BatchItem.Status.ANSWERED)
+        if states is not None:
+            items = items.filter(sample_state__sample_state_id__in=[s.pk for s in states])
+        for state_id, answers in items.values_list("sample_state__sample_state_id", "answers"):
+            column.answers[state_id] = answers or {}
+        return
+    if column.version is None:
+        return  # a column with a problem
+    chosen = backends.get(column.backend)
+    if chosen.live:  # one state (see _open_column): asked now, and recorded
+        for state in SampleState.objects.filter(pk__in=[s.pk for s in states or []]):
+            _answered(
+                column,
+                state.pk,
+                services.decision_ask(
+                    backend=column.backend,
+                    questions=column.questions,
+                    state=state.state,
+                    user=user,
+                    version=column.version,
+                ),
+            )
+        return
+    # a replay: every state's recorded answers in one query, by the hash of its current content
+    revisions = SampleStateRevision.objects.filter(revision=F("sample_state__revision"))
+    if states is not None:
+        revisions = revisions.filter(sample_state_id__in=[s.pk for s in states])
+    else:
+        revisions = revisions.filter(sample_state__question_set_id=column.version.question_set_id)
+    sha_of = dict(revisions.values_list("sample_state_id", "state_sha256"))
+    outcomes = chosen.ask_many(
+        column.questions, set(sha_of.values()), model_name(chosen.default_model())
+    )
+    for state_id, sha in sha_of.items():
+        _answered(column, state_id, outcomes[sha])
+
+
+def _answered(column: Column, state_id: int, outcome: backends.Outcome) -> None:
+    if outcome.checked:
+        column.answers[state_id] = outcome.checked.answers
+    elif outcome.error and outcome.error.status != 404:
+        column.problem = f"{outcome.error.status}: {outcome.error.detail}"
+
+
+def states_of(question_set: QuestionSet, selection: Selection) -> QuerySet[SampleState]:
+    """The selection's states in name order: names and expected answers, not their contents."""
+    states = question_set.sample_states.order_by("name").only(
+        "pk", "name", "expected", "question_set_id"
+    )
+    if selection.state != "all":
+        pk = whole_number(selection.state)
+        states = states.filter(pk=pk) if pk is not None else states.none()
+    return states
+
+
+def _open(
+    question_set: QuestionSet, selection: Selection, user
+) -> tuple[QuerySet[SampleState], list[Column]]:
+    states = states_of(question_set, selection)
+    selection.total = states.count()
+    if selection.state != "all" and not selection.total:
+        selection.errors.append(f"{question_set.slug} has no sample state {selection.state}.")
+    live_budget = [MAX_LIVE_COLUMNS]
+    single = selection.total == 1
+    columns = [
+        _open_column(key, question_set, user, single, live_budget) for key in selection.columns
+    ]
+    return states, columns
+
+
+def _question_ids(columns: list[Column]) -> list[str]:
+    qids: list[str] = []
+    for column in columns:
+        qids.extend(q for q in column.questions if q not in qids)
+    return qids
+
+
+def _state_rows(
+    state: SampleState, columns: list[Column], qids: list[str], selection: Selection
+) -> list[Row]:
+    """One state's rows (one per question), those the filter keeps."""
+    rows = []
+    for qid in qids:
+        qtype = next((c.questions[qid].type for c in columns if qid in c.questions), "")
+        expected = (state.expected or {}).get(qid)
+        cells = []
+        base = columns[0].answers.get(state.pk, {}).get(qid)
+        for i, column in enumerate(columns):
+            answer = column.answers.get(state.pk, {}).get(qid)
+            cell = Cell(answer)
+            if answer is None:
+                cell.note = "not asked" if qid not in column.questions else "no answer"
+            else:
+                if i and base is not None and base.get("type") == answer.get("type"):
+                    cell.flipped = metrics.flipped(qtype, base, answer, selection.threshold)
+                    cell.distance = metrics.distance(qtype, base, answer)
+                if expected is not None and metrics.expected_fits(qtype, expected):
+                    cell.passed = metrics.passes(qtype, answer, expected, selection.threshold)
+            cells.append(cell)
+        row = Row(state, qid, qtype, expected, cells)
+        if selection.filter == "changes" and not row.changed:
+            continue
+        if selection.filter == "failures" and not row.failed:
+            continue
+        rows.append(row)
+    return rows
 
 
 def build(
     question_set: QuestionSet, selection: Selection, user=None
 ) -> tuple[list[Column], list[Row]]:
-    states = list(question_set.sample_states.order_by("name"))
-    if selection.state != "all":
-        states = [s for s in states if str(s.pk) == selection.state]
-        if not states:
-            selection.errors.append(f"{question_set.slug} has no sample state {selection.state}.")
-    live_budget = [MAX_LIVE_COLUMNS]
-    columns = [
-        _load_column(key, question_set, states, user, live_budget) for key in selection.columns
-    ]
+    """One page of the grid: the rows of up to PAGE_STATES states from `selection.start` (with a
+    filter, states that have a row to show), their answers loaded for the states read only."""
+    states, columns = _open(question_set, selection, user)
     if not columns:
         return columns, []
-    qids: list[str] = []
-    for column in columns:
-        qids.extend(q for q in column.questions if q not in qids)
-    rows = []
-    for state in states:
-        for qid in qids:
-            qtype = next((c.questions[qid].type for c in columns if qid in c.questions), "")
-            expected = (state.expected or {}).get(qid)
-            cells = []
-            base = columns[0].answers.get(state.pk, {}).get(qid)
-            for i, column in enumerate(columns):
-                answer = column.answers.get(state.pk, {}).get(qid)
-                cell = Cell(answer)
-                if answer is None:
-                    cell.note = "not asked" if qid not in column.questions else "no answer"
-                else:
-                    if i and base is not None and base.get("type") == answer.get("type"):
-                        cell.flipped = metrics.flipped(qtype, base, answer, selection.threshold)
-                        cell.distance = metrics.distance(qtype, base, answer)
-                    if expected is not None and metrics.expected_fits(qtype, expected):
-                        cell.passed = metrics.passes(qtype, answer, expected, selection.threshold)
-                cells.append(cell)
-            row = Row(state, qid, qtype, expected, cells)
-            if selection.filter == "changes" and not row.changed:
-                continue
-            if selection.filter == "failures" and not row.failed:
-                continue
-            rows.append(row)
+    qids = _question_ids(columns)
+    start = selection.start
+    rows: list[Row] = []
+    if selection.filter == "all":
+        page = list(states[start : start + PAGE_STATES])
+        for column in columns:
+            _fill(column, page, user)
+        for state in page:
+            rows.extend(_state_rows(state, columns, qids, selection))
+        selection.shown = len(page)
+        end = start + len(page)
+        selection.next_start = end if end < selection.total else None
+        return columns, rows
+    # a filter shows only states with a moved or failed answer: the states from `start` are
+    # read in chunks (a page's worth, then twice as many each time, so a sparse filter costs a
+    # few queries a column, not one a page) until the page is full and the next state is known
+    remaining = list(states[start:])
+    size, offset = PAGE_STATES + 1, 0  # + 1: a full page also knows where the next starts
+    while offset < len(remaining) and selection.next_start is None:
+        chunk = remaining[offset : offset + size]
+        for column in columns:
+            _fill(column, chunk, user)
+        for index, state in enumerate(chunk, start + offset):
+            found = _state_rows(state, columns, qids, selection)
+            if found and selection.shown == PAGE_STATES:
+                selection.next_start = index
+                break
+            if found:
+                rows.extend(found)
+                selection.shown += 1
+        offset, size = offset + len(chunk), size * 2
     return columns, rows
+
+
+def stream(
+    question_set: QuestionSet, selection: Selection, user=None
+) -> tuple[list[Column], Iterator[Row]]:
+    """Every row of the selection, read CHUNK_STATES states at a time (constant memory)."""
+    states, columns = _open(question_set, selection, user)
+    qids = _question_ids(columns)
+
+    def rows() -> Iterator[Row]:
+        if not columns:
+            return
+        after = None
+        while True:
+            chunk = states if after is None else states.filter(name__gt=after)
+            chunk = list(chunk[:CHUNK_STATES])
+            if not chunk:
+                return
+            for column in columns:
+                _fill(column, chunk, user)
+            for state in chunk:
+                yield from _state_rows(state, columns, qids, selection)
+            after = chunk[-1].name
+
+    return columns, rows()
 
 
 def _summary(answer: dict[str, Any] | None) -> str:
@@ -224,8 +407,27 @@ def _summary(answer: dict[str, Any] | None) -> str:
     return _Figure(f"{answer['noul']:.2f}")
 
 
-def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str:
-    return json.dumps(
+def _row_json(r: Row) -> dict[str, Any]:
+    return {
+        "state": r.state.name,
+        "question": r.question,
+        "type": r.qtype,
+        "expected": r.expected,
+        "cells": [
+            {
+                "answer": c.answer,
+                "flipped": c.flipped,
+                "distance": c.distance,
+                "passed": c.passed,
+            }
+            for c in r.cells
+        ],
+    }
+
+
+def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection) -> Iterator[str]:
+    """The JSON download, piece by piece: the same text as one `json.dumps(indent=2)` of it."""
+    head = json.dumps(
         {
             "selection": {
                 "columns": selection.columns,
@@ -236,28 +438,22 @@ def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str
             "columns": [
                 {"key": c.key, "label": c.label, "problem": c.problem or None} for c in columns
             ],
-            "rows": [
-                {
-                    "state": r.state.name,
-                    "question": r.question,
-                    "type": r.qtype,
-                    "expected": r.expected,
-                    "cells": [
-                        {
-                            "answer": c.answer,
-                            "flipped": c.flipped,
-                            "distance": c.distance,
-                            "passed": c.passed,
-                        }
-                        for c in r.cells
-                    ],
-                }
-                for r in rows
-            ],
+            "rows": [],
         },
         ensure_ascii=False,
         indent=2,
     )
+    assert head.endswith("[]\n}")
+    opened = False
+    for r in rows:
+        text = json.dumps(_row_json(r), ensure_ascii=False, indent=2).replace("\n", "\n    ")
+        yield (",\n    " if opened else head[:-4] + "[\n    ") + text
+        opened = True
+    yield "\n  ]\n}" if opened else head
+
+
+def as_json(columns: list[Column], rows: Iterable[Row], selection: Selection) -> str:
+    return "".join(json_chunks(columns, rows, selection))
 
 
 #: a spreadsheet takes a cell starting with one of these for a formula (OWASP: CSV injection)
@@ -280,13 +476,20 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def as_csv(columns: list[Column], rows: list[Row]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
+class _Line:
+    """A file-like that hands back what csv.writer wrote to it."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def csv_lines(columns: list[Column], rows: Iterable[Row]) -> Iterator[str]:
+    """The CSV download, a line at a time."""
+    writer = csv.writer(_Line())
     header = ["state", "question", "type", "expected"]
     for c in columns:
         header += [f"{c.key} answer", f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
-    writer.writerow([_cell(h) for h in header])
+    yield writer.writerow([_cell(h) for h in header])
     for r in rows:
         line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]
         for cell in r.cells:
@@ -296,5 +499,8 @@ def as_csv(columns: list[Column], rows: list[Row]) -> str:
                 "" if cell.distance is None else _Figure(f"{cell.distance:.4f}"),
                 "" if cell.passed is None else cell.passed,
             ]
-        writer.writerow([_cell(v) for v in line])
-    return out.getvalue()
+        yield writer.writerow([_cell(v) for v in line])
+
+
+def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
+    return "".join(csv_lines(columns, rows))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,11 @@ class Card:
     #: issues found at this card's fields, for its status badge
     error_count: int = 0
     warning_count: int = 0
+    #: a closed card shows its head only; its fields are rendered when it is opened, and until
+    #: then it posts only the id it is stored under and stands for that stored question
+    closed: bool = False
+    stored_id: str = ""
+    stored: Any = spec.ABSENT  # the stored question a closed card stands for
 
     @classmethod
     def from_question(cls, key: str, qid: str, question: Any) -> Card:
@@ -187,6 +192,8 @@ class Card:
     def question(self) -> dict[str, Any]:
         """The question these fields mean. Problems that JSON cannot hold (instructions that
         are not JSON, an option name used twice) go to `self.errors`."""
+        if self.stored is not spec.ABSENT:  # a closed card: what is stored, exactly
+            return self.stored
         self.errors = []
         question: dict[str, Any] = {"type": self.type}
         instructions = self._instructions()
@@ -228,6 +235,14 @@ class Card:
                 self.errors.append(f"The structured instructions are not JSON: {exc}")
         return spec.ABSENT
 
+    @property
+    def row_count(self) -> int:
+        """Its options or levels: those on the page, or those of the stored question."""
+        if self.rows or not isinstance(self.stored, dict):
+            return len(self.rows)
+        criteria = self.stored.get("criteria")
+        return len(criteria) if isinstance(criteria, dict | list) else 0
+
     def row_for(self, key: str | int) -> Row | None:
         """The row an issue location names: an option name, a level index or true/false."""
         if self.type == "choice":
@@ -250,8 +265,28 @@ def _instructions_fields(instructions: Any) -> tuple[str, str]:
     return "json", json.dumps(instructions, ensure_ascii=False, indent=2)
 
 
-def cards_from_document(document: Mapping[str, Any]) -> list[Card]:
-    return [Card.from_question(f"k{i}", qid, q) for i, (qid, q) in enumerate(document.items())]
+def cards_from_document(document: Mapping[str, Any], *, open_rows: int | None = None) -> list[Card]:
+    """The cards of a document; with `open_rows`, a choice or score with more rows than that
+    is a closed card, standing for its stored question, its rows not built."""
+    cards = []
+    for i, (qid, question) in enumerate(document.items()):
+        criteria = question.get("criteria") if isinstance(question, dict) else None
+        if (
+            open_rows is not None
+            and isinstance(question, dict)
+            and question.get("type") in ("choice", "score")
+            and isinstance(criteria, dict | list)
+            and len(criteria) > open_rows
+        ):
+            card = Card(key=f"k{i}", id=qid, type=question["type"], closed=True, stored_id=qid)
+            card.instructions_mode, card.instructions = _instructions_fields(
+                question.get("instructions", spec.ABSENT)
+            )
+            card.stored = question
+        else:
+            card = Card.from_question(f"k{i}", qid, question)
+        cards.append(card)
+    return cards
 
 
 def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
@@ -270,8 +305,12 @@ def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
 
 
 def card_from_post(data: MultiValueDict, key: str) -> Card:
-    """One card from the posted fields (a QueryDict)."""
+    """One card from the posted fields (a QueryDict); a closed card is its stored id only,
+    until `fill_closed` gives it the stored question."""
     prefix = f"q-{key}"
+    stored_id = data.get(f"{prefix}-stored", "")
+    if stored_id:
+        return Card(key=key, id=stored_id, closed=True, stored_id=stored_id)
     qtype = data.get(f"{prefix}-type", "choice")
     mode = data.get(f"{prefix}-instructions_mode", "text")
     noul_mode = data.get(f"{prefix}-noul_mode", "absent")
@@ -294,6 +333,32 @@ def card_from_post(data: MultiValueDict, key: str) -> Card:
 
 def cards_from_post(data: MultiValueDict) -> list[Card]:
     return [card_from_post(data, key) for key in data.getlist("q")]
+
+
+#: a card with more rows than this is closed on the editor page until it is opened (a 32 x 255
+#: document would be 16 MB of fields); smaller cards are open
+OPEN_ROWS = 40
+
+
+def fill_closed(cards: list[Card], stored: Callable[[], Mapping[str, Any]]) -> None:
+    """Give each posted closed card the stored question it stands for (`stored()` is the saved
+    document, read only when a closed card was posted)."""
+    closed = [card for card in cards if card.closed]
+    if not closed:
+        return
+    document = stored()
+    for card in closed:
+        if card.stored_id not in document:
+            card.errors.append(
+                f"Question `{card.stored_id}` was never opened on this page and is no longer in "
+                "the saved draft: reload the page."
+            )
+            card.stored = {}
+            continue
+        filled = Card.from_question(card.key, card.stored_id, document[card.stored_id])
+        filled.closed, filled.stored_id = True, card.stored_id
+        filled.stored = document[card.stored_id]
+        vars(card).update(vars(filled))
 
 
 @dataclass

@@ -7,10 +7,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from questions import metrics, spec
-from questions.models import BatchItem, BatchRun, QuestionSet, ReviewEvent, Version
+from questions.models import (
+    BatchItem,
+    BatchRun,
+    Label,
+    LabelMove,
+    QuestionSet,
+    ReviewEvent,
+    Version,
+)
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
@@ -31,8 +40,30 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     return sets.order_by("-updated_at")
 
 
+#: what a list of versions shows never needs their documents (1.8 MB each at the limits)
+WITHOUT_DOCUMENTS = ("document_text", "parent__document_text")
+
+
 def versions_of(question_set: QuestionSet) -> QuerySet[Version]:
-    return question_set.versions.select_related("author", "parent").order_by("-number")
+    """A set's versions, newest first, with author and parent, without the documents (reading
+    `.document` of one loads it alone)."""
+    return (
+        question_set.versions.select_related("author", "parent")
+        .defer(*WITHOUT_DOCUMENTS)
+        .order_by("-number")
+    )
+
+
+def labels_of(question_set: QuestionSet) -> QuerySet[Label]:
+    return question_set.labels.select_related("version__question_set").defer(
+        "version__document_text"
+    )
+
+
+def label_moves_of(question_set: QuestionSet) -> QuerySet[LabelMove]:
+    return question_set.label_moves.select_related("from_version", "to_version", "actor").defer(
+        "from_version__document_text", "to_version__document_text"
+    )
 
 
 EXPORT_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "question-set-1.schema.json"
@@ -118,16 +149,28 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
 def run_cases(run: BatchRun) -> list[metrics.Case]:
     """Every answered (state, question) of a run with what its state expected."""
     cases = []
-    items = run.items.filter(status=BatchItem.Status.ANSWERED).select_related("sample_state")
-    for item in items:
-        expected = item.sample_state.expected or {}
-        for qid, answer in (item.answers or {}).items():
-            cases.append(
-                metrics.Case(
-                    item.sample_state.name, qid, answer.get("type", ""), answer, expected.get(qid)
-                )
-            )
+    items = run.items.filter(status=BatchItem.Status.ANSWERED).values_list(
+        "sample_state__name", "sample_state__expected", "answers"
+    )  # not the states' contents: a report needs names and expected answers only
+    for name, expected, answers in items:
+        expected = expected or {}
+        for qid, answer in (answers or {}).items():
+            cases.append(metrics.Case(name, qid, answer.get("type", ""), answer, expected.get(qid)))
     return cases
+
+
+def run_report(run: BatchRun) -> metrics.Report:
+    """A run's test report. A finished run's never changes (its items, their state revisions
+    and its threshold are final), so it is worked out once per process and kept in the cache;
+    an unfinished run's is worked out afresh."""
+    if not (run.finished and run.finished_at):
+        return metrics.report(run_cases(run), threshold=run.threshold)
+    key = f"run-report:{run.pk}:{run.finished_at.timestamp()}"
+    report = cache.get(key)
+    if report is None:
+        report = metrics.report(run_cases(run), threshold=run.threshold)
+        cache.set(key, report, timeout=None)
+    return report
 
 
 def run_counts(run: BatchRun) -> dict[str, int]:
@@ -142,7 +185,7 @@ def run_counts(run: BatchRun) -> dict[str, int]:
 def run_summary(run: BatchRun) -> dict[str, Any]:
     """The run as `questions batch --json` prints it."""
     counts = run_counts(run)
-    report = metrics.report(run_cases(run), threshold=run.threshold)
+    report = run_report(run)
     duration = None
     if run.started_at and run.finished_at:
         duration = round((run.finished_at - run.started_at).total_seconds() * 1000)

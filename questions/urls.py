@@ -30,6 +30,11 @@ urlpatterns = [
     ),
     path("sets/<slug:slug>/v<int:number>/card/", editor.version_card, name="version-card"),
     path(
+        "sets/<slug:slug>/v<int:number>/card/open/",
+        editor.version_card_open,
+        name="version-card-open",
+    ),
+    path(
         "sets/<slug:slug>/v<int:number>/preview/", preview.version_preview, name="version-preview"
     ),
     path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),

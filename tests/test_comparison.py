@@ -152,9 +152,9 @@ def test_the_page_and_its_downloads(client, two_runs):
     query = {"col": [f"run:{base.pk}", f"run:{new.pk}"], "filter": "changes"}
     page = client.get(url, query).content.decode()
     assert page.count('class="cell flipped') >= 3 and "flip" in page
-    data = json.loads(client.get(url, {**query, "format": "json"}).content)
+    data = json.loads(client.get(url, {**query, "format": "json"}).getvalue())
     assert data["selection"]["filter"] == "changes" and len(data["rows"]) == 3
-    text = client.get(url, {**query, "format": "csv"}).content.decode()
+    text = client.get(url, {**query, "format": "csv"}).getvalue().decode()
     table = list(csv.reader(io.StringIO(text)))
     assert table[0][:4] == ["state", "question", "type", "expected"]
     assert len(table) == 4 and table[1][0] == "a"
@@ -202,7 +202,7 @@ def formula_names(client):
 def test_the_csv_download_never_starts_a_cell_with_a_formula(client, formula_names):
     url = reverse("set-compare", args=["f"])
     response = client.get(url, {"col": f"run:{formula_names.pk}", "format": "csv"})
-    table = list(csv.reader(io.StringIO(response.content.decode(), newline="")))
+    table = list(csv.reader(io.StringIO(response.getvalue().decode(), newline="")))
     assert len(table) == 1 + 6 * 6
     assert [cell for row in table for cell in row if cell.startswith(FORMULA_STARTS)] == []
     rows = table[1:]
@@ -227,3 +227,22 @@ def test_numbers_the_console_writes_stay_numbers_in_the_csv(two_runs):
     table = list(csv.reader(io.StringIO(comparison.as_csv(columns, [row]))))
     baseline, changed = ["-0.50", "False", "", ""], ["-0.50", "False", "-0.2500", ""]
     assert table[1] == ["a", "level", "score", "-1", *baseline, *changed]
+
+
+@pytest.mark.parametrize("query", ["", "&state=999999"])
+def test_the_streamed_json_is_the_document_as_one_dump_writes_it(client, two_runs, query):
+    _qs, base, new, *_ = two_runs
+    url = reverse("set-compare", args=["s"])
+    text = client.get(url + f"?col=run:{base.pk}&col=run:{new.pk}&format=json{query}").getvalue()
+    document = json.loads(text)
+    assert text.decode() == json.dumps(document, ensure_ascii=False, indent=2)
+    assert len(document["rows"]) == (6 if not query else 0)
+
+
+def test_a_cell_draws_at_most_eight_bars(two_runs):
+    probabilities = {f"o{i}": round(0.01 * i, 2) for i in range(20)}
+    bars = comparison.Cell({"type": "choice", "probabilities": probabilities}).bars
+    assert len(bars) == comparison.MAX_BARS
+    assert [title.split()[0] for title, _ in bars[:-1]] == [f"o{i}" for i in range(13, 20)]
+    assert bars[-1][0].startswith("13 others") and bars[-1][1] == str(round(sum(range(13))))
+    assert comparison.Cell({"type": "noul", "noul": 0.25}).bars == [("P(true) 0.25", "25")]

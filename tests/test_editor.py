@@ -379,18 +379,78 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
     assert response.content.decode().count('class="card ') == 32
 
 
+def opened(client, version: Version, data: dict[str, list[str]], key: str) -> dict:
+    """The posted page with one closed card opened, as the browser has it after a click."""
+    qid = data[f"q-{key}-id"][0]
+    response = client.get(editor_url(version, "version-card-open"), {"card": key, "id": qid})
+    assert response.status_code == 200
+    card = as_post(fields_of(response.content.decode()))
+    assert f"q-{key}-stored" not in card and card[f"q-{key}-r"]
+    assert card.pop("q") == [key]
+    kept = {k: v for k, v in data.items() if not k.startswith(f"q-{key}-")}
+    return kept | card
+
+
 def test_the_largest_set_saves_through_the_editor(author_client):
     document = factories.document(32, options=255)
     version = draft_with(author_client, document)
     page = author_client.get(editor_url(version)).content.decode()
+    assert len(page) < 3_000_000  # the cards of 255 options are closed until opened
     data = as_post(fields_of(page))
     key = data["q"][31]
+    assert data[f"q-{key}-stored"] == ["q31"] and f"q-{key}-r" not in data
+    data = opened(author_client, version, data, key)
     data[f"q-{key}-instructions"] = ["changed at the end"]
+    last_row = data[f"q-{key}-r"][-1]
+    data[f"q-{key}-r-{last_row}-what"] = ["none of these, edited"]
     response = author_client.post(editor_url(version, "version-save"), data)
     assert response.status_code == 302
     version.refresh_from_db()
     document["q31"]["instructions"] = "changed at the end"
+    document["q31"]["criteria"]["other"] = "none of these, edited"
+    assert version.document == document  # the 31 closed cards came back exactly
+
+
+def test_a_closed_card_stands_for_its_stored_question(author_client):
+    """Saved, validated or previewed, a card never opened is the stored question; one that
+    disappeared from the stored draft meanwhile is refused, naming it."""
+    document = factories.document(3, options=60) | {"small": factories.document(1)["q0"]}
+    version = draft_with(author_client, document)
+    data = as_post(fields_of(author_client.get(editor_url(version)).content.decode()))
+    assert [k for k in data["q"] if f"q-{k}-stored" in data] == data["q"][:3]  # 60 > 40 rows
+    keys = data["q"]
+    data["q"] = [keys[2], keys[0], keys[1], keys[3]]  # reordered on the page, never opened
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    version.refresh_from_db()
+    assert list(version.document) == ["q2", "q0", "q1", "small"]
     assert version.document == document
+    check = author_client.post(
+        editor_url(version, "version-validate"),
+        {**data, "card": keys[0]},
+        headers={"HX-Request": "true"},
+    )
+    assert check.status_code == 200 and "error" not in check.content.decode().split("status-")[1]
+    assert f"slot-{keys[0]}-row-" not in check.content.decode()  # a closed card has no rows shown
+    data["q-" + keys[1] + "-stored"] = ["gone"]
+    data["q-" + keys[1] + "-id"] = ["gone"]
+    data["base_revision"] = [str(version.revision)]
+    refused = author_client.post(editor_url(version, "version-save"), data)
+    assert refused.status_code == 422
+    assert "Question `gone` was never opened on this page" in refused.content.decode()
+    preview = author_client.post(
+        editor_url(version, "version-preview"),
+        {**data, "preview_backend": "recorded", "preview_state_json": "{}"},
+    )
+    assert "fix what is marked in the editor" in preview.content.decode()
+    version.refresh_from_db()
+    assert version.document == document
+
+
+def test_opening_a_card_refuses_what_names_no_card(author_client):
+    version = draft_with(author_client, factories.document(1, options=60))
+    url = editor_url(version, "version-card-open")
+    assert author_client.get(url, {"card": "k0", "id": "nope"}).status_code == 404
+    assert author_client.get(url, {"card": "<script>", "id": "q0"}).status_code == 422
 
 
 # --- the JSON view ------------------------------------------------------------------------------
@@ -457,6 +517,17 @@ def test_a_version_in_review_is_read_only_everywhere(author_client):
     assert response.status_code == 409
     version.refresh_from_db()
     assert version.document == factories.document(1)
+
+
+def test_a_read_only_version_shows_large_cards_closed_and_posts_none(author_client):
+    """Its preview asks what is stored: no card's field reaches the editor form."""
+    version = draft_with(author_client, factories.document(2, options=60))
+    services.version_submit(version=version, author=author_client.user)
+    page = author_client.get(editor_url(version)).content.decode()
+    assert page.count('class="card closed') == 2 and "Open</button>" in page
+    assert 'form="editor"' not in page.split('id="cards"')[1].split('id="preview"')[0]
+    opened = author_client.get(editor_url(version, "version-card-open"), {"card": "k1", "id": "q1"})
+    assert opened.status_code == 200 and "disabled" in opened.content.decode()
 
 
 def test_csrf_is_enforced_on_every_form_endpoint():

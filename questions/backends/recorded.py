@@ -39,22 +39,39 @@ class RecordedBackend:
     def default_model(self) -> str:
         return self.source.default_model()
 
-    def ask(self, ask: Ask) -> Outcome:
+    def _rows(self, questions: dict, state_sha256s: set[str], model: str):
         from questions.models import DecisionAnswer
 
-        started = time.perf_counter()
-        outcome = Outcome(backend=self.name, model_asked=ask.model, live=False)
-        sha_of = {qid: q.sha256 for qid, q in ask.questions.items()}
-        rows = (
+        return (
             DecisionAnswer.objects.filter(
-                question_sha256__in=set(sha_of.values()),
-                state_sha256=ask.state_sha256,
+                question_sha256__in={q.sha256 for q in questions.values()},
+                state_sha256__in=state_sha256s,
                 decision__backend=self.source.name,
             )
-            .filter(Q(model=ask.model) | Q(model_answered=ask.model))
+            .filter(Q(model=model) | Q(model_answered=model))
             .order_by("-id")
-            .values("question_sha256", "answer", "model_answered")
+            .values("state_sha256", "question_sha256", "answer", "model_answered")
         )
+
+    def ask(self, ask: Ask) -> Outcome:
+        started = time.perf_counter()
+        rows = self._rows(ask.questions, {ask.state_sha256}, ask.model)
+        return self._outcome(ask.questions, ask.model, list(rows), started)
+
+    def ask_many(self, questions: dict, state_sha256s: set[str], model: str) -> dict[str, Outcome]:
+        """What `ask` gives for each of many states (by state hash), in one query."""
+        started = time.perf_counter()
+        by_state: dict[str, list[dict]] = {sha: [] for sha in state_sha256s}
+        for row in self._rows(questions, state_sha256s, model):
+            by_state[row["state_sha256"]].append(row)
+        return {
+            sha: self._outcome(questions, model, rows, started) for sha, rows in by_state.items()
+        }
+
+    def _outcome(self, questions: dict, model: str, rows: list[dict], started: float) -> Outcome:
+        """The replay of one state from its recorded rows, newest first."""
+        outcome = Outcome(backend=self.name, model_asked=model, live=False)
+        sha_of = {qid: q.sha256 for qid, q in questions.items()}
         newest: dict[str, dict] = {}  # question sha256 → its newest recorded answer
         for row in rows:
             newest.setdefault(row["question_sha256"], row)
@@ -62,17 +79,17 @@ class RecordedBackend:
         hits = {qid: newest[sha] for qid, sha in sha_of.items() if sha in newest}
         found = {qid: row["answer"] for qid, row in hits.items()}
         models = {row["model_answered"] for row in hits.values()}
-        outcome.missing = [qid for qid in ask.questions if qid not in found]
+        outcome.missing = [qid for qid in questions if qid not in found]
         if not found:
             outcome.error = DecisionError(
                 404,
                 f"Nothing recorded through {self.source.name} for these questions and this state "
-                f"with model {ask.model}: ask {self.source.name} live first.",
+                f"with model {model}: ask {self.source.name} live first.",
             )
             outcome.total_ms = (time.perf_counter() - started) * 1000
             return outcome
-        asked = {qid: ask.questions[qid] for qid in found}
-        body = {"model": ", ".join(sorted(m for m in models if m)) or ask.model, "answers": found}
+        asked = {qid: questions[qid] for qid in found}
+        body = {"model": ", ".join(sorted(m for m in models if m)) or model, "answers": found}
         try:
             outcome.checked = answers.check_response(
                 asked, body, price_per_million=0, rules=self.source.rules

@@ -2,54 +2,70 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from questions import backends, comparison
 from questions.models import QuestionSet
 
+TEMPLATE = "questions/set_compare.html"
+
 
 @require_GET
 def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     selection = comparison.Selection.from_query(request.GET, question_set)
-    columns, rows = comparison.build(question_set, selection, request.user)
     fmt = request.GET.get("format")
-    if fmt == "json":
-        response = HttpResponse(
-            comparison.as_json(columns, rows, selection),
-            content_type="application/json; charset=utf-8",
-        )
-        response["Content-Disposition"] = f'attachment; filename="{slug}-comparison.json"'
+    if fmt in ("json", "csv"):  # every row, streamed a chunk of states at a time
+        columns, rows = comparison.stream(question_set, selection, request.user)
+        if fmt == "json":
+            chunks = comparison.json_chunks(columns, rows, selection)
+            content_type = "application/json; charset=utf-8"
+        else:
+            chunks = comparison.csv_lines(columns, rows)
+            content_type = "text/csv; charset=utf-8"
+        response = StreamingHttpResponse(chunks, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{slug}-comparison.{fmt}"'
         return response
-    if fmt == "csv":
-        response = HttpResponse(
-            comparison.as_csv(columns, rows), content_type="text/csv; charset=utf-8"
-        )
-        response["Content-Disposition"] = f'attachment; filename="{slug}-comparison.csv"'
-        return response
-    choices = [
-        (f"run:{r.pk}", f"run {r.pk} · v{r.version.number} · {r.backend} · {r.status}")
-        for r in question_set.batch_runs.select_related("version")[:30]
-    ]
-    for v in question_set.versions.order_by("-number"):
-        for b in backends.available():
-            choices.append((f"v{v.number}:{b.name}", f"v{v.number} · {b.name}"))
-    removals = [
-        (c.key, selection.query(columns=[k for k in selection.columns if k != c.key]))
-        for c in columns
-    ]
+    columns, rows = comparison.build(question_set, selection, request.user)
     context = {
         "set": question_set,
         "selection": selection,
         "columns": columns,
         "rows": rows,
-        "states": question_set.sample_states.order_by("name"),
+        "page_states": comparison.PAGE_STATES,
+        "state_query": selection.query(state=None),
+        "next_query": None
+        if selection.next_start is None
+        else selection.query(start=selection.next_start),
+    }
+    if request.htmx and selection.start:  # the next page of rows, as the table scrolls
+        return render(request, TEMPLATE + "#compare-rows", context)
+    choices = [
+        (f"run:{r.pk}", f"run {r.pk} · v{r.version.number} · {r.backend} · {r.status}")
+        for r in question_set.batch_runs.select_related("version").defer("version__document_text")[
+            :30
+        ]
+    ]
+    for number in question_set.versions.order_by("-number").values_list("number", flat=True):
+        for b in backends.available():
+            choices.append((f"v{number}:{b.name}", f"v{number} · {b.name}"))
+    states = list(dict.fromkeys(r.state for r in rows))
+    if selection.state != "all" and not states:  # a chosen state with no row to show
+        states = list(comparison.states_of(question_set, selection)[:1])
+    removals = [
+        (c.key, selection.query(columns=[k for k in selection.columns if k != c.key]))
+        for c in columns
+    ]
+    context |= {
+        # the state picker offers the states on this page (each state's name links to it too)
+        "states": states,
         "choices": [c for c in choices if c[0] not in selection.columns],
         "removals": removals,
         "filters": [(f, selection.query(filter=f)) for f in comparison.FILTERS],
+        "first_query": selection.query() if selection.start else None,
         "csv_query": selection.query() + "&format=csv",
         "json_query": selection.query() + "&format=json",
     }
-    return render(request, "questions/set_compare.html", context)
+    return render(request, TEMPLATE, context)

@@ -4,6 +4,7 @@ with its stale-revision check, and the JSON view."""
 from __future__ import annotations
 
 import json
+import re
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -74,7 +75,9 @@ def _page(
     draft = (
         version
         if version.is_draft
-        else question_set.versions.filter(status=Version.Status.DRAFT).first()
+        else question_set.versions.filter(status=Version.Status.DRAFT)
+        .defer("document_text")
+        .first()
     )
     context = {
         "set": question_set,
@@ -86,7 +89,7 @@ def _page(
         "editable": version.is_draft and roles.may_write(request.user),
         "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
-        "sample_states": list(question_set.sample_states.only("pk", "name")),
+        "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
         "backends": [
             b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
         ],
@@ -102,9 +105,46 @@ def _page(
 def version_edit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = _version(slug, number)
     document = version.document
-    return _page(
-        request, version, forms.cards_from_document(document), document, revision=version.revision
-    )
+    # a large card is closed: its fields come when it is opened (version_card_open)
+    cards = forms.cards_from_document(document, open_rows=forms.OPEN_ROWS)
+    return _page(request, version, cards, document, revision=version.revision)
+
+
+def posted_cards(data, version: Version) -> list[forms.Card]:
+    """The cards of a posted editor page; a closed card stands for its stored question."""
+    cards = forms.cards_from_post(data)
+    forms.fill_closed(cards, lambda: version.document)
+    return cards
+
+
+CARD_KEY = re.compile(r"\A[A-Za-z0-9_]{1,32}\Z")
+
+
+@require_GET
+def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """A closed card opened: its fields, from the stored question (?card=<key>&id=<id>)."""
+    version = _version(slug, number)
+    key, qid = request.GET.get("card", ""), request.GET.get("id", "")
+    if not CARD_KEY.match(key):
+        return HttpResponse("card names no card of this page.", status=422)
+    document = version.document
+    if qid not in document:
+        return HttpResponse(
+            f"Version {version.number} has no question {qid[:60]!r} (any more): reload the page.",
+            status=404,
+            content_type="text/plain; charset=utf-8",
+        )
+    card = forms.Card.from_question(key, qid, document[qid])
+    context = {
+        "set": version.question_set,
+        "version": version,
+        "card": card,
+        "editable": version.is_draft and roles.may_write(request.user),
+        "limits": limits(),
+        "question_types": spec.QUESTION_TYPES,
+        **_checked([card], {qid: document[qid]}),
+    }
+    return render(request, EDIT_TEMPLATE + "#card", context)
 
 
 @require_POST
@@ -113,7 +153,7 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     typed content kept on the page."""
     require(request.user, roles.may_write, WRITERS_ONLY)
     version = _version(slug, number)
-    cards = forms.cards_from_post(request.POST)
+    cards = posted_cards(request.POST, version)
     edited = forms.document_from_cards(cards)
     try:
         base = int(request.POST.get("overwrite_revision") or request.POST.get("base_revision", ""))
@@ -169,6 +209,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     key = request.POST.get("card", "")
     keys = request.POST.getlist("q")
     card = forms.card_from_post(request.POST, key)
+    forms.fill_closed([card], lambda: version.document)
     question = card.question()
     document = {request.POST.get(f"q-{k}-id", ""): {"type": "noul"} for k in keys if k != key}
     if card.id in document:
@@ -203,6 +244,8 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         fresh = True
     else:
         card = forms.card_from_post(request.POST, request.POST.get("card", ""))
+        forms.fill_closed([card], lambda: version.document)
+        card.closed, card.stored = False, spec.ABSENT  # re-rendered open, from its fields
         fresh = False
         if request.POST.get("op") == "duplicate":
             card.key = forms.new_key()

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from questions import backends, charts, forms, services, spec
 from questions.models import SampleState, Version
-from questions.views import whole_number
+from questions.views import editor, whole_number
 
 TEMPLATE = "questions/_preview_result.html"
 
@@ -30,7 +30,7 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
         Version.objects.select_related("question_set"), question_set__slug=slug, number=number
     )
     if request.POST.getlist("q"):
-        edited = forms.document_from_cards(forms.cards_from_post(request.POST))
+        edited = forms.document_from_cards(editor.posted_cards(request.POST, version))
         if not edited.representable:
             return _error(request, 422, "Nothing was sent: fix what is marked in the editor.")
         document = edited.document

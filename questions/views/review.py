@@ -75,7 +75,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "can_review": roles.may_review(request.user),
         "can_comment": roles.may_comment(request.user),
         "own_version": services.wrote(request.user, version),
-        "labels": version.question_set.labels.select_related("version"),
+        "labels": selectors.labels_of(version.question_set),
         "problem": problem,
         "evidence": [
             (

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import charts, metrics, roles, selectors, services
 from questions.models import BatchRun, Version
 from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
+from questions.views import whole_number
 
 
 @require_POST
@@ -39,6 +40,38 @@ def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     return redirect("run-detail", run.pk)
 
 
+#: what the states table of a run shows (not the states' contents nor the answers)
+RUN_ITEM_FIELDS = (
+    "run_id",
+    "status",
+    "attempts",
+    "error_status",
+    "error_detail",
+    "sample_state__name",
+    "sample_state__revision",
+)
+
+
+#: the states table shows this many rows at a time; the next load as it scrolls
+ITEMS_PAGE = 100
+
+
+def _items_context(run: BatchRun, request: HttpRequest) -> dict:
+    start = whole_number(request.GET.get("items_from", "0"), digits=9) or 0
+    items = list(
+        run.items.select_related("sample_state")
+        .only(*RUN_ITEM_FIELDS)
+        .order_by("sample_state__name", "pk")[start : start + ITEMS_PAGE + 1]
+    )
+    more = len(items) > ITEMS_PAGE
+    return {
+        "run": run,
+        "items": items[:ITEMS_PAGE],
+        "items_next": start + ITEMS_PAGE if more else None,
+        "items_page": ITEMS_PAGE,
+    }
+
+
 def _progress_context(run: BatchRun) -> dict:
     counts = selectors.run_counts(run)
     return {"run": run, "counts": counts}
@@ -50,20 +83,23 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         BatchRun.objects.select_related("question_set", "version", "created_by", "rerun_of"),
         pk=pk,
     )
+    if request.htmx and request.GET.get("items_from"):  # the next rows of the states table
+        return render(request, "questions/run_detail.html#run-items", _items_context(run, request))
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "questions/run_detail.html#run-progress", _progress_context(run))
         if run.finished:
             response["HX-Refresh"] = "true"  # the report is ready: show the whole page
         return response
-    cases = selectors.run_cases(run)
-    report = metrics.report(cases, threshold=run.threshold)
+    report = selectors.run_report(run)
     other = None
     changes = []
     other_pk = request.GET.get("against")
     if other_pk and other_pk.isdigit():
         other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
         if other:
-            changes = metrics.compare_runs(selectors.run_cases(other), cases, run.threshold)
+            changes = metrics.compare_runs(
+                selectors.run_cases(other), selectors.run_cases(run), run.threshold
+            )
     context = {
         **_progress_context(run),
         "report": report,
@@ -83,7 +119,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "choice: probability of the chosen option against correctness",
             report.choice_calibration,
         ),
-        "items": run.items.select_related("sample_state").order_by("sample_state__name"),
+        **_items_context(run, request),
         "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
         "reruns": run.reruns.order_by("pk"),
         "other": other,

@@ -61,10 +61,8 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "states": question_set.sample_states.all(),
         "can_author": roles.may_write(request.user),
         "can_review": roles.may_review(request.user),
-        "labels": question_set.labels.select_related("version"),
-        "label_moves": question_set.label_moves.select_related(
-            "from_version", "to_version", "actor"
-        )[:50],
+        "labels": selectors.labels_of(question_set),
+        "label_moves": selectors.label_moves_of(question_set)[:50],
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
     }

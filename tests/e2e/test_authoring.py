@@ -1,6 +1,8 @@
 """In a real browser: an author builds a set by typing, sees limits as they are broken, saves,
 makes a new draft and reads the diff."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -122,3 +124,44 @@ def test_retype_duplicate_and_reorder_questions(page, author_signed_in):
     assert list(version.document) == ["first_question_copy", "first_question"]
     assert version.document["first_question_copy"]["type"] == "score"
     assert list(version.document["first_question"]["criteria"]) == ["yes", "unclear", "no"]
+
+
+def test_a_large_card_opens_on_a_click_and_nothing_is_lost(page, author_signed_in):
+    """Cards of more than 40 options render closed; one opened, edited and saved keeps every
+    other card (closed or moved) exactly as stored."""
+    from django.contrib.auth import get_user_model
+
+    from questions import services
+    from tests import factories
+
+    url = author_signed_in
+    author = get_user_model().objects.get(username="author")
+    document = factories.document(2, options=60) | {"small": factories.document(1)["q0"]}
+    question_set = factories.question_set("large", owner=author, doc=document)
+    page.goto(f"{url}/sets/large/v1/")
+    page.wait_for_load_state()
+    cards = page.locator("#cards .card")
+    expect(cards).to_have_count(3)
+    expect(page.locator("#cards .card.closed")).to_have_count(2)
+    assert page.locator("#cards .card.closed .row").count() == 0  # no option rendered yet
+
+    second = cards.nth(1)
+    second.get_by_role("button", name="Open to edit").click()
+    second = page.locator("#cards .card").nth(1)
+    expect(second.locator(".rows .row")).to_have_count(60)
+    expect(second.get_by_label("Question id")).to_have_value("q1")
+    row = second.locator(".rows .row").nth(5)
+    expect(row.get_by_label("Option name")).to_have_value("o5")
+    row.get_by_label("Description").fill("option five, edited in the browser")
+    expect(page.locator("#dirty")).to_have_text("Unsaved changes")
+    expect(second.locator(".card-status")).to_have_text("valid")
+    # the first card stays closed and moves below the opened one
+    cards.nth(0).get_by_role("button", name="Move question down").click()
+    expect(page.locator("#cards .card").nth(1)).to_have_class(re.compile(r"\bclosed\b"))
+
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_text("Saved revision 2.")).to_be_visible()
+    saved = services.open_draft(question_set)
+    document["q1"]["criteria"]["o5"] = "option five, edited in the browser"
+    assert list(saved.document) == ["q1", "q0", "small"]
+    assert saved.document == document

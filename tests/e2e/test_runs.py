@@ -105,3 +105,37 @@ def test_compare_filters_and_the_url_round_trip(page, sign_in):
     expect(rows.first.locator("td.fail")).to_have_count(1)
     page.get_by_role("link", name="all", exact=True).click()
     expect(rows).to_have_count(6)
+
+
+def test_compare_loads_the_next_states_as_the_table_scrolls(page, sign_in, monkeypatch):
+    from questions import comparison
+    from questions.models import BatchItem
+
+    monkeypatch.setattr(comparison, "PAGE_STATES", 4)  # the live server runs in this process
+    user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")
+    qs = factories.question_set("paged", owner=user, doc=COMPARE_DOC)
+    for i in range(10):
+        services.sample_state_create(question_set=qs, name=f"state-{i:02d}", state=i, author=user)
+    version = services.open_draft(qs)
+    for _ in range(2):
+        services.batch_create(version=version, backend="recorded", user=user, enqueue=False)
+    BatchItem.objects.update(
+        status="answered", answers=answers(desk("billing", {"billing": 0.8}), 0.7, 1.0)
+    )
+    url = sign_in("author")
+    page.set_viewport_size({"width": 1280, "height": 600})
+    page.goto(f"{url}/sets/paged/compare/")
+    names = page.locator("table.compare tbody a.state-link")
+    expect(names.first).to_have_text("state-00")
+    page.locator("table.compare tbody tr.more-rows").scroll_into_view_if_needed()
+    expect(page.get_by_role("link", name="state-04").first).to_be_visible()
+    for _ in range(5):  # scroll to the end until every state is there
+        page.mouse.wheel(0, 5000)
+        page.wait_for_timeout(200)
+    expect(names).to_have_count(10 * len(COMPARE_DOC))
+    expect(page.locator("tr.more-rows")).to_have_count(0)
+    names.nth(3 * len(COMPARE_DOC)).click()  # a state's name opens that state alone
+    expect(names).to_have_count(len(COMPARE_DOC))
+    expect(page.locator("select[name=state]")).to_have_value(
+        str(qs.sample_states.get(name="state-03").pk)
+    )

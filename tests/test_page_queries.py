@@ -1,0 +1,132 @@
+"""Query-count pins: every page that lists states, versions or runs costs the same number of
+queries whatever their number (no N+1), and the pages that grow with the data show a bounded
+part of it (the comparison grid a page of states, the editor closed cards)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from questions import comparison, services, standin
+from questions.models import BatchRun
+from tests import factories
+from tests.providers import DOC
+
+pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
+
+
+@pytest.fixture
+def provider(settings):
+    server = standin.serve_in_thread()
+    settings.TYPESAFE_API_KEY = "k-pins"
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+def world(slug: str, *, states: int, versions: int, runs: int, author, reviewer):
+    """A set with `versions` versions (approved ones labelled, the newest in review), `states`
+    sample states with expected answers, and `runs` typesafe runs over them."""
+    qs = factories.question_set(slug, owner=author, doc=DOC)
+    for i in range(states):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"state-{i:03d}",
+            state={"n": i},
+            author=author,
+            expected={"urgent": i % 2 == 0, "desk": "billing"},
+        )
+    for n in range(1, versions + 1):
+        draft = services.open_draft(qs)
+        services.version_submit(version=draft, author=author)
+        if n < versions:
+            label = "production" if n == 1 else "staging"
+            services.version_approve(version=draft, reviewer=reviewer, label=label)
+            services.version_draft_from(version=draft, author=author)
+    newest = qs.versions.order_by("-number").first()
+    for i in range(runs):
+        version = newest if i % 2 else qs.versions.order_by("number").first()
+        run = services.batch_create(version=version, backend="typesafe", user=author, enqueue=False)
+        services.batch_execute(run.pk)
+    return qs
+
+
+def pages(qs) -> dict[str, str]:
+    runs = list(BatchRun.objects.filter(question_set=qs).order_by("pk"))
+    newest = qs.versions.order_by("-number").first().number
+    state = qs.sample_states.order_by("name").first()
+    compare = reverse("set-compare", args=[qs.slug])
+    cols = f"col=run:{runs[0].pk}&col=run:{runs[1].pk}"
+    return {
+        "set page": reverse("set-detail", args=[qs.slug]),
+        "set history": reverse("set-history", args=[qs.slug]),
+        "editor": reverse("version-edit", args=[qs.slug, newest]),
+        "review page": reverse("version-review", args=[qs.slug, newest]),
+        "run page": reverse("run-detail", args=[runs[-1].pk]),
+        "run page, next states": reverse("run-detail", args=[runs[-1].pk]) + "?items_from=1",
+        "compare, default link": compare,
+        "compare, 3 runs": f"{compare}?{cols}&col=run:{runs[2].pk}",
+        "compare, 2 runs + recorded": f"{compare}?{cols}&col=v1:recorded",
+        "compare, changes only": f"{compare}?{cols}&filter=changes",
+        "compare, one state": f"{compare}?{cols}&state={state.pk}",
+        "compare, next page": f"{compare}?{cols}&start=1",
+    }
+
+
+def counted(client, url: str) -> int:
+    client.get(url)  # the first view may fill a per-process cache (a finished run's report)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    if "DEBUG_PINS" in __import__("os").environ:
+        print(url, *[q["sql"][:150] for q in captured.captured_queries], sep="\n  ")
+    return len(captured)
+
+
+def test_page_queries_do_not_grow_with_states_versions_or_runs(client, provider):
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    small = world("small", states=2, versions=2, runs=3, author=author, reviewer=reviewer)
+    large = world("large", states=7, versions=5, runs=5, author=author, reviewer=reviewer)
+    few = {name: counted(client, url) for name, url in pages(small).items()}
+    many = {name: counted(client, url) for name, url in pages(large).items()}
+    assert many == few
+    assert few["editor"] <= 8 and few["compare, 3 runs"] <= 14
+
+
+def test_the_comparison_shows_a_page_of_states_and_loads_only_their_answers(
+    client, provider, monkeypatch
+):
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    qs = world("paged", states=5, versions=1, runs=2, author=author, reviewer=reviewer)
+    monkeypatch.setattr(comparison, "PAGE_STATES", 2)
+    url = reverse("set-compare", args=[qs.slug])
+    first = client.get(url).content.decode()
+    assert first.count('class="state-link"') == 2 * len(DOC)  # 2 states × one row a question
+    assert "state-000" in first and "state-002" not in first
+    assert "start=2" in first and 'hx-trigger="revealed"' in first
+    nxt = client.get(url, {"start": "2"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in nxt and "state-002" in nxt and "state-004" not in nxt
+    assert "start=4" in nxt
+    last = client.get(url, {"start": "4"}, headers={"HX-Request": "true"}).content.decode()
+    assert "state-004" in last and "start=" not in last
+    # the downloads are every row, however the page is cut
+    rows = client.get(url, {"format": "csv"}).getvalue().decode().strip().splitlines()
+    assert len(rows) == 1 + 5 * len(DOC)
+
+
+def test_the_run_page_lists_its_states_a_page_at_a_time(client, provider, monkeypatch):
+    from questions.views import runs
+
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    qs = world("listed", states=5, versions=1, runs=1, author=author, reviewer=reviewer)
+    monkeypatch.setattr(runs, "ITEMS_PAGE", 2)
+    url = reverse("run-detail", args=[BatchRun.objects.get(question_set=qs).pk])
+    first = client.get(url).content.decode()
+    assert "state-001" in first and "state-002" not in first and "items_from=2" in first
+    nxt = client.get(url, {"items_from": "4"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in nxt and "state-004" in nxt and "state-003" not in nxt
+    assert "items_from=" not in nxt
