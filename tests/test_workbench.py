@@ -1,0 +1,110 @@
+"""The product owner's workbench: what the lists and navigation show at a glance."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from questions import services
+from questions.templatetags.console import ago, code
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def people():
+    return factories.author("writer"), factories.reviewer("checker")
+
+
+def _approved(slug, writer, checker, label="production"):
+    qs = factories.question_set(slug, owner=writer)
+    v1 = services.version_submit(version=factories.draft(qs), author=writer)
+    return qs, services.version_approve(version=v1, reviewer=checker, label=label)
+
+
+def test_the_set_list_shows_production_and_pending_reviews(client, people):
+    writer, checker = people
+    _, v1 = _approved("triage", writer, checker)
+    v2 = services.version_draft_from(version=v1, author=writer)
+    services.version_submit(version=v2, author=writer)
+    factories.question_set("fresh", owner=writer)
+    client.force_login(writer)
+    body = client.get(reverse("set-list")).content.decode()
+    row = body.split('href="/sets/triage/"')[1].split("</tr>")[0]
+    assert f'href="{reverse("version-review", args=["triage", 1])}">v1</a>' in row
+    assert "v2 <span" in row and "in review" in row and "1 waiting for review" in row
+    fresh = body.split('href="/sets/fresh/"')[1].split("</tr>")[0]
+    assert "none" in fresh and "waiting for review" not in fresh
+
+
+def test_the_set_list_costs_the_same_queries_with_more_labels_and_reviews(
+    client, people, django_assert_num_queries
+):
+    writer, checker = people
+    client.force_login(writer)
+    _approved("a0", writer, checker)
+    client.get(reverse("set-list"))
+    with django_assert_num_queries(4) as first:
+        client.get(reverse("set-list"))
+    for i in range(1, 6):
+        _approved(f"a{i}", writer, checker)
+    with django_assert_num_queries(len(first.captured_queries)):
+        client.get(reverse("set-list"))
+
+
+def test_tokens_are_in_the_navigation_only_for_those_who_manage_them(client, people):
+    writer, checker = people
+    client.force_login(writer)
+    assert reverse("token-list") not in client.get(reverse("set-list")).content.decode()
+    client.force_login(checker)
+    assert reverse("token-list") in client.get(reverse("set-list")).content.decode()
+
+
+def test_a_new_token_comes_with_a_copy_button_and_a_curl_that_works(client, people):
+    writer, checker = people
+    _approved("triage", writer, checker, label="staging")
+    client.force_login(checker)
+    page = client.post(reverse("token-list") + "?set=triage", {"name": "runtime"})
+    body = page.content.decode()
+    assert 'data-copy="#new-token"' in body and 'data-copy="#new-curl"' in body
+    curl = body.split('id="new-curl">')[1].split("</code>")[0]
+    token = body.split('id="new-token">')[1].split("</code>")[0]
+    assert curl.startswith(f'curl -H "Authorization: Bearer {token}" ')
+    url = curl.split('"')[-2]
+    assert url == "http://testserver/api/sets/triage/export.json?label=staging"
+    export = client.get(url, headers={"Authorization": f"Bearer {token}"})
+    assert export.status_code == 200 and export.json()["format"].endswith("question-set@1")
+
+
+def test_the_curl_prefers_the_sets_production_label(client, people):
+    writer, checker = people
+    qs, v1 = _approved("triage", writer, checker, label="production")
+    services.label_move(question_set=qs, name="staging", version=v1, actor=checker)
+    client.force_login(checker)
+    body = client.get(reverse("token-list") + "?set=triage").content.decode()
+    assert "/api/sets/triage/export.json?label=production" in body
+    assert "Bearer &lt;token&gt;" in body
+
+
+def test_without_any_label_the_tokens_page_shows_no_curl(client, people):
+    client.force_login(people[1])
+    body = client.get(reverse("token-list") + "?set=nothing").content.decode()
+    assert "curl" not in body
+
+
+def test_times_read_just_now_then_the_largest_unit():
+    now = timezone.now()
+    assert ago(now) == "just now"
+    assert ago(now - timedelta(seconds=59)) == "just now"
+    assert ago(now - timedelta(minutes=3, seconds=10)) == "3\xa0minutes ago"
+    assert ago(now - timedelta(days=2, hours=5)) == "2\xa0days ago"
+
+
+def test_backticks_in_a_message_become_code_and_the_rest_is_escaped():
+    assert code("option `full_refund` is used <twice>") == (
+        "option <code>full_refund</code> is used &lt;twice&gt;"
+    )
+    assert code("`<b>`") == "<code>&lt;b&gt;</code>"
+    assert code("a lone ` tick") == "a lone ` tick"
