@@ -441,9 +441,22 @@ def _key_path(base: Loc, key: str | int) -> Loc:
     return (*base, key)
 
 
+_PLAIN_KEY = re.compile(r"[\w-]+")
+
+
 def path_of(loc: Loc) -> str:
-    """`questions.intent.criteria` from its keys; `$` is the document itself."""
-    return ".".join(str(k) for k in loc) if loc else "$"
+    """`questions.intent.criteria` from its keys; `$` is the document itself. A key that is
+    empty or holds anything but letters, digits, `_` and `-` is shown quoted: `criteria[""]`."""
+    if not loc:
+        return "$"
+    parts = []
+    for key in loc:
+        text = str(key)
+        if isinstance(key, int) or _PLAIN_KEY.fullmatch(text):
+            parts.append(("." if parts else "") + text)
+        else:
+            parts.append(f"[{json.dumps(text, ensure_ascii=False)}]")
+    return "".join(parts)
 
 
 class _Checker:

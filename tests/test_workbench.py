@@ -108,3 +108,14 @@ def test_backticks_in_a_message_become_code_and_the_rest_is_escaped():
     )
     assert code("`<b>`") == "<code>&lt;b&gt;</code>"
     assert code("a lone ` tick") == "a lone ` tick"
+
+
+def test_an_issue_path_quotes_a_blank_or_odd_key_instead_of_ending_in_a_dot():
+    from questions import spec
+
+    doc = {"refund_action": {"type": "choice", "criteria": {"": "blank", "keep it": "x"}}}
+    paths = {issue.path for issue in spec.validate(doc, limits=spec.DEFAULT_LIMITS).errors}
+    assert 'questions.refund_action.criteria[""]' in paths
+    assert not any(path.endswith(".") for path in paths)
+    assert spec.path_of(("questions", "q", "criteria", 0)) == "questions.q.criteria.0"
+    assert spec.path_of(()) == "$"
