@@ -26,3 +26,25 @@ function selectText(element) {
   selection.removeAllRanges();
   selection.addRange(range);
 }
+
+// data-slug-from="#id": a slug input filled from another field as it is typed, until the slug
+// itself is edited by hand.
+document.addEventListener("input", (event) => {
+  for (const slug of document.querySelectorAll("[data-slug-from]")) {
+    if (event.target === slug) {
+      slug.dataset.edited = slug.value ? "yes" : "";
+    } else if (event.target.matches(slug.dataset.slugFrom) && !slug.dataset.edited) {
+      slug.value = slugify(event.target.value);
+    }
+  }
+});
+
+function slugify(text) {
+  return text
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64);
+}

@@ -119,3 +119,28 @@ def test_an_issue_path_quotes_a_blank_or_odd_key_instead_of_ending_in_a_dot():
     assert not any(path.endswith(".") for path in paths)
     assert spec.path_of(("questions", "q", "criteria", 0)) == "questions.q.criteria.0"
     assert spec.path_of(()) == "$"
+
+
+def test_save_and_add_another_opens_a_new_state_and_preview_this_state_preselects_it(
+    client, people
+):
+    writer, _ = people
+    qs = factories.question_set("triage", owner=writer)
+    client.force_login(writer)
+    saved = client.post(
+        reverse("state-create", args=["triage"]),
+        {"name": "first", "state": '{"text": "hi"}', "tags": "", "then": "another"},
+    )
+    assert saved.status_code == 302 and saved.url == reverse("state-create", args=["triage"])
+    sample = qs.sample_states.get()
+    page = client.get(reverse("state-edit", args=["triage", sample.pk])).content.decode()
+    link = f"{reverse('version-edit', args=['triage', 1])}?state={sample.pk}#preview-heading"
+    assert f'href="{link}"' in page
+    editor = client.get(link.split("#")[0]).content.decode()
+    assert f'<option value="{sample.pk}" selected>' in editor
+    plain = client.post(
+        reverse("state-create", args=["triage"]), {"name": "second", "state": "null", "tags": ""}
+    )
+    assert plain.url == reverse(
+        "state-edit", args=["triage", qs.sample_states.get(name="second").pk]
+    )
