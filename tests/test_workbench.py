@@ -144,3 +144,17 @@ def test_save_and_add_another_opens_a_new_state_and_preview_this_state_preselect
     assert plain.url == reverse(
         "state-edit", args=["triage", qs.sample_states.get(name="second").pk]
     )
+
+
+def test_the_states_table_shows_expected_answers_as_values(client, people):
+    writer, _ = people
+    qs = factories.question_set("triage", owner=writer)
+    services.sample_states_import(
+        question_set=qs,
+        items=[{"name": "s", "state": None, "expected": {"q0": True}}],
+        author=writer,
+    )
+    client.force_login(writer)
+    body = client.get(qs.get_absolute_url()).content.decode()
+    assert '<span class="pair"><code>q0</code> true</span>' in body
+    assert "True" not in body

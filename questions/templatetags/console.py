@@ -28,6 +28,14 @@ def code(text) -> SafeString:
 
 
 @register.filter
+def answer(value) -> str:
+    """An answer or expected value as the contract writes it: `true`, `false`, `3`, `billing`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@register.filter
 def version_status(value: str) -> str:
     """A version status as people read it: `in review`, `changes requested`."""
     return str(dict(Version.Status.choices).get(value, value))
