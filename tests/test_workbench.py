@@ -158,3 +158,53 @@ def test_the_states_table_shows_expected_answers_as_values(client, people):
     body = client.get(qs.get_absolute_url()).content.decode()
     assert '<span class="pair"><code>q0</code> true</span>' in body
     assert "True" not in body
+
+
+def test_keep_freezes_the_draft_and_continues_in_a_new_one_without_a_review(client, people):
+    from questions.models import ReviewEvent, Version
+
+    writer, checker = people
+    qs = factories.question_set("triage", owner=writer)
+    client.force_login(writer)
+    kept = client.post(reverse("version-keep", args=["triage", 1]))
+    v1, v2 = qs.versions.order_by("number")
+    assert kept.status_code == 302 and kept.url == v2.get_absolute_url()
+    assert (v1.status, v2.status, v2.parent, v2.document) == ("kept", "draft", v1, v1.document)
+    assert v1.events.filter(kind=ReviewEvent.Kind.KEPT, actor=writer).exists()
+    assert not qs.versions.filter(status=Version.Status.IN_REVIEW).exists()
+    page = client.get(v1.get_absolute_url()).content.decode()
+    assert "Submit v1 for review" in page and f'href="{v2.get_absolute_url()}"' in page
+    editor = client.get(v2.get_absolute_url()).content.decode()
+    assert "Keep as v2, continue" in editor
+    # the kept version changes no more, is run like any other, and goes to review later
+    refused = client.post(
+        reverse("version-save", args=["triage", 1]), {"base_revision": "1", "document": "{}"}
+    )
+    assert refused.status_code == 409
+    services.sample_states_import(
+        question_set=qs, items=[{"name": "s", "state": None}], author=writer
+    )
+    assert services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
+    client.post(reverse("version-submit", args=["triage", 1]))
+    assert qs.versions.get(number=1).status == "in_review"
+    assert services.version_approve(version=v1, reviewer=checker).status == "approved"
+
+
+def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):
+    from questions.models import Version
+
+    writer, checker = people
+    qs = factories.question_set("triage", owner=writer, doc={"q": {"type": "choice"}})
+    with pytest.raises(services.Invalid):
+        services.version_keep(version=qs.versions.get(), author=writer)
+    with pytest.raises(services.NotAllowed):
+        services.version_keep(version=qs.versions.get(), author=checker)
+    assert list(qs.versions.values_list("status", flat=True)) == ["draft"]
+    fine = factories.question_set("fine", owner=writer)
+    v1 = services.version_submit(version=fine.versions.get(), author=writer)
+    with pytest.raises(services.NotADraft):
+        services.version_keep(version=v1, author=writer)
+    client.force_login(writer)
+    page = client.post(reverse("version-keep", args=["triage", 1]), follow=True)
+    assert "The draft is invalid: choice <code>q</code> needs criteria" in page.content.decode()
+    assert Version.objects.filter(question_set=qs).count() == 1
