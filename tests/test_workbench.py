@@ -208,3 +208,24 @@ def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):
     page = client.post(reverse("version-keep", args=["triage", 1]), follow=True)
     assert "The draft is invalid: choice <code>q</code> needs criteria" in page.content.decode()
     assert Version.objects.filter(question_set=qs).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "two"),
+    [
+        ("The customer is threatening to cancel or leave for a competitor.", False),
+        ("The customer asks for a refund or a discount.", False),
+        ("Is the customer angry or upset?", False),
+        ("The customer is angry or the order is late.", True),
+        ("Is the customer angry, or is the order late?", True),
+        ("The customer is angry and the order is late.", True),
+        ("The customer wants a refund and threatens to leave.", True),
+        ("Orange orders are late.", False),
+    ],
+)
+def test_the_two_statements_lint_spares_an_or_inside_one_statement(statement, two):
+    from questions import spec
+
+    doc = {"churn": {"type": "noul", "instructions": statement}}
+    codes = [w.code for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]
+    assert ("compound_statement" in codes) is two
