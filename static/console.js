@@ -48,13 +48,3 @@ function slugify(text) {
     .replace(/^-+|-+$/g, "")
     .slice(0, 64);
 }
-
-// data-confirm-dirty="question": a form that asks before it is sent while the editor has unsaved
-// changes (the editor writes them into #dirty).
-document.addEventListener("submit", (event) => {
-  const form = event.target.closest("[data-confirm-dirty]");
-  const dirty = document.getElementById("dirty");
-  if (form && dirty && dirty.textContent && !window.confirm(form.dataset.confirmDirty)) {
-    event.preventDefault();
-  }
-});
