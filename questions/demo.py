@@ -7,8 +7,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.test.utils import override_settings
 
-from questions import roles, services
+from questions import roles, services, standin
 from questions.models import QuestionSet
 
 PASSWORD = "demo"
@@ -120,6 +121,7 @@ SETS: list[dict[str, Any]] = [
         "name": "Gestures",
         "description": "When the robot should move, and how lively (seed 000).",
         "versions": [GESTURES_V1, GESTURES_V2],
+        "steps": ["approve", "approve"],
         "states": [
             {
                 "name": "asks to clap",
@@ -156,6 +158,7 @@ SETS: list[dict[str, Any]] = [
         "name": "Support routing",
         "description": "Route a support message to a desk, with urgency and frustration.",
         "versions": [SUPPORT],
+        "steps": ["review"],
         "states": [
             {
                 "name": "failing payouts",
@@ -176,6 +179,7 @@ SETS: list[dict[str, Any]] = [
         "name": "Shell command guard",
         "description": "How risky is a shell command an agent wants to run?",
         "versions": [SHELL_GUARD],
+        "steps": ["draft"],
         "states": [
             {
                 "name": "git status",
@@ -193,9 +197,30 @@ SETS: list[dict[str, Any]] = [
 ]
 
 
-@transaction.atomic
 def demo_load() -> list[str]:
-    """Create what is missing; what exists is left as it is. Returns what was done."""
+    """Create what is missing; what exists is left as it is. Returns what was done.
+
+    A newcomer sees every screen with something on it: `gestures` has v1 and v2 approved, a
+    finished run of each, and `production` moved from v1 to v2; `support-routing` waits for
+    review; `shell-guard` is a draft. The runs are asked of a stand-in started for the purpose,
+    never of a configured provider, so loading the demo costs nothing."""
+    server = standin.serve_in_thread()
+    try:
+        with override_settings(
+            TYPESAFE_API_KEY=standin.KEY,
+            TYPESAFE_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}",
+        ):
+            done, runs = _load_sets()
+            finished = [services.batch_execute(run.pk) for run in runs]
+    finally:
+        server.shutdown()
+        server.server_close()
+    done += [f"run {run.pk} of {run.version} ({run.status})" for run in finished if run]
+    return done + _promote(runs)
+
+
+@transaction.atomic
+def _load_sets() -> tuple[list[str], list[Any]]:
     done = []
     authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
     reviewers, _ = Group.objects.get_or_create(name=roles.REVIEWERS)
@@ -208,6 +233,7 @@ def demo_load() -> list[str]:
             done.append(f"user {username} (password {PASSWORD})")
         user.groups.add(group)
         users[username] = user
+    runs = []
     for spec_ in SETS:
         if QuestionSet.objects.filter(slug=spec_["slug"]).exists():
             continue
@@ -217,8 +243,11 @@ def demo_load() -> list[str]:
             description=spec_["description"],
             owner=users["author"],
         )
+        services.sample_states_import(
+            question_set=question_set, items=spec_["states"], author=users["author"]
+        )
         previous = None
-        for i, document in enumerate(spec_["versions"]):
+        for document, step in zip(spec_["versions"], spec_["steps"], strict=True):
             version = services.version_create(
                 question_set=question_set,
                 document=document,
@@ -226,14 +255,45 @@ def demo_load() -> list[str]:
                 parent=previous,
                 note="demo",
             )
-            if i < len(spec_["versions"]) - 1:
+            if step in ("review", "approve"):
                 version = services.version_submit(version=version, author=users["author"])
+            if step == "approve":
+                version = services.version_approve(
+                    version=version,
+                    reviewer=users["reviewer"],
+                    note="demo",
+                    label="staging" if previous else "production",
+                )
+                runs.append(
+                    services.batch_create(
+                        version=version, backend="typesafe", user=users["author"], enqueue=False
+                    )
+                )
             previous = version
-        services.sample_states_import(
-            question_set=question_set, items=spec_["states"], author=users["author"]
-        )
         done.append(
             f"set {question_set.slug} ({len(spec_['versions'])} version(s), "
             f"{len(spec_['states'])} sample states)"
         )
+    return done, runs
+
+
+def _promote(runs: list[Any]) -> list[str]:
+    """Move `production` to the newest approved version of each set the demo ran."""
+    done = []
+    reviewer = get_user_model().objects.get(username="reviewer")
+    for question_set in {run.question_set for run in runs}:
+        newest = question_set.versions.filter(status="approved").order_by("-number").first()
+        label = question_set.labels.get(name="production")
+        if label.version != newest:
+            before = label.version.number
+            services.label_move(
+                question_set=question_set,
+                name="production",
+                version=newest,
+                actor=reviewer,
+                note="demo: v2 describes every option",
+            )
+            done.append(
+                f"label move: production of {question_set.slug} v{before} → v{newest.number}"
+            )
     return done

@@ -42,6 +42,7 @@ class QuestionSet(models.Model):
 class Version(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "draft"
+        KEPT = "kept", "kept"
         IN_REVIEW = "in_review", "in review"
         APPROVED = "approved", "approved"
         CHANGES_REQUESTED = "changes_requested", "changes requested"
@@ -96,6 +97,7 @@ class ReviewEvent(models.Model):
     class Kind(models.TextChoices):
         CREATED = "created"
         EDITED = "edited"
+        KEPT = "kept"
         SUBMITTED = "submitted"
         APPROVED = "approved"
         CHANGES_REQUESTED = "changes_requested", "changes requested"

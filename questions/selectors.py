@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from questions import metrics, spec
 from questions.models import (
@@ -23,12 +24,23 @@ from questions.models import (
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
-    """Sets with their newest version's number and status, last edited first; those whose slug,
-    name or description holds `search`, when given."""
+    """Sets with their newest version's number and status, the version under `production` and
+    how many versions wait for review, last edited first; those whose slug, name or description
+    holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
+    production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
+    waiting = (
+        Version.objects.filter(question_set=OuterRef("pk"), status=Version.Status.IN_REVIEW)
+        .order_by()
+        .values("question_set")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     sets = QuestionSet.objects.select_related("owner").annotate(
         newest_number=Subquery(newest.values("number")[:1]),
         newest_status=Subquery(newest.values("status")[:1]),
+        production_number=Subquery(production.values("version__number")[:1]),
+        in_review=Coalesce(Subquery(waiting), 0),
     )
     if "\x00" in search:
         return QuestionSet.objects.none()  # no set's text holds a NUL character

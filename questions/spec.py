@@ -441,9 +441,22 @@ def _key_path(base: Loc, key: str | int) -> Loc:
     return (*base, key)
 
 
+_PLAIN_KEY = re.compile(r"[\w-]+")
+
+
 def path_of(loc: Loc) -> str:
-    """`questions.intent.criteria` from its keys; `$` is the document itself."""
-    return ".".join(str(k) for k in loc) if loc else "$"
+    """`questions.intent.criteria` from its keys; `$` is the document itself. A key that is
+    empty or holds anything but letters, digits, `_` and `-` is shown quoted: `criteria[""]`."""
+    if not loc:
+        return "$"
+    parts = []
+    for key in loc:
+        text = str(key)
+        if isinstance(key, int) or _PLAIN_KEY.fullmatch(text):
+            parts.append(("." if parts else "") + text)
+        else:
+            parts.append(f"[{json.dumps(text, ensure_ascii=False)}]")
+    return "".join(parts)
 
 
 class _Checker:
@@ -726,7 +739,7 @@ class _Checker:
                         )
                     else:
                         self.entry(entry, kpath, qid, f"the `{key}` case of noul `{qid}`")
-        if isinstance(instructions, str) and _COMPOUND.search(instructions):
+        if isinstance(instructions, str) and joins_two_statements(instructions):
             self.warn(
                 (*path[:-1], "instructions"),
                 "compound_statement",
@@ -949,7 +962,25 @@ class _Checker:
 
 
 _WORD_SPLIT = re.compile(r"[\W_]+")
-_COMPOUND = re.compile(r"\b(and|or)\b", re.IGNORECASE)
+_AND = re.compile(r"\band\b", re.IGNORECASE)
+#: what follows an "or" up to the end of its clause
+_OR_CLAUSE = re.compile(r"\bor\b([^,;:.?!]*)", re.IGNORECASE)
+#: a verb that makes what follows an "or" a statement of its own ("… or the order is late")
+_OWN_VERB = re.compile(
+    r"\b(is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must)\b",
+    re.IGNORECASE,
+)
+
+
+def joins_two_statements(text: str) -> bool:
+    """Whether a noul's statement is two statements: any "and", or an "or" followed by a clause
+    with its own verb ("the customer is angry or the order is late"). An "or" between two
+    alternatives inside one statement ("threatening to cancel or leave") is one statement."""
+    if _AND.search(text):
+        return True
+    return any(_OWN_VERB.search(clause) for clause in _OR_CLAUSE.findall(text))
+
+
 _ESCAPE_WORDS = frozenset(
     {
         "other",

@@ -18,6 +18,8 @@ from typing import Any
 from questions import spec
 
 MODEL = "local-stand-in (not Jev)"
+#: the key `make run` and the demo call the stand-in with (it checks none)
+KEY = "stand-in-key"
 
 
 def _weights(seed: bytes, n: int) -> list[float]:

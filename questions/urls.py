@@ -44,6 +44,7 @@ urlpatterns = [
         name="version-new-draft",
     ),
     path("sets/<slug:slug>/v<int:number>/submit/", sets.version_submit, name="version-submit"),
+    path("sets/<slug:slug>/v<int:number>/keep/", sets.version_keep, name="version-keep"),
     path("sets/<slug:slug>/v<int:number>/discard/", sets.version_discard, name="version-discard"),
     path("sets/<slug:slug>/states/new/", states.state_create, name="state-create"),
     path("sets/<slug:slug>/states/check/", states.state_check, name="state-check"),

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from questions import spec
-from questions.models import QuestionSet, SampleState, Version
+from questions import spec, standin
+from questions.models import BatchRun, Decision, LabelMove, QuestionSet, SampleState, Version
 from tests import factories
 from tests.test_cli_validate import run, write
 
@@ -125,7 +125,10 @@ def test_submit(writer):
     assert run("submit", "--set", "s", "--version", "9", "--user", "writer")[0] == 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
+    """The demo's runs ask a stand-in of its own, whatever provider is configured."""
+    settings.TYPESAFE_API_KEY = ""
     settings.DEBUG = False
     code, _, err = run("demo")
     assert code == 1 and "Refused" in err
@@ -140,7 +143,22 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
     for version in Version.objects.all():
         assert spec.validate(version.document, limits=spec.DEFAULT_LIMITS).valid, version
     gestures = QuestionSet.objects.get(slug="gestures")
-    assert [v.status for v in gestures.versions.order_by("number")] == ["in_review", "draft"]
+    assert [v.status for v in gestures.versions.order_by("number")] == ["approved", "approved"]
+    assert gestures.labels.get(name="production").version.number == 2
+    assert gestures.labels.get(name="staging").version.number == 2
+    moves = LabelMove.objects.filter(name="production").order_by("pk")
+    assert [(m.from_version and m.from_version.number, m.to_version.number) for m in moves] == [
+        (None, 1),
+        (1, 2),
+    ]
+    runs = BatchRun.objects.filter(question_set=gestures).order_by("pk")
+    assert [(r.version.number, r.status) for r in runs] == [(1, "done"), (2, "done")]
+    assert {i.status for r in runs for i in r.items.all()} == {"answered"}
+    assert {d.model_answered for d in Decision.objects.filter(version__question_set=gestures)} == {
+        standin.MODEL
+    }
+    support = QuestionSet.objects.get(slug="support-routing")
+    assert [v.status for v in support.versions.all()] == ["in_review"]
     assert gestures.sample_states.get(name="no state").state is None
     code, out, _ = run("demo", "--force")
     assert (code, "the demo is loaded already" in out) == (0, True)

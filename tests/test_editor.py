@@ -318,7 +318,7 @@ def test_validation_swaps_in_errors_at_the_field_and_counters(author_client):
     assert response.status_code == 200
     assert "<html" not in body
     assert f'id="slot-{key}-criteria" class="slot" aria-live="polite" hx-swap-oob="true"' in body
-    assert "choice `q0` has 1 option; at least 2 options" in body
+    assert "choice <code>q0</code> has 1 option; at least 2 options" in body
     assert "1 / 255 options" in body
     assert "1 error" in body
     fixed = validate(author_client, version, pairs, key).content.decode()
@@ -344,7 +344,7 @@ def test_validation_counts_questions_and_sees_duplicate_ids(author_client):
     key = card_key(pairs, "q1")
     body = validate(author_client, version, pairs, key, **{f"q-{key}-id": "q0"}).content.decode()
     assert "2 / 32 questions" in body
-    assert "Question id `q0` is used by another question." in body
+    assert "Question id <code>q0</code> is used by another question." in body
 
 
 def test_new_card_type_change_and_duplicate_partials(author_client):
@@ -436,7 +436,7 @@ def test_a_closed_card_stands_for_its_stored_question(author_client):
     data["base_revision"] = [str(version.revision)]
     refused = author_client.post(editor_url(version, "version-save"), data)
     assert refused.status_code == 422
-    assert "Question `gone` was never opened on this page" in refused.content.decode()
+    assert "Question <code>gone</code> was never opened on this page" in refused.content.decode()
     preview = author_client.post(
         editor_url(version, "version-preview"),
         {**data, "preview_backend": "recorded", "preview_state_json": "{}"},

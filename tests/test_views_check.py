@@ -58,7 +58,7 @@ def test_validate_full_page(signed_in):
     assert response.status_code == 200
     body = response.content.decode()
     assert "<html" in body
-    assert "choice `q` has 1 option; at least 2 options" in body
+    assert "choice <code>q</code> has 1 option; at least 2 options" in body
     assert "too_few_options" in body
 
 

@@ -58,6 +58,7 @@ from questions.services.versions import (
     version_discard,
     version_draft_from,
     version_import,
+    version_keep,
     version_save,
     version_submit,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "version_discard",
     "version_draft_from",
     "version_import",
+    "version_keep",
     "version_request_changes",
     "version_save",
     "version_submit",

@@ -246,13 +246,35 @@ def _record_edit(version: Version, author: Any) -> None:
 
 @transaction.atomic
 def version_submit(*, version: Version, author: Any, note: str = "") -> Version:
-    """A draft goes to review and freezes. Only a valid document is submitted, by an author."""
+    """A draft, or a kept version, goes to review and freezes. Only a valid document is
+    submitted, by an author."""
     require(author, roles.may_write, "Only authors submit a draft.")
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if locked.status not in (Version.Status.DRAFT, Version.Status.KEPT):
+        raise NotADraft(locked)
+    require_valid(locked, "draft")
+    return move(locked, Version.Status.IN_REVIEW, ReviewEvent.Kind.SUBMITTED, author, note)
+
+
+@transaction.atomic
+def version_keep(*, version: Version, author: Any, note: str = "") -> Version:
+    """ "Keep as vN and continue": the draft freezes as a kept version and a new draft from it
+    opens; returns the new draft. A kept version is asked, run and compared like any other and
+    may go to review later; nothing is sent for review by keeping. The set still has exactly
+    one draft that changes, so "which text is being edited" keeps one answer."""
+    require(author, roles.may_write, WRITERS_ONLY)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
     require_valid(locked, "draft")
-    return move(locked, Version.Status.IN_REVIEW, ReviewEvent.Kind.SUBMITTED, author, note)
+    move(locked, Version.Status.KEPT, ReviewEvent.Kind.KEPT, author, note)
+    return version_create(
+        question_set=locked.question_set,
+        document=locked.document,
+        author=author,
+        parent=locked,
+        note=f"continues version {locked.number}",
+    )
 
 
 def require_valid(version: Version, what: str) -> spec.Document:

@@ -3,13 +3,52 @@ because the editor renders hundreds of them per page."""
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
+
 from django import template
-from django.utils.html import format_html, format_html_join
+from django.utils import timezone
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 from questions.forms import slot_id
+from questions.models import Version
 
 register = template.Library()
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def code(text) -> SafeString:
+    """A message with its `backtick` spans as <code> (everything else escaped)."""
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escape(text)))
+
+
+@register.filter
+def answer(value) -> str:
+    """An answer or expected value as the contract writes it: `true`, `false`, `3`, `billing`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@register.filter
+def version_status(value: str) -> str:
+    """A version status as people read it: `in review`, `changes requested`."""
+    return str(dict(Version.Status.choices).get(value, value))
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """`just now` under a minute, else the largest unit: `3 minutes ago`, `2 days ago`."""
+    if moment is None:
+        return ""
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment, depth=1)} ago"
 
 
 def _issues_html(issues) -> SafeString:
@@ -17,7 +56,7 @@ def _issues_html(issues) -> SafeString:
         "",
         '<p class="issue {}" data-code="{}"><span class="badge">{}</span> {}</p>',
         (
-            (kind, issue.code, kind, issue.message)
+            (kind, issue.code, kind, code(issue.message))
             for kind, group in (("error", issues[0]), ("warning", issues[1]))
             for issue in group
         ),

@@ -15,6 +15,7 @@ from questions import backends, forms, roles, services, spec
 from questions.models import Version
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
+from questions.views import whole_number
 
 EDIT_TEMPLATE = "questions/version_edit.html"
 
@@ -90,6 +91,7 @@ def _page(
         "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
         "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
+        "preview_state": whole_number(request.GET.get("state", "")),
         "backends": [
             b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
         ],

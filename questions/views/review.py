@@ -3,9 +3,12 @@ HTTP export with bearer tokens, the published JSON Schema, and the tokens page."
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
+from django.db.models import Case, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -13,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import diff, roles, selectors, services, spec
-from questions.models import APIToken, QuestionSet, Version
+from questions.models import APIToken, Label, QuestionSet, Version
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
@@ -248,6 +251,23 @@ def token_list(request: HttpRequest) -> HttpResponse:
             "tokens": APIToken.objects.select_related("created_by"),
             "created": created,
             "problem": problem,
+            "example": _export_example(request),
         },
         status=422 if problem else 200,
     )
+
+
+def _export_example(request: HttpRequest) -> str | None:
+    """The export URL of a label to fill into the page's curl: the `?set=` given (its
+    `production`, else its newest label), else the label moved last; None when no set has one."""
+    labels = Label.objects.select_related("question_set").order_by("-updated_at")
+    slug = request.GET.get("set", "")
+    if slug:
+        labels = labels.filter(question_set__slug=slug).order_by(
+            Case(When(name="production", then=0), default=1), "-updated_at"
+        )
+    label = labels.first()
+    if label is None:
+        return None
+    url = reverse("api-export", args=[label.question_set.slug])
+    return request.build_absolute_uri(f"{url}?{urlencode({'label': label.name})}")

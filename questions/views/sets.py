@@ -122,6 +122,22 @@ def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpRespo
 
 
 @require_POST
+def version_keep(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    try:
+        draft = services.version_keep(version=version, author=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect(version)
+    messages.success(
+        request,
+        f"Kept version {number} as it was saved; you continue in version {draft.number}. "
+        f"Version {number} can be run and compared, and submitted for review later.",
+    )
+    return redirect(draft)
+
+
+@require_POST
 def version_discard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = get_object_or_404(Version, question_set__slug=slug, number=number)
     try:

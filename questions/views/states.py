@@ -107,6 +107,7 @@ def _form(
         "revision": revision,
         "problem": problem,
         "editable": roles.may_write(request.user),
+        "newest": question_set.versions.order_by("-number").only("number").first(),
         **_state_check(text),
     }
     return render(request, TEMPLATE, context, status=status)
@@ -188,6 +189,8 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
     except services.ServiceError as exc:
         return _form(request, question_set, sample, status=exc.status, problem=str(exc), **keep)
     messages.success(request, f"Saved sample state {sample.name} (revision {sample.revision}).")
+    if request.POST.get("then") == "another":
+        return redirect("state-create", question_set.slug)
     return redirect("state-edit", question_set.slug, sample.pk)
 
 

@@ -1,0 +1,50 @@
+// Behaviour every page may use, wired by data attributes (no inline script: the CSP forbids it).
+// data-copy="#id": a button that copies the text of the element #id.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-copy]");
+  if (!button) return;
+  const source = document.querySelector(button.dataset.copy);
+  if (!source) return;
+  const text = source.textContent.trim();
+  const done = () => {
+    const label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = label; }, 1500);
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, () => selectText(source));
+  } else {
+    selectText(source);
+  }
+});
+
+// Where the clipboard cannot be written, select the text so Ctrl/Cmd+C copies it.
+function selectText(element) {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+}
+
+// data-slug-from="#id": a slug input filled from another field as it is typed, until the slug
+// itself is edited by hand.
+document.addEventListener("input", (event) => {
+  for (const slug of document.querySelectorAll("[data-slug-from]")) {
+    if (event.target === slug) {
+      slug.dataset.edited = slug.value ? "yes" : "";
+    } else if (event.target.matches(slug.dataset.slugFrom) && !slug.dataset.edited) {
+      slug.value = slugify(event.target.value);
+    }
+  }
+});
+
+function slugify(text) {
+  return text
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64);
+}

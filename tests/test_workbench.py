@@ -1,0 +1,231 @@
+"""The product owner's workbench: what the lists and navigation show at a glance."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from questions import services
+from questions.templatetags.console import ago, code
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def people():
+    return factories.author("writer"), factories.reviewer("checker")
+
+
+def _approved(slug, writer, checker, label="production"):
+    qs = factories.question_set(slug, owner=writer)
+    v1 = services.version_submit(version=factories.draft(qs), author=writer)
+    return qs, services.version_approve(version=v1, reviewer=checker, label=label)
+
+
+def test_the_set_list_shows_production_and_pending_reviews(client, people):
+    writer, checker = people
+    _, v1 = _approved("triage", writer, checker)
+    v2 = services.version_draft_from(version=v1, author=writer)
+    services.version_submit(version=v2, author=writer)
+    factories.question_set("fresh", owner=writer)
+    client.force_login(writer)
+    body = client.get(reverse("set-list")).content.decode()
+    row = body.split('href="/sets/triage/"')[1].split("</tr>")[0]
+    assert f'href="{reverse("version-review", args=["triage", 1])}">v1</a>' in row
+    assert "v2 <span" in row and "in review" in row and "1 waiting for review" in row
+    fresh = body.split('href="/sets/fresh/"')[1].split("</tr>")[0]
+    assert "none" in fresh and "waiting for review" not in fresh
+
+
+def test_the_set_list_costs_the_same_queries_with_more_labels_and_reviews(
+    client, people, django_assert_num_queries
+):
+    writer, checker = people
+    client.force_login(writer)
+    _approved("a0", writer, checker)
+    client.get(reverse("set-list"))
+    with django_assert_num_queries(4) as first:
+        client.get(reverse("set-list"))
+    for i in range(1, 6):
+        _approved(f"a{i}", writer, checker)
+    with django_assert_num_queries(len(first.captured_queries)):
+        client.get(reverse("set-list"))
+
+
+def test_tokens_are_in_the_navigation_only_for_those_who_manage_them(client, people):
+    writer, checker = people
+    client.force_login(writer)
+    assert reverse("token-list") not in client.get(reverse("set-list")).content.decode()
+    client.force_login(checker)
+    assert reverse("token-list") in client.get(reverse("set-list")).content.decode()
+
+
+def test_a_new_token_comes_with_a_copy_button_and_a_curl_that_works(client, people):
+    writer, checker = people
+    _approved("triage", writer, checker, label="staging")
+    client.force_login(checker)
+    page = client.post(reverse("token-list") + "?set=triage", {"name": "runtime"})
+    body = page.content.decode()
+    assert 'data-copy="#new-token"' in body and 'data-copy="#new-curl"' in body
+    curl = body.split('id="new-curl">')[1].split("</code>")[0]
+    token = body.split('id="new-token">')[1].split("</code>")[0]
+    assert curl.startswith(f'curl -H "Authorization: Bearer {token}" ')
+    url = curl.split('"')[-2]
+    assert url == "http://testserver/api/sets/triage/export.json?label=staging"
+    export = client.get(url, headers={"Authorization": f"Bearer {token}"})
+    assert export.status_code == 200 and export.json()["format"].endswith("question-set@1")
+
+
+def test_the_curl_prefers_the_sets_production_label(client, people):
+    writer, checker = people
+    qs, v1 = _approved("triage", writer, checker, label="production")
+    services.label_move(question_set=qs, name="staging", version=v1, actor=checker)
+    client.force_login(checker)
+    body = client.get(reverse("token-list") + "?set=triage").content.decode()
+    assert "/api/sets/triage/export.json?label=production" in body
+    assert "Bearer &lt;token&gt;" in body
+
+
+def test_without_any_label_the_tokens_page_shows_no_curl(client, people):
+    client.force_login(people[1])
+    body = client.get(reverse("token-list") + "?set=nothing").content.decode()
+    assert "curl" not in body
+
+
+def test_times_read_just_now_then_the_largest_unit():
+    now = timezone.now()
+    assert ago(now) == "just now"
+    assert ago(now - timedelta(seconds=59)) == "just now"
+    assert ago(now - timedelta(minutes=3, seconds=10)) == "3\xa0minutes ago"
+    assert ago(now - timedelta(days=2, hours=5)) == "2\xa0days ago"
+
+
+def test_backticks_in_a_message_become_code_and_the_rest_is_escaped():
+    assert code("option `full_refund` is used <twice>") == (
+        "option <code>full_refund</code> is used &lt;twice&gt;"
+    )
+    assert code("`<b>`") == "<code>&lt;b&gt;</code>"
+    assert code("a lone ` tick") == "a lone ` tick"
+
+
+def test_an_issue_path_quotes_a_blank_or_odd_key_instead_of_ending_in_a_dot():
+    from questions import spec
+
+    doc = {"refund_action": {"type": "choice", "criteria": {"": "blank", "keep it": "x"}}}
+    paths = {issue.path for issue in spec.validate(doc, limits=spec.DEFAULT_LIMITS).errors}
+    assert 'questions.refund_action.criteria[""]' in paths
+    assert not any(path.endswith(".") for path in paths)
+    assert spec.path_of(("questions", "q", "criteria", 0)) == "questions.q.criteria.0"
+    assert spec.path_of(()) == "$"
+
+
+def test_save_and_add_another_opens_a_new_state_and_preview_this_state_preselects_it(
+    client, people
+):
+    writer, _ = people
+    qs = factories.question_set("triage", owner=writer)
+    client.force_login(writer)
+    saved = client.post(
+        reverse("state-create", args=["triage"]),
+        {"name": "first", "state": '{"text": "hi"}', "tags": "", "then": "another"},
+    )
+    assert saved.status_code == 302 and saved.url == reverse("state-create", args=["triage"])
+    sample = qs.sample_states.get()
+    page = client.get(reverse("state-edit", args=["triage", sample.pk])).content.decode()
+    link = f"{reverse('version-edit', args=['triage', 1])}?state={sample.pk}#preview-heading"
+    assert f'href="{link}"' in page
+    editor = client.get(link.split("#")[0]).content.decode()
+    assert f'<option value="{sample.pk}" selected>' in editor
+    plain = client.post(
+        reverse("state-create", args=["triage"]), {"name": "second", "state": "null", "tags": ""}
+    )
+    assert plain.url == reverse(
+        "state-edit", args=["triage", qs.sample_states.get(name="second").pk]
+    )
+
+
+def test_the_states_table_shows_expected_answers_as_values(client, people):
+    writer, _ = people
+    qs = factories.question_set("triage", owner=writer)
+    services.sample_states_import(
+        question_set=qs,
+        items=[{"name": "s", "state": None, "expected": {"q0": True}}],
+        author=writer,
+    )
+    client.force_login(writer)
+    body = client.get(qs.get_absolute_url()).content.decode()
+    assert '<span class="pair"><code>q0</code> true</span>' in body
+    assert "True" not in body
+
+
+def test_keep_freezes_the_draft_and_continues_in_a_new_one_without_a_review(client, people):
+    from questions.models import ReviewEvent, Version
+
+    writer, checker = people
+    qs = factories.question_set("triage", owner=writer)
+    client.force_login(writer)
+    kept = client.post(reverse("version-keep", args=["triage", 1]))
+    v1, v2 = qs.versions.order_by("number")
+    assert kept.status_code == 302 and kept.url == v2.get_absolute_url()
+    assert (v1.status, v2.status, v2.parent, v2.document) == ("kept", "draft", v1, v1.document)
+    assert v1.events.filter(kind=ReviewEvent.Kind.KEPT, actor=writer).exists()
+    assert not qs.versions.filter(status=Version.Status.IN_REVIEW).exists()
+    page = client.get(v1.get_absolute_url()).content.decode()
+    assert "Submit v1 for review" in page and f'href="{v2.get_absolute_url()}"' in page
+    editor = client.get(v2.get_absolute_url()).content.decode()
+    assert "Keep as v2, continue" in editor
+    # the kept version changes no more, is run like any other, and goes to review later
+    refused = client.post(
+        reverse("version-save", args=["triage", 1]), {"base_revision": "1", "document": "{}"}
+    )
+    assert refused.status_code == 409
+    services.sample_states_import(
+        question_set=qs, items=[{"name": "s", "state": None}], author=writer
+    )
+    assert services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
+    client.post(reverse("version-submit", args=["triage", 1]))
+    assert qs.versions.get(number=1).status == "in_review"
+    assert services.version_approve(version=v1, reviewer=checker).status == "approved"
+
+
+def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):
+    from questions.models import Version
+
+    writer, checker = people
+    qs = factories.question_set("triage", owner=writer, doc={"q": {"type": "choice"}})
+    with pytest.raises(services.Invalid):
+        services.version_keep(version=qs.versions.get(), author=writer)
+    with pytest.raises(services.NotAllowed):
+        services.version_keep(version=qs.versions.get(), author=checker)
+    assert list(qs.versions.values_list("status", flat=True)) == ["draft"]
+    fine = factories.question_set("fine", owner=writer)
+    v1 = services.version_submit(version=fine.versions.get(), author=writer)
+    with pytest.raises(services.NotADraft):
+        services.version_keep(version=v1, author=writer)
+    client.force_login(writer)
+    page = client.post(reverse("version-keep", args=["triage", 1]), follow=True)
+    assert "The draft is invalid: choice <code>q</code> needs criteria" in page.content.decode()
+    assert Version.objects.filter(question_set=qs).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "two"),
+    [
+        ("The customer is threatening to cancel or leave for a competitor.", False),
+        ("The customer asks for a refund or a discount.", False),
+        ("Is the customer angry or upset?", False),
+        ("The customer is angry or the order is late.", True),
+        ("Is the customer angry, or is the order late?", True),
+        ("The customer is angry and the order is late.", True),
+        ("The customer wants a refund and threatens to leave.", True),
+        ("Orange orders are late.", False),
+    ],
+)
+def test_the_two_statements_lint_spares_an_or_inside_one_statement(statement, two):
+    from questions import spec
+
+    doc = {"churn": {"type": "noul", "instructions": statement}}
+    codes = [w.code for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]
+    assert ("compound_statement" in codes) is two
