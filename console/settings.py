@@ -194,6 +194,16 @@ RUNTIME_TOKEN = _env("RUNTIME_TOKEN")
 OPENROUTER_API_KEY = _env("OPENROUTER_API_KEY")
 OPENROUTER_BASE_URL = (_env("OPENROUTER_BASE_URL") or "https://openrouter.ai/api").rstrip("/")
 OPENROUTER_MODEL = _env("OPENROUTER_MODEL") or "~typesafe/jev-latest"
+#: the `llm` wire: any OpenAI-compatible chat completions endpoint (OpenRouter's by default)
+LLM_API_KEY = _env("LLM_API_KEY")
+LLM_BASE_URL = (_env("LLM_BASE_URL") or "https://openrouter.ai/api/v1").rstrip("/")
+LLM_MODEL = _env("LLM_MODEL") or "openai/gpt-4o-mini"
+#: the chat model's input price; unset, a cost the endpoint does not report stays unknown
+LLM_PRICE_PER_MILLION_INPUT_TOKENS = (
+    _number("LLM_PRICE_PER_MILLION_INPUT_TOKENS", 0.0, allow_zero=True)
+    if _env("LLM_PRICE_PER_MILLION_INPUT_TOKENS")
+    else None
+)
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 #: single-person teams: let the author of a version approve it too (off by default)

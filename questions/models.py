@@ -203,6 +203,9 @@ class Decision(models.Model):
     provider_ms = models.FloatField(null=True, blank=True)
     total_ms = models.FloatField()
     request_id = models.CharField(max_length=200, blank=True)
+    calibrated = models.BooleanField(
+        default=True, help_text="False: the probabilities are a chat model's words (seed 001)"
+    )
     version = models.ForeignKey(
         Version, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
     )

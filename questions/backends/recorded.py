@@ -30,6 +30,11 @@ class RecordedBackend:
         self.source = LIVE[source]()  # KeyError for a wire that is not live
         self.name = NAME if source == DEFAULT_SOURCE else f"{NAME}:{source}"
 
+    @property
+    def calibrated(self) -> bool:
+        """A replay is as calibrated as the wire it replays."""
+        return self.source.calibrated
+
     def configured(self) -> bool:
         return True
 
@@ -43,7 +48,9 @@ class RecordedBackend:
         from questions.models import DecisionAnswer
 
         started = time.perf_counter()
-        outcome = Outcome(backend=self.name, model_asked=ask.model, live=False)
+        outcome = Outcome(
+            backend=self.name, model_asked=ask.model, live=False, calibrated=self.calibrated
+        )
         sha_of = {qid: q.sha256 for qid, q in ask.questions.items()}
         rows = (
             DecisionAnswer.objects.filter(

@@ -516,6 +516,9 @@ class Command(BaseCommand):
             raise Unusable(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
         host, bound = server.server_address[:2]
         self.stdout.write(f"stand-in provider (not Jev) on http://{host}:{bound}/v1/systemone")
+        self.stdout.write(
+            f"stand-in chat model (llm wire) on http://{host}:{bound}/v1/chat/completions"
+        )
         self.stdout.flush()
         try:
             server.serve_forever()
