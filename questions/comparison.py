@@ -33,6 +33,13 @@ class Column:
     questions: dict[str, spec.Question] = field(default_factory=dict)
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
     problem: str = ""
+    calibrated: bool = True  # False: a chat model's stated probabilities (the llm wire)
+
+    def mark(self, backend: str) -> None:
+        """Mark the column uncalibrated when its backend is (the label says so too)."""
+        self.calibrated = backends.calibrated(backend)
+        if not self.calibrated:
+            self.label += " · calibrated: false"
 
 
 @dataclass
@@ -120,6 +127,7 @@ def _load_column(
         if run is None:
             return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
+        column.mark(run.backend)
         column.questions = _parsed(run.version.document) or {}
         for item in run.items.filter(status=BatchItem.Status.ANSWERED).select_related(
             "sample_state"
@@ -131,6 +139,7 @@ def _load_column(
     if version is None:
         return Column(key, key, problem=f"{question_set.slug} has no version {match['version']}.")
     column = Column(key, f"v{version.number} · {backend}")
+    column.mark(backend)
     questions = _parsed(version.document)
     if questions is None:
         column.problem = "This version's document is invalid: nothing to ask."
@@ -234,7 +243,13 @@ def as_json(columns: list[Column], rows: list[Row], selection: Selection) -> str
                 "threshold": selection.threshold,
             },
             "columns": [
-                {"key": c.key, "label": c.label, "problem": c.problem or None} for c in columns
+                {
+                    "key": c.key,
+                    "label": c.label,
+                    "calibrated": c.calibrated,
+                    "problem": c.problem or None,
+                }
+                for c in columns
             ],
             "rows": [
                 {
@@ -285,7 +300,8 @@ def as_csv(columns: list[Column], rows: list[Row]) -> str:
     writer = csv.writer(out)
     header = ["state", "question", "type", "expected"]
     for c in columns:
-        header += [f"{c.key} answer", f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
+        answer = f"{c.key} answer" + ("" if c.calibrated else " (calibrated: false)")
+        header += [answer, f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
     writer.writerow([_cell(h) for h in header])
     for r in rows:
         line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from questions import metrics, spec
+from questions import backends, metrics, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, ReviewEvent, Version
 
 
@@ -151,6 +151,7 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
         "set": run.question_set.slug,
         "version": run.version.number,
         "backend": run.backend,
+        "calibrated": backends.calibrated(run.backend),
         "status": run.status,
         "states": counts["total"],
         "answered": counts["answered"],

@@ -369,3 +369,41 @@ def test_a_score_whose_levels_do_not_sum_to_one_is_weighed_by_its_mean_level():
         content(q3={"probabilities": {"0": 0.0, "1": 0.5, "2": 1.0}, "confidence": 1})
     )
     assert llm.native_reply(QUESTIONS, reply)["answers"]["zq_anger_id"]["score"] == 1.67
+
+
+# --- calibrated: false wherever the decisions are shown ------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)  # a batch run's workers use their own connections
+def test_the_preview_run_page_comparison_exports_and_cli_batch_say_calibrated_false(stand_in):
+    from django.test import Client
+    from django.urls import reverse
+
+    from questions import comparison
+    from tests import factories
+
+    writer = factories.author("writer")
+    qs = factories.question_set("s", owner=writer, doc=DOC)
+    version = factories.draft(qs)
+    services.sample_state_create(question_set=qs, name="t", state=STATE, author=writer)
+    client = Client()
+    client.force_login(writer)
+    page = client.post(
+        reverse("version-preview", args=["s", version.number]),
+        {"preview_backend": "llm", "preview_state_json": json.dumps(STATE)},
+    ).content.decode()
+    assert "calibrated: false" in page
+    code, out, err = run_cli("batch", "--set", "s", "--version", "1", "--backend", "llm", "--json")
+    assert code == 0, err
+    assert json.loads(out)["calibrated"] is False
+    code, out, _ = run_cli("batch", "--set", "s", "--version", "1", "--backend", "llm")
+    assert "(calibrated: false)" in out
+    run = qs.batch_runs.order_by("pk").first()
+    assert "calibrated: false" in client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    selection = comparison.Selection(columns=[f"run:{run.pk}", "v1:recorded"])
+    columns, rows = comparison.build(qs, selection, writer)
+    exported = json.loads(comparison.as_json(columns, rows, selection))
+    assert [c["calibrated"] for c in exported["columns"]] == [False, True]
+    assert "calibrated: false" in exported["columns"][0]["label"]
+    assert f"run:{run.pk} answer (calibrated: false)" in comparison.as_csv(columns, rows)
+    assert "v1:recorded answer," in comparison.as_csv(columns, rows)

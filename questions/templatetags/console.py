@@ -60,3 +60,11 @@ def kib(size) -> str:
         return f"{size} byte{'' if size == 1 else 's'}"
     value = f"{size / 1024:.1f}".removesuffix(".0")
     return f"{value} KiB"
+
+
+@register.filter
+def uncalibrated(backend: str) -> bool:
+    """Whether decisions through this backend (a run's, a recording's) are not calibrated."""
+    from questions import backends
+
+    return not backends.calibrated(backend)

@@ -490,6 +490,7 @@ class Command(BaseCommand):
                 f"{summary['answered']}/{summary['states']} answered, {summary['failed']} failed, "
                 f"pass rate {'n/a' if rate is None else f'{rate:.1%}'}, "
                 f"{summary['duration_ms']} ms"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
             )
             for qid, q in summary["per_question"].items():
                 if q["checked"]:
