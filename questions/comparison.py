@@ -314,3 +314,27 @@ def as_csv(columns: list[Column], rows: list[Row]) -> str:
             ]
         writer.writerow([_cell(v) for v in line])
     return out.getvalue()
+
+
+def as_text(columns: list[Column], rows: list[Row]) -> str:
+    """The grid for a terminal (`questions compare`): the columns, then one line per state and
+    question with each column's answer, `*` and the distance where it moved from the first,
+    and ✓/✗ against the expected answer."""
+    lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
+    for r in rows:
+        cells = []
+        for i, cell in enumerate(r.cells, 1):
+            if cell.answer is None:
+                shown = cell.note
+            else:
+                shown = str(_summary(cell.answer))
+                if cell.flipped:
+                    shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                if cell.passed is not None:
+                    shown += " ✓" if cell.passed else " ✗"
+            cells.append(f"[{i}] {shown}")
+        expected = "" if r.expected is None else f" (expected {r.expected})"
+        lines.append(f"{r.state.name} · {r.question}{expected}: " + " | ".join(cells))
+    if not rows:
+        lines.append("nothing to compare")
+    return "\n".join(lines)
