@@ -216,3 +216,11 @@ DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.
 DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
 #: a running batch whose worker has not been heard from for this long is resumed
 DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)
+
+# --- change webhooks: signed POSTs on approval and label moves, sent by the task worker --------
+#: where the console is reached, for the export URL in an event (no trailing slash)
+CONSOLE_PUBLIC_URL = (_env("CONSOLE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
+DECISIONS_WEBHOOK_ATTEMPTS = int(_number("DECISIONS__WEBHOOK_ATTEMPTS", 5))
+DECISIONS_WEBHOOK_BACKOFF_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_SECONDS", 2.0)
+DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS", 300.0)
+DECISIONS_WEBHOOK_TIMEOUT_SECONDS = _number("DECISIONS__WEBHOOK_TIMEOUT_SECONDS", 5.0)

@@ -55,6 +55,7 @@ READS = {
     "save state": ("state", "name", "tags", "base_revision", "expected-q0", "expected-q1"),
     "state check": ("state",),
     "start run": ("backend", "concurrency", "threshold", "tag"),
+    "add webhook": ("url", "description"),
 }
 POSTS = [(name, path) for name, method, path, _ in MATRIX if method == "post"]
 POSTS.append(("card operation", "/sets/s/v3/card/"))

@@ -8,6 +8,7 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     tokens     the runtime's API tokens
+    webhooks   change webhooks: endpoints per set, events, delivery by the task worker
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
@@ -61,6 +62,14 @@ from questions.services.versions import (
     version_save,
     version_submit,
 )
+from questions.services.webhooks import (
+    webhook_create,
+    webhook_delete,
+    webhook_deliver,
+    webhook_deliver_task,
+    webhook_event,
+    webhook_send_test,
+)
 
 __all__ = [
     "LIVE_ASKERS_ONLY",
@@ -106,5 +115,11 @@ __all__ = [
     "version_request_changes",
     "version_save",
     "version_submit",
+    "webhook_create",
+    "webhook_delete",
+    "webhook_deliver",
+    "webhook_deliver_task",
+    "webhook_event",
+    "webhook_send_test",
     "wrote",
 ]
