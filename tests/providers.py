@@ -84,6 +84,21 @@ class Provider:
         self.server.server_close()
 
 
+@contextlib.contextmanager
+def stand_in_serving(settings):
+    """The local stand-in on a free loopback port, with the typesafe and llm wires pointed at
+    it (as `make run` does without keys)."""
+    server = standin.serve_in_thread()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "stand-in-key", base
+    settings.LLM_API_KEY, settings.LLM_BASE_URL = "stand-in-key", f"{base}/v1"
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def point_every_wire_at(settings, provider: Provider, timeout: float = 0.5) -> None:
     """Configure typesafe, runtime and openrouter to call `provider` with the test key."""
     settings.TYPESAFE_API_KEY = KEY

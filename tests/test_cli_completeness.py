@@ -11,10 +11,10 @@ import json
 import pytest
 from django.core.management.base import CommandError
 
-from questions import services, standin
+from questions import services
 from questions.models import APIToken, Label, LabelMove, Version
 from questions.services import tokens
-from tests.providers import run_cli
+from tests.providers import run_cli, stand_in_serving
 
 pytestmark = pytest.mark.django_db
 
@@ -198,12 +198,8 @@ def test_diff_of_a_missing_version_is_a_404(world):
 
 @pytest.fixture
 def stand_in(settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "stand-in-key"
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with stand_in_serving(settings) as server:
+        yield server
 
 
 def test_compare_versions_through_a_backend_as_json_csv_and_text(world, stand_in):

@@ -13,7 +13,7 @@ import pytest
 from questions import backends, roles, services, spec, standin
 from questions.backends import llm
 from questions.models import Decision, DecisionAnswer
-from tests.providers import KEY, Provider, run_cli
+from tests.providers import KEY, Provider, run_cli, stand_in_serving
 
 pytestmark = pytest.mark.django_db
 
@@ -303,12 +303,8 @@ def test_without_a_key_nothing_is_sent_and_the_503_names_the_variable(settings):
 
 @pytest.fixture
 def stand_in(settings):
-    server = standin.serve_in_thread()
-    settings.LLM_API_KEY = "stand-in-key"
-    settings.LLM_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with stand_in_serving(settings) as server:
+        yield server
 
 
 def test_the_stand_in_answers_the_llm_wire_deterministically_and_apart_from_jev(stand_in):
