@@ -58,6 +58,10 @@ class Version(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="versions"
     )
     revision = models.PositiveIntegerField(default=1, help_text="bumped by every saved edit")
+    advice_text = models.TextField(
+        blank=True,
+        help_text="advice as JSON, beside the questions, never sent; empty: none",
+    )
     approved_model = models.CharField(
         max_length=200, blank=True, help_text="DECISIONS__MODEL when approved; its export's model"
     )
@@ -88,6 +92,11 @@ class Version(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+    @property
+    def advice(self) -> dict[str, Any]:
+        """The advisory thresholds by question id (empty when there are none)."""
+        return spec.loads(self.advice_text) if self.advice_text else {}
 
 
 class ReviewEvent(models.Model):

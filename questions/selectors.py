@@ -51,9 +51,10 @@ def approval_of(version: Version) -> ReviewEvent | None:
 def export_document(version: Version) -> dict[str, Any]:
     """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
     is the approved document exactly; `sha256` is the canonical hash of that map; `model` is
-    the one recorded when the version was approved (frozen with it)."""
+    the one recorded when the version was approved (frozen with it); `advice`, when the version
+    has any, sits beside `questions` — never inside it, never sent to a provider."""
     approval = approval_of(version)
-    return {
+    document = {
         "format": spec.EXPORT_FORMAT,
         "question_set": version.question_set.slug,
         "version": version.number,
@@ -64,6 +65,9 @@ def export_document(version: Version) -> dict[str, Any]:
         "approved_at": approval.created_at.isoformat() if approval else None,
         "questions": version.document,
     }
+    if version.advice:
+        document["advice"] = version.advice
+    return document
 
 
 def export_text(document: dict[str, Any]) -> str:

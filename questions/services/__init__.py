@@ -60,6 +60,7 @@ from questions.services.versions import (
     version_draft_from,
     version_import,
     version_save,
+    version_set_advice,
     version_submit,
 )
 from questions.services.webhooks import (
@@ -114,6 +115,7 @@ __all__ = [
     "version_import",
     "version_request_changes",
     "version_save",
+    "version_set_advice",
     "version_submit",
     "webhook_create",
     "webhook_delete",
