@@ -1,6 +1,7 @@
 from django.urls import path
 
 from questions.views import (
+    advice,
     check,
     compare,
     editor,
@@ -43,6 +44,7 @@ urlpatterns = [
         "sets/<slug:slug>/v<int:number>/preview/", preview.version_preview, name="version-preview"
     ),
     path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),
+    path("sets/<slug:slug>/v<int:number>/advice/", advice.version_advice, name="version-advice"),
     path(
         "sets/<slug:slug>/v<int:number>/new-draft/",
         sets.version_new_draft,

@@ -59,6 +59,8 @@ MATRIX = [
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
     ("rerun failed", "post", "/runs/{run}/rerun-failed/", {AU, R}),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN),
+    ("advice page", "get", "/sets/s/v3/advice/", SIGNED_IN),
+    ("save advice", "post", "/sets/s/v3/advice/", {AU}),
     ("webhooks", "get", "/sets/s/webhooks/", {R}),
     ("add webhook", "post", "/sets/s/webhooks/", {R}),
     ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R}),
@@ -80,6 +82,7 @@ POST_DATA = {
     "live preview": {"preview_backend": "typesafe", "preview_state": "", "preview_state_json": "1"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
+    "save advice": {"advice-0": "0.5"},
     "add webhook": {"url": "https://runtime.example/hooks", "description": "runtime"},
     "state check": {"state": "1"},
 }

@@ -194,3 +194,107 @@ def test_advice_never_reaches_a_provider(team, settings):
     assert outcome.status == 200
     raw = provider.requests[0]["raw"]
     assert b"advice" not in raw and b"min_confidence" not in raw and b"0.55" not in raw
+
+
+# --- the designer: curves over a labelled run ----------------------------------------------------
+
+#: (state name, expected urgent, P(true), expected desk, chosen desk, confidence)
+LABELLED = [
+    ("a", True, 0.9, "billing", "billing", 0.9),
+    ("b", True, 0.6, "tech", "tech", 0.7),
+    ("c", False, 0.55, "billing", "tech", 0.4),
+    ("d", False, 0.2, "other", "other", 0.3),
+]
+
+
+def labelled_run(qs, version, writer):
+    """A finished run of `version` over four labelled states, with the answers above."""
+    from questions.models import BatchItem, BatchRun
+
+    run = BatchRun.objects.create(
+        question_set=qs, version=version, backend="recorded", model="m", status="done"
+    )
+    for name, urgent, p, desk, chosen, confidence in LABELLED:
+        state = services.sample_state_create(
+            question_set=qs,
+            name=name,
+            state={"n": name},
+            author=writer,
+            expected={"urgent": urgent, "desk": desk},
+        )
+        probabilities = {k: 0.0 for k in ("billing", "tech", "other")}
+        probabilities[chosen] = 1.0
+        BatchItem.objects.create(
+            run=run,
+            sample_state=state.current_revision(),
+            status="answered",
+            answers={
+                "urgent": {"type": "noul", "noul": p},
+                "desk": {
+                    "type": "choice",
+                    "choice": chosen,
+                    "probabilities": probabilities,
+                    "confidence": confidence,
+                },
+            },
+        )
+    return run
+
+
+def test_the_curve_counts_precision_recall_and_coverage():
+    from questions import metrics
+
+    cases = [
+        metrics.Case(n, "urgent", "noul", {"noul": p}, urgent) for n, urgent, p, *_ in LABELLED
+    ]
+    at = {p.threshold: p for p in metrics.threshold_curve("noul", cases)}
+    assert len(at) == 21
+    # t = 0.5: a, b, c read true; a and b are; both true ones found
+    assert (at[0.5].precision, at[0.5].recall, at[0.5].coverage) == (2 / 3, 1.0, 0.75)
+    # t = 0.7: only a; half the true ones
+    assert (at[0.7].precision, at[0.7].recall, at[0.7].coverage) == (1.0, 0.5, 0.25)
+    assert at[0.95].precision is None and at[0.95].coverage == 0
+    desks = [
+        metrics.Case(n, "desk", "choice", {"choice": c, "confidence": k}, d)
+        for n, _, _, d, c, k in LABELLED
+    ]
+    point = metrics.curve_point("choice", desks, 0.35)  # a, b, c kept; a and b right
+    assert (point.precision, point.recall, point.coverage, point.kept) == (2 / 3, 0.5, 0.75, 3)
+    assert metrics.curve_point("choice", [], 0.5).recall is None
+
+
+def test_the_designer_draws_the_curves_marks_the_advice_and_saves_it(team):
+    writer, checker, qs = team
+    draft = factories.draft(qs)
+    run = labelled_run(qs, draft, writer)
+    client = Client()
+    client.force_login(writer)
+    url = f"/sets/s/v{draft.number}/advice/"
+    page = client.get(url).content.decode()
+    assert page.count('class="chart threshold-curve"') == 2  # the noul and the choice
+    assert f"over run {run.pk}" in page and "4 labelled answers" in page
+    assert 'class="chosen"' not in page  # no advice yet: no point marked
+    response = client.post(url, {"advice-0": "0.7", "advice-1": "0.35"})
+    assert response.status_code == 302
+    assert Version.objects.get(pk=draft.pk).advice == {
+        "urgent": {"threshold": 0.7},
+        "desk": {"min_confidence": 0.35},
+    }
+    page = client.get(url).content.decode()
+    assert page.count('class="chosen"') == 2
+    assert "At 0.7: precision 1.00, recall 0.50, coverage 0.25 (1 read true)" in page
+    assert "At 0.35: precision 0.67, recall 0.50, coverage 0.75 (3 kept)" in page
+    bad = client.post(url, {"advice-0": "1.5"})
+    assert bad.status_code == 422 and "must be a number in 0..1" in bad.content.decode()
+    bad = client.post(url, {"advice-0": "high"})
+    assert bad.status_code == 422 and "not a number" in bad.content.decode()
+    assert Version.objects.get(pk=draft.pk).advice["urgent"] == {"threshold": 0.7}
+    # a reviewer reads but does not edit; the review page shows the curves once submitted
+    reviewer = Client()
+    reviewer.force_login(checker)
+    assert reviewer.post(url, {"advice-0": "0.2"}).status_code == 403
+    services.version_submit(version=draft, author=writer)
+    review = reviewer.get(f"/sets/s/v{draft.number}/review/").content.decode()
+    assert "Advisory thresholds" in review and review.count('class="chosen"') == 2
+    frozen = client.get(url).content.decode()
+    assert "its advice is frozen with it" in frozen and "Save advice" not in frozen

@@ -68,3 +68,17 @@ def uncalibrated(backend: str) -> bool:
     from questions import backends
 
     return not backends.calibrated(backend)
+
+
+@register.inclusion_tag("questions/_advice_review.html")
+def advice_curves(version):
+    """The advice of a version with its curves over the latest labelled run, for the review."""
+    from questions.views.advice import designer_items, labelled_runs
+
+    run = labelled_runs(version).first()
+    return {
+        "version": version,
+        "set": version.question_set,
+        "run": run,
+        "items": designer_items(version, run) if version.advice else [],
+    }
