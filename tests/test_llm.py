@@ -148,6 +148,18 @@ def test_a_native_wire_stays_calibrated(settings):
     assert Decision.objects.get().calibrated is True
 
 
+def test_a_native_provider_that_says_calibrated_false_is_believed(settings):
+    reply = standin.respond({"state": STATE, "questions": DOC})[1]
+    p = Provider(default={**reply, "calibrated": False})
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = KEY, p.url
+    try:
+        outcome = ask(backend="typesafe")
+    finally:
+        p.stop()
+    assert outcome.status == 200 and outcome.to_json()["calibrated"] is False
+    assert Decision.objects.get().calibrated is False
+
+
 def test_the_replay_of_the_llm_wire_is_uncalibrated_too(chat):
     ask()
     replay = ask(backend="recorded:llm", model="some-chat-model")
