@@ -308,3 +308,50 @@ def test_the_page_adds_an_endpoint_shows_its_secret_once_and_sends_a_test(receiv
     assert client.post(reverse("webhook-delete", args=["s", hook.pk])).status_code == 302
     assert not Webhook.objects.exists() and not WebhookDelivery.objects.exists()
     assert qs.webhooks.count() == 0
+
+
+# --- a worker that dies, a task queued twice ------------------------------------------------------
+
+
+def test_a_delivery_whose_task_died_with_its_worker_is_queued_again(receiver, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult
+
+    settings.DECISIONS_BATCH_STALE_SECONDS = 1
+    r = receiver()
+    qs, version, checker = in_review()
+    services.webhook_create(question_set=qs, url=r.url, user=checker)
+    services.version_approve(version=version, reviewer=checker)
+    DBTaskResult.objects.all().delete()  # the worker that held its task died with it
+    delivery = WebhookDelivery.objects.get()
+    assert services.webhook_sweep_overdue() == []  # not overdue yet
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=timezone.now() - timedelta(seconds=5)
+    )
+    queued: dict[int, float] = {}
+    assert services.webhook_sweep_overdue(queued) == [delivery.pk]
+    assert services.webhook_sweep_overdue(queued) == []  # once per window
+    work(finished)
+    assert len(r.requests) == 1
+    assert WebhookDelivery.objects.get().status == "delivered"
+
+
+def test_two_tasks_of_one_delivery_make_one_attempt_at_a_time(receiver, settings):
+    settings.DECISIONS_WEBHOOK_BACKOFF_SECONDS = 0.4
+    settings.DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = 1
+    r = receiver(statuses=[500])
+    qs, version, checker = in_review()
+    services.webhook_create(question_set=qs, url=r.url, user=checker)
+    services.version_approve(version=version, reviewer=checker)
+    delivery = WebhookDelivery.objects.get()
+    services.webhook_deliver_task.enqueue(delivery.pk)  # a second task of the same delivery
+    services.webhook_deliver_task.enqueue(delivery.pk)  # and a third
+    work(finished)
+    delivery = WebhookDelivery.objects.get()
+    assert attempts_of(delivery) == [500, 200]
+    assert len(r.requests) == 2
+    first, second = delivery.attempt_log.order_by("number")
+    # the extra tasks neither doubled an attempt nor cut the backoff short
+    assert (second.created_at - first.created_at).total_seconds() >= 0.4

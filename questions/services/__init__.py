@@ -70,6 +70,7 @@ from questions.services.webhooks import (
     webhook_deliver_task,
     webhook_event,
     webhook_send_test,
+    webhook_sweep_overdue,
 )
 
 __all__ = [
@@ -123,5 +124,6 @@ __all__ = [
     "webhook_deliver_task",
     "webhook_event",
     "webhook_send_test",
+    "webhook_sweep_overdue",
     "wrote",
 ]

@@ -7,14 +7,19 @@ approved or moved, and is enqueued only once that commits. The worker makes one 
 unreachable endpoint — is logged as an attempt and, while attempts remain
 (`DECISIONS__WEBHOOK_ATTEMPTS`), retried by a new task after a backoff that doubles from
 `DECISIONS__WEBHOOK_BACKOFF_SECONDS` up to `DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS`. An attempt
-is claimed by bumping the attempt count where it still has the value read, so two workers never
-make the same attempt. The secret signs every body and is shown once, when the endpoint is made;
-it never reaches a page, a log line or the delivery log.
+is claimed by bumping the attempt count where it still has the value read, and leased by moving
+its next attempt past the POST's timeout, so two workers — or two tasks of one delivery — never
+make the same attempt, and a task that finds its delivery not yet due leaves it to the task that
+is. A delivery whose task was lost with its worker is queued again by `webhook_sweep_overdue`
+(every idle `db_worker` runs it). The secret signs every body and is shown once, when the
+endpoint is made; it never reaches a page, a log line or the delivery log.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -41,6 +46,8 @@ from questions.services.errors import Invalid, require, storable
 log = logging.getLogger("questions.webhooks")
 
 WEBHOOK_MANAGERS_ONLY = "Only reviewers configure a set's webhooks."
+#: an attempt in flight holds its delivery for the POST's timeout and this much more
+LEASE_MARGIN_SECONDS = 30.0
 _URL = URLValidator(schemes=["http", "https"])
 
 
@@ -142,10 +149,13 @@ def webhook_deliver(delivery_pk: int) -> float | None:
     delivery = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery_pk).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
         return None
+    if delivery.next_attempt_at and delivery.next_attempt_at > timezone.now():
+        return None  # not due: the task queued for it, or the attempt in flight, has it
     number = delivery.attempts + 1
+    lease = timedelta(seconds=settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS)
     claimed = WebhookDelivery.objects.filter(
         pk=delivery.pk, status=WebhookDelivery.Status.PENDING, attempts=delivery.attempts
-    ).update(attempts=number)
+    ).update(attempts=number, next_attempt_at=timezone.now() + lease)
     if not claimed:
         return None
     hook = delivery.webhook
@@ -186,6 +196,30 @@ def webhook_deliver(delivery_pk: int) -> float | None:
         next_attempt_at=now + timedelta(seconds=wait)
     )
     return wait
+
+
+def webhook_sweep_overdue(queued: dict[int, float] | None = None) -> list[int]:
+    """Queue again every pending delivery overdue by more than DECISIONS__BATCH_STALE_SECONDS
+    (its task was lost with a worker); the ids queued. `queued` (delivery id → when) remembers
+    what this caller queued, so a delivery that merely waits for a free worker is queued again
+    once per window, not on every sweep; a second task of a delivery makes no second attempt."""
+    queued = {} if queued is None else queued
+    window = settings.DECISIONS_BATCH_STALE_SECONDS
+    now = time.monotonic()
+    overdue = WebhookDelivery.objects.filter(
+        status=WebhookDelivery.Status.PENDING,
+        next_attempt_at__lt=timezone.now() - timedelta(seconds=window),
+    ).values_list("pk", flat=True)
+    swept = []
+    for pk in overdue:
+        if now - queued.get(pk, -math.inf) < window:
+            continue
+        webhook_deliver_task.enqueue(pk)
+        queued[pk] = now
+        swept.append(pk)
+    if swept:
+        log.warning("webhook deliveries %s were overdue; queued again", swept)
+    return swept
 
 
 @task()
