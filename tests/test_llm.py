@@ -415,3 +415,6 @@ def test_the_preview_run_page_comparison_exports_and_cli_batch_say_calibrated_fa
     assert "calibrated: false" in exported["columns"][0]["label"]
     assert f"run:{run.pk} answer (calibrated: false)" in comparison.as_csv(columns, rows)
     assert "v1:recorded answer," in comparison.as_csv(columns, rows)
+    services.version_submit(version=version, author=writer)
+    review = client.get(reverse("version-review", args=["s", version.number])).content.decode()
+    assert "calibrated: false" in review  # the evidence's run went through llm
