@@ -33,6 +33,9 @@ run: $(VENV)/.synced
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
 	  export TYPESAFE_API_KEY=stand-in-key TYPESAFE_BASE_URL=http://127.0.0.1:$(STANDIN_PORT) \
 	         DECISIONS__STANDIN=1; \
+	  if [ -z "$${LLM_API_KEY:-}" ]; then \
+	    export LLM_API_KEY=stand-in-key LLM_BASE_URL=http://127.0.0.1:$(STANDIN_PORT)/v1; \
+	  fi; \
 	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
 	fi; \
 	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 & \

@@ -7,8 +7,10 @@ beside it, in the same run, the same request sent straight to the stand-in with 
 wire's floor). Then the full preview round trip: an HTTP request to the console (a real WSGI
 server on loopback) → stand-in → the rendered partial.
 
-Run:  .venv/bin/python bench/decisions_overhead.py [--calls 300]
-Aim:  the console adds under 2 ms p50 (the runtime's own share was about 0.7 ms).
+Run:  .venv/bin/python bench/decisions_overhead.py [--calls 300] [--backend typesafe|llm]
+Aim:  the console adds under 2 ms p50 (the runtime's own share was about 0.7 ms). With
+`--backend llm` the same is measured through the chat wire (the stand-in answers it too): the
+console's share then includes building the JSON-schema request and shaping the reply.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def document() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--backend", choices=("typesafe", "llm"), default="typesafe")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="bench-decisions-")
@@ -88,6 +91,9 @@ def main() -> None:
     stand_in = standin.serve_in_thread()
     settings.TYPESAFE_API_KEY = "stand-in-key"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{stand_in.server_address[1]}"
+    settings.LLM_API_KEY = "stand-in-key"
+    settings.LLM_BASE_URL = f"{settings.TYPESAFE_BASE_URL}/v1"
+    backend = args.backend
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
 
     questions = document()
@@ -97,13 +103,11 @@ def main() -> None:
 
     # warm both paths (connection set-up is not the steady state)
     for _ in range(5):
-        services.decision_ask(
-            backend="typesafe", document=questions, state=state, user=roles.OPERATOR
-        )
+        services.decision_ask(backend=backend, document=questions, state=state, user=roles.OPERATOR)
     console_share, provider_ms, total_ms = [], [], []
     for _ in range(args.calls):
         outcome = services.decision_ask(
-            backend="typesafe", document=questions, state=state, user=roles.OPERATOR
+            backend=backend, document=questions, state=state, user=roles.OPERATOR
         )
         assert outcome.status == 200, outcome.error
         console_share.append(outcome.total_ms - outcome.provider_ms)
@@ -113,6 +117,12 @@ def main() -> None:
     direct = []
     url = f"{settings.TYPESAFE_BASE_URL}/v1/systemone"
     payload = spec.canonical_json(body)
+    if backend == "llm":
+        from questions.backends import llm
+
+        parsed = spec.parse(questions, limits=spec.DEFAULT_LIMITS).questions
+        url = f"{settings.LLM_BASE_URL}/chat/completions"
+        payload = spec.wire_json(llm.request_body(parsed, state, settings.LLM_MODEL))
     headers = {"Authorization": "Bearer x", "Content-Type": "application/json"}
     with httpx.Client() as client:
         for _ in range(5):
@@ -146,7 +156,7 @@ def main() -> None:
     with httpx.Client(cookies={"sessionid": test_client.cookies["sessionid"].value}) as http:
         http.get(f"{base}/sets/bench/v{version.number}/")
         token = http.cookies.get("csrftoken")
-        form = {"preview_state": str(sample.pk), "preview_backend": "typesafe"}
+        form = {"preview_state": str(sample.pk), "preview_backend": backend}
         hdrs = {"X-CSRFToken": token, "HX-Request": "true", "Referer": base + "/"}
         rounds = max(50, args.calls // 3)
         for i in range(rounds + 5):
@@ -160,7 +170,8 @@ def main() -> None:
 
     print(
         f"decisions overhead — 8 questions (choice 22, choice 15, 2 scores, 4 nouls), "
-        f"request {size / 1024:.1f} KiB, {args.calls} calls, instant local stand-in"
+        f"request {size / 1024:.1f} KiB, {args.calls} calls, instant local stand-in, "
+        f"backend {backend}"
     )
     print(f"{'what':72} {'p50 ms':>8} {'p95 ms':>8}")
     rows = [

@@ -194,6 +194,16 @@ RUNTIME_TOKEN = _env("RUNTIME_TOKEN")
 OPENROUTER_API_KEY = _env("OPENROUTER_API_KEY")
 OPENROUTER_BASE_URL = (_env("OPENROUTER_BASE_URL") or "https://openrouter.ai/api").rstrip("/")
 OPENROUTER_MODEL = _env("OPENROUTER_MODEL") or "~typesafe/jev-latest"
+#: the `llm` wire: any OpenAI-compatible chat completions endpoint (OpenRouter's by default)
+LLM_API_KEY = _env("LLM_API_KEY")
+LLM_BASE_URL = (_env("LLM_BASE_URL") or "https://openrouter.ai/api/v1").rstrip("/")
+LLM_MODEL = _env("LLM_MODEL") or "openai/gpt-4o-mini"
+#: the chat model's input price; unset, a cost the endpoint does not report stays unknown
+LLM_PRICE_PER_MILLION_INPUT_TOKENS = (
+    _number("LLM_PRICE_PER_MILLION_INPUT_TOKENS", 0.0, allow_zero=True)
+    if _env("LLM_PRICE_PER_MILLION_INPUT_TOKENS")
+    else None
+)
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 #: single-person teams: let the author of a version approve it too (off by default)
@@ -206,3 +216,11 @@ DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.
 DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
 #: a running batch whose worker has not been heard from for this long is resumed
 DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)
+
+# --- change webhooks: signed POSTs on approval and label moves, sent by the task worker --------
+#: where the console is reached, for the export URL in an event (no trailing slash)
+CONSOLE_PUBLIC_URL = (_env("CONSOLE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
+DECISIONS_WEBHOOK_ATTEMPTS = int(_number("DECISIONS__WEBHOOK_ATTEMPTS", 5))
+DECISIONS_WEBHOOK_BACKOFF_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_SECONDS", 2.0)
+DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS", 300.0)
+DECISIONS_WEBHOOK_TIMEOUT_SECONDS = _number("DECISIONS__WEBHOOK_TIMEOUT_SECONDS", 5.0)

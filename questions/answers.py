@@ -189,16 +189,16 @@ def weighted_score_range(reported: list[float]) -> tuple[float, float]:
     return fill(range(n)), fill(range(n - 1, -1, -1))
 
 
-def cost_of(usage: Any, price_per_million: float) -> float | None:
+def cost_of(usage: Any, price_per_million: float | None) -> float | None:
     """Cost of a call: a cost the provider reports wins; else input tokens × price. Unknown
-    token counts stay unknown (None), never zero."""
+    token counts, or an unknown price (None), stay unknown (None), never zero."""
     if not isinstance(usage, Mapping):
         return None
     reported = usage.get("cost")
     if is_number(reported) and reported >= 0:
         return float(reported)
     tokens = usage.get("input_tokens")
-    if is_number(tokens) and tokens >= 0:
+    if price_per_million is not None and is_number(tokens) and tokens >= 0:
         return tokens * price_per_million / 1_000_000
     return None
 
@@ -385,7 +385,7 @@ def check_response(
     questions: spec.Document | Mapping[str, spec.Question],
     body: Any,
     *,
-    price_per_million: float = DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
+    price_per_million: float | None = DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS,
     rules: Rule = GATEWAY,
 ) -> CheckedDecision:
     """Check a response body against the questions that were asked. `rules` are the ones that

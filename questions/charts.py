@@ -171,3 +171,82 @@ def reliability_diagram(title: str, calibration) -> SafeString:
         "</svg>"
     )
     return mark_safe("".join(parts))  # every text above is escaped or a number
+
+
+#: the curves of a threshold chart: (field, label, dash pattern), told apart without colour too
+CURVES = (
+    ("precision", "precision", ""),
+    ("recall", "recall", "6 3"),
+    ("coverage", "coverage", "2 3"),
+)
+
+
+def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
+    """Precision, recall and coverage against the threshold (0…1), with the chosen point marked
+    by a vertical line and a dot on each curve; the description lists the chosen point's figures.
+    `points` are `metrics.CurvePoint`s in threshold order; `chosen` is one, or None."""
+    width, height, pad = 420, 240, 36
+    inner_w, inner_h = width - 2 * pad, height - 2 * pad
+
+    def x(t: float) -> float:
+        return pad + t * inner_w
+
+    def y(v: float) -> float:
+        return pad + (1 - v) * inner_h
+
+    def fmt(v: float | None) -> str:
+        return "—" if v is None else f"{v:.2f}"
+
+    desc = "no labelled answers"
+    if chosen is not None:
+        desc = (
+            f"at {chosen.threshold:.2f}: precision {fmt(chosen.precision)}, recall "
+            f"{fmt(chosen.recall)}, coverage {chosen.coverage:.2f} ({chosen.kept} kept)"
+        )
+    parts = [
+        f'<svg class="chart threshold-curve" role="img" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>",
+        f'<rect class="track" x="{pad}" y="{pad}" width="{inner_w}" height="{inner_h}"/>',
+    ]
+    for field, _, dash in CURVES:
+        line = " ".join(
+            f"{x(p.threshold):.1f},{y(getattr(p, field)):.1f}"
+            for p in points
+            if getattr(p, field) is not None
+        )
+        if line:
+            dashes = f' stroke-dasharray="{dash}"' if dash else ""
+            parts.append(f'<polyline class="curve curve-{field}" points="{line}"{dashes}/>')
+    if chosen is not None:
+        parts.append(
+            f'<line class="chosen" x1="{x(chosen.threshold):.1f}" y1="{pad}" '
+            f'x2="{x(chosen.threshold):.1f}" y2="{pad + inner_h}"/>'
+        )
+        for field, label, _ in CURVES:
+            value = getattr(chosen, field)
+            if value is not None:
+                parts.append(
+                    f'<circle class="marker curve-{field}" cx="{x(chosen.threshold):.1f}" '
+                    f'cy="{y(value):.1f}" r="4"><title>{label} {value:.2f}</title></circle>'
+                )
+        parts.append(
+            f'<text x="{x(chosen.threshold):.1f}" y="{pad - 6}" text-anchor="middle" '
+            f'font-size="10">chosen {chosen.threshold:.2f}</text>'
+        )
+    for i, (field, label, dash) in enumerate(CURVES):
+        lx = pad + i * 110
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        parts.append(
+            f'<line class="curve curve-{field}" x1="{lx}" y1="{height - 8}" x2="{lx + 22}" '
+            f'y2="{height - 8}"{dashes}/><text x="{lx + 26}" y="{height - 4}" '
+            f'font-size="10">{label}</text>'
+        )
+    parts.append(
+        f'<text x="{pad}" y="{pad + inner_h + 12}" font-size="9">0</text>'
+        f'<text x="{pad + inner_w}" y="{pad + inner_h + 12}" font-size="9" text-anchor="end">1'
+        f'</text><text x="{pad - 4}" y="{pad + 4}" font-size="9" text-anchor="end">1</text>'
+        f'<text x="{pad - 4}" y="{pad + inner_h}" font-size="9" text-anchor="end">0</text>'
+        "</svg>"
+    )
+    return mark_safe("".join(parts))  # every text above is escaped or a number

@@ -54,6 +54,13 @@ class Column:
     run_id: int | None = None  # a run's column
     version: Version | None = None  # a version's column, asked through `backend`
     backend: str = ""
+    calibrated: bool = True  # False: a chat model's stated probabilities (the llm wire)
+
+    def mark(self, backend: str) -> None:
+        """Mark the column uncalibrated when its backend is (the label says so too)."""
+        self.calibrated = backends.calibrated(backend)
+        if not self.calibrated:
+            self.label += " · calibrated: false"
 
 
 @dataclass
@@ -179,6 +186,7 @@ def _open_column(
         if run is None:
             return Column(key, key, problem=f"{question_set.slug} has no run {match['run']}.")
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
+        column.mark(run.backend)
         column.questions = _parsed(run.version.document) or {}
         column.run_id = run.pk
         return column
@@ -187,6 +195,7 @@ def _open_column(
     if version is None:
         return Column(key, key, problem=f"{question_set.slug} has no version {match['version']}.")
     column = Column(key, f"v{version.number} · {backend}")
+    column.mark(backend)
     questions = _parsed(version.document)
     if questions is None:
         column.problem = "This version's document is invalid: nothing to ask."
@@ -436,7 +445,13 @@ def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection
                 "threshold": selection.threshold,
             },
             "columns": [
-                {"key": c.key, "label": c.label, "problem": c.problem or None} for c in columns
+                {
+                    "key": c.key,
+                    "label": c.label,
+                    "calibrated": c.calibrated,
+                    "problem": c.problem or None,
+                }
+                for c in columns
             ],
             "rows": [],
         },
@@ -488,7 +503,8 @@ def csv_lines(columns: list[Column], rows: Iterable[Row]) -> Iterator[str]:
     writer = csv.writer(_Line())
     header = ["state", "question", "type", "expected"]
     for c in columns:
-        header += [f"{c.key} answer", f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
+        answer = f"{c.key} answer" + ("" if c.calibrated else " (calibrated: false)")
+        header += [answer, f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
     yield writer.writerow([_cell(h) for h in header])
     for r in rows:
         line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]
@@ -504,3 +520,27 @@ def csv_lines(columns: list[Column], rows: Iterable[Row]) -> Iterator[str]:
 
 def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
     return "".join(csv_lines(columns, rows))
+
+
+def as_text(columns: list[Column], rows: list[Row]) -> str:
+    """The grid for a terminal (`questions compare`): the columns, then one line per state and
+    question with each column's answer, `*` and the distance where it moved from the first,
+    and ✓/✗ against the expected answer."""
+    lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
+    for r in rows:
+        cells = []
+        for i, cell in enumerate(r.cells, 1):
+            if cell.answer is None:
+                shown = cell.note
+            else:
+                shown = str(_summary(cell.answer))
+                if cell.flipped:
+                    shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                if cell.passed is not None:
+                    shown += " ✓" if cell.passed else " ✗"
+            cells.append(f"[{i}] {shown}")
+        expected = "" if r.expected is None else f" (expected {r.expected})"
+        lines.append(f"{r.state.name} · {r.question}{expected}: " + " | ".join(cells))
+    if not rows:
+        lines.append("nothing to compare")
+    return "\n".join(lines)

@@ -271,3 +271,34 @@ def document_diff(before: dict[str, Any], after: dict[str, Any]) -> DocumentDiff
     common_a = [q for q in before if q in after]
     common_b = [q for q in after if q in before]
     return DocumentDiff(questions, reordered=common_a != common_b)
+
+
+def sides(segments: list[Segment]) -> tuple[str, str]:
+    """The text before and after a change, from its inline segments."""
+    before = "".join(text for kind, text in segments if kind != "insert")
+    after = "".join(text for kind, text in segments if kind != "delete")
+    return before, after
+
+
+def as_json(result: DocumentDiff) -> dict[str, Any]:
+    """The diff as `questions diff --json` prints it: a summary, whether the common questions
+    moved, and every question with its changes (the text before and after each)."""
+    questions = []
+    for q in result.questions:
+        changes = []
+        for change in q.changes:
+            before, after = sides(change.segments)
+            out = {"label": change.label, "kind": change.kind, "before": before, "after": after}
+            if change.note:
+                out["note"] = change.note
+            changes.append(out)
+        questions.append(
+            {
+                "id": q.id,
+                "status": q.status,
+                "type_before": q.type_before,
+                "type_after": q.type_after,
+                "changes": changes,
+            }
+        )
+    return {"summary": result.summary, "reordered": result.reordered, "questions": questions}

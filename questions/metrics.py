@@ -218,3 +218,50 @@ def compare_runs(
     ]
     order = {"regression": 0, "fix": 1, "fail": 2, "pass": 3}
     return sorted(changes, key=lambda c: (order[c.kind], c.state, c.question))
+
+
+# --- advisory thresholds ------------------------------------------------------------------------
+
+#: the thresholds a curve is drawn at: 0.00, 0.05, … 1.00
+CURVE_STEPS = 21
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """What an advisory threshold would do over a run's labelled answers. For a noul: the
+    answers read true (p ≥ t) — precision among them, recall of the expected-true, coverage the
+    share read true. For a choice: the answers kept (confidence ≥ t; below, the application
+    falls back) — precision the share of them that are right, recall the share of all labelled
+    answers that are kept and right, coverage the share kept."""
+
+    threshold: float
+    precision: float | None  # None: nothing kept (or read true)
+    recall: float | None  # None: nothing to recall
+    coverage: float
+    kept: int
+
+
+def curve_point(qtype: str, cases: list[Case], threshold: float) -> CurvePoint:
+    """One point of `threshold_curve` (the labelled cases of one noul or choice)."""
+    labelled = [c for c in cases if c.checked]
+    if qtype == "noul":
+        kept = [c for c in labelled if float(c.answer["noul"]) >= threshold]
+        right = sum(1 for c in kept if c.expected is True)
+        wanted = sum(1 for c in labelled if c.expected is True)
+    else:
+        kept = [c for c in labelled if float(c.answer["confidence"]) >= threshold]
+        right = sum(1 for c in kept if c.answer["choice"] == c.expected)
+        wanted = len(labelled)
+    return CurvePoint(
+        threshold,
+        right / len(kept) if kept else None,
+        right / wanted if wanted else None,
+        len(kept) / len(labelled) if labelled else 0.0,
+        len(kept),
+    )
+
+
+def threshold_curve(qtype: str, cases: list[Case]) -> list[CurvePoint]:
+    """Precision, recall and coverage at thresholds 0, 0.05, … 1 over the labelled cases of one
+    noul (threshold on P(true)) or choice (minimum confidence)."""
+    return [curve_point(qtype, cases, i / (CURVE_STEPS - 1)) for i in range(CURVE_STEPS)]

@@ -59,6 +59,10 @@ class Version(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="versions"
     )
     revision = models.PositiveIntegerField(default=1, help_text="bumped by every saved edit")
+    advice_text = models.TextField(
+        blank=True,
+        help_text="advice as JSON, beside the questions, never sent; empty: none",
+    )
     approved_model = models.CharField(
         max_length=200, blank=True, help_text="DECISIONS__MODEL when approved; its export's model"
     )
@@ -89,6 +93,11 @@ class Version(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+    @property
+    def advice(self) -> dict[str, Any]:
+        """The advisory thresholds by question id (empty when there are none)."""
+        return spec.loads(self.advice_text) if self.advice_text else {}
 
 
 class ReviewEvent(models.Model):
@@ -205,6 +214,9 @@ class Decision(models.Model):
     provider_ms = models.FloatField(null=True, blank=True)
     total_ms = models.FloatField()
     request_id = models.CharField(max_length=200, blank=True)
+    calibrated = models.BooleanField(
+        default=True, help_text="False: the probabilities are a chat model's words (seed 001)"
+    )
     version = models.ForeignKey(
         Version, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
     )
@@ -396,3 +408,76 @@ class BatchItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.sample_state_id}: {self.status}"
+
+
+class Webhook(models.Model):
+    """An endpoint a reviewer configured for a set: told of every approval and label move by a
+    signed POST (HMAC-SHA256 of the body with `secret`, shown once when it is made)."""
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    description = models.CharField(max_length=200, blank=True)
+    secret = models.CharField(max_length=100, help_text="signs each body; never shown again")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_set", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.question_set.slug} → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """One event for one endpoint: the exact body, sent (and re-sent) by the task worker until an
+    attempt answers 2xx or the attempts run out."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    delivery_id = models.CharField(max_length=36, unique=True)
+    body_text = models.TextField(help_text="the exact JSON body every attempt sends")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook_id}: {self.status}"
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a delivery: the endpoint's status code, or what went wrong instead."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    number = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=200, blank=True)
+    response_excerpt = models.CharField(max_length=200, blank=True)
+    duration_ms = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"], name="one_attempt_per_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} #{self.number}: {self.status_code or self.error}"
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

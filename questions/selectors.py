@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from questions import metrics, spec
+from questions import backends, metrics, spec
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -94,9 +94,10 @@ def approval_of(version: Version) -> ReviewEvent | None:
 def export_document(version: Version) -> dict[str, Any]:
     """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
     is the approved document exactly; `sha256` is the canonical hash of that map; `model` is
-    the one recorded when the version was approved (frozen with it)."""
+    the one recorded when the version was approved (frozen with it); `advice`, when the version
+    has any, sits beside `questions` — never inside it, never sent to a provider."""
     approval = approval_of(version)
-    return {
+    document = {
         "format": spec.EXPORT_FORMAT,
         "question_set": version.question_set.slug,
         "version": version.number,
@@ -107,6 +108,9 @@ def export_document(version: Version) -> dict[str, Any]:
         "approved_at": approval.created_at.isoformat() if approval else None,
         "questions": version.document,
     }
+    if version.advice:
+        document["advice"] = version.advice
+    return document
 
 
 def export_text(document: dict[str, Any]) -> str:
@@ -206,6 +210,7 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
         "set": run.question_set.slug,
         "version": run.version.number,
         "backend": run.backend,
+        "calibrated": backends.calibrated(run.backend),
         "status": run.status,
         "states": counts["total"],
         "answered": counts["answered"],

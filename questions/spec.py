@@ -315,8 +315,13 @@ WRAPPER_KEYS: Final = {
         "approved_by",
         "approved_at",
         "questions",
+        "advice",
     ),
 }
+
+#: Advisory thresholds (seed 000: thresholds belong to the application, so these are advice):
+#: the one field each question type may carry in an `advice` object beside `questions`.
+ADVICE_FIELDS: Final = {"noul": "threshold", "choice": "min_confidence"}
 
 
 @dataclass(frozen=True)
@@ -927,6 +932,55 @@ class _Checker:
                     f"`{key}` is not part of a {form.value} document and is ignored",
                 )
 
+    def advice(self, advice: Any, questions: Mapping[str, Question]) -> None:
+        """An `advice` object: question ids of the set, each with its type's one field (a noul's
+        `threshold`, a choice's `min_confidence`), a number in 0..1."""
+        base: Loc = ("advice",)
+        if not isinstance(advice, dict):
+            self.error(base, "invalid_advice", f"advice must be an object; got {describe(advice)}")
+            return
+        for qid, entry in advice.items():
+            path = _key_path(base, qid)
+            question = questions.get(qid)
+            if question is None:
+                self.error(
+                    path,
+                    "advice_unknown_question",
+                    f"advice for `{qid}`, which is no question of this set",
+                    qid,
+                )
+                continue
+            field_name = ADVICE_FIELDS.get(question.type)
+            if field_name is None:
+                self.error(
+                    path,
+                    "advice_not_for_type",
+                    f"{question.type} `{qid}` takes no advice (a noul takes a threshold, a "
+                    "choice a min_confidence)",
+                    qid,
+                )
+                continue
+            if not isinstance(entry, dict) or set(entry) != {field_name}:
+                self.error(
+                    path,
+                    "invalid_advice_entry",
+                    f'advice for {question.type} `{qid}` is {{"{field_name}": a number in 0..1}}',
+                    qid,
+                )
+                continue
+            value = entry[field_name]
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not 0 <= value <= 1:
+                got = json.dumps(value)[:40] if number else describe(value)
+                self.error(
+                    _key_path(path, field_name),
+                    "advice_out_of_range",
+                    f"the {field_name} of `{qid}` must be a number in 0..1; got {got}",
+                    qid,
+                    "0..1",
+                    value if number else None,
+                )
+
     def export_fields(self, doc: dict) -> None:
         fmt = doc.get("format")
         if fmt != EXPORT_FORMAT:
@@ -1087,6 +1141,8 @@ def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
     if raw_questions is not ABSENT:
         # A bare map is addressed as `questions.<id>` too, so paths read the same in every form.
         questions = checker.questions(raw_questions, ("questions",))
+    if form is Form.EXPORT and "advice" in value and questions is not None:
+        checker.advice(value["advice"], questions)
     if lints and questions and not checker.errors:
         checker.lint_budget(raw_questions, state)
     document = None
@@ -1105,6 +1161,13 @@ def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
             )
             document = None
     return Validation(checker.errors, checker.warnings, document, form)
+
+
+def validate_advice(advice: Any, questions: Mapping[str, Question]) -> list[Issue]:
+    """The errors of an `advice` object against the parsed questions it advises on."""
+    checker = _Checker(DEFAULT_LIMITS, lints=False)
+    checker.advice(advice, questions)
+    return checker.errors
 
 
 def validate_state(state: Any, *, limits: Limits) -> list[Issue]:

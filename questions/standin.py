@@ -1,7 +1,9 @@
-"""The local stand-in provider: the `typesafe` wire on loopback, for development, demos, tests
-and benchmarks. It answers every valid request with answers derived deterministically from the
-question and the state, rounded to two decimals like Jev's, under a model name that says what it
-is. It is never used unless the console is pointed at it.
+"""The local stand-in provider: the `typesafe` wire (`POST /v1/systemone`) and the `llm` wire
+(`POST /v1/chat/completions`) on loopback, for development, demos, tests and benchmarks. It
+answers every valid request with answers derived deterministically from the question and the
+state, rounded to two decimals like Jev's, under a model name that says what it is; its chat
+answers are derived apart from its native ones, as a chat model's would differ from Jev's. It is
+never used unless the console is pointed at it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from questions import spec
+from questions.backends import llm
 
 MODEL = "local-stand-in (not Jev)"
 #: the key `make run` and the demo call the stand-in with (it checks none)
 KEY = "stand-in-key"
+CHAT_MODEL = "local-stand-in chat (not a real model)"
+CHAT_SALT = b"chat\0"
 
 
 def _weights(seed: bytes, n: int) -> list[float]:
@@ -46,9 +51,10 @@ def _rounded(p: list[float]) -> list[float]:
     return [c / 100 for c in cents]
 
 
-def answer(question: spec.Question, state: Any) -> dict[str, Any]:
-    """The stand-in's answer to one question about one state: the same every time."""
-    seed = spec.canonical_json(question.to_json()) + b"\0" + spec.canonical_json(state)
+def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, Any]:
+    """The stand-in's answer to one question about one state: the same every time (`salt`
+    derives another, the same every time too)."""
+    seed = salt + spec.canonical_json(question.to_json()) + b"\0" + spec.canonical_json(state)
     if question.type == "noul":
         return {"type": "noul", "noul": round(_weights(seed, 2)[0], 2)}
     if question.type == "choice":
@@ -74,7 +80,7 @@ def answer(question: spec.Question, state: Any) -> dict[str, Any]:
     }
 
 
-def respond(body: Any) -> tuple[int, dict[str, Any]]:
+def respond(body: Any, salt: bytes = b"") -> tuple[int, dict[str, Any]]:
     """(status, JSON body) for a request body, as the provider would answer it."""
     if not isinstance(body, dict) or "state" not in body or "questions" not in body:
         return 422, {
@@ -96,9 +102,48 @@ def respond(body: Any) -> tuple[int, dict[str, Any]]:
     size = len(spec.canonical_json(body))
     return 200, {
         "model": MODEL,
-        "answers": {qid: answer(q, body["state"]) for qid, q in document.questions.items()},
+        "answers": {qid: answer(q, body["state"], salt) for qid, q in document.questions.items()},
         "usage": {"input_tokens": max(1, size // 4), "output_tokens": 0},
     }
+
+
+def respond_chat(body: Any) -> tuple[int, dict[str, Any]]:
+    """(status, JSON body) for a chat completions request the `llm` wire built, as an
+    OpenAI-compatible endpoint would answer it: the reply to the response schema, as text."""
+    try:
+        state, questions = llm.read_request(body)
+    except ValueError as exc:
+        return 400, {"error": {"message": f"Invalid request: {exc}", "type": "invalid_request"}}
+    status, native = respond({"state": state, "questions": questions}, CHAT_SALT)
+    if status != 200:
+        words = "; ".join(
+            f"{'.'.join(map(str, d['loc'][1:]))}: {d['msg']}" for d in native["detail"]
+        )
+        return 400, {"error": {"message": words, "type": "invalid_request"}}
+    content = {key: llm.reply_from_native(a) for key, a in native["answers"].items()}
+    text = json.dumps(content)
+    prompt_tokens = native["usage"]["input_tokens"]
+    return 200, {
+        "id": f"chatcmpl-standin-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "model": CHAT_MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": max(1, len(text) // 4),
+            "total_tokens": prompt_tokens + max(1, len(text) // 4),
+        },
+    }
+
+
+#: what the stand-in serves: path → how it answers a request body
+ROUTES = {"/v1/systemone": respond, "/v1/chat/completions": respond_chat}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -110,7 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/systemone":
+        route = ROUTES.get(self.path.rstrip("/"))
+        if route is None:
             return self._send(404, {"detail": "Not Found"})
         if not self.headers.get("Authorization", "").startswith("Bearer "):
             return self._send(401, {"detail": "Missing bearer token"})
@@ -120,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(422, {"detail": "Body is not JSON"})
         if self.latency:
             time.sleep(self.latency)
-        status, out = respond(body)
+        status, out = route(body)
         self._send(status, out)
 
     def _send(self, status: int, body: dict[str, Any]) -> None:

@@ -1,6 +1,17 @@
 from django.urls import path
 
-from questions.views import check, compare, editor, preview, review, runs, sets, states
+from questions.views import (
+    advice,
+    check,
+    compare,
+    editor,
+    preview,
+    review,
+    runs,
+    sets,
+    states,
+    webhooks,
+)
 
 urlpatterns = [
     path("", sets.set_list, name="set-list"),
@@ -38,6 +49,7 @@ urlpatterns = [
         "sets/<slug:slug>/v<int:number>/preview/", preview.version_preview, name="version-preview"
     ),
     path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),
+    path("sets/<slug:slug>/v<int:number>/advice/", advice.version_advice, name="version-advice"),
     path(
         "sets/<slug:slug>/v<int:number>/new-draft/",
         sets.version_new_draft,
@@ -56,4 +68,11 @@ urlpatterns = [
     ),
     path("sets/<slug:slug>/states/<int:pk>/delete/", states.state_delete, name="state-delete"),
     path("sets/<slug:slug>/states/<int:pk>/history/", states.state_history, name="state-history"),
+    path("sets/<slug:slug>/webhooks/", webhooks.set_webhooks, name="set-webhooks"),
+    path("sets/<slug:slug>/webhooks/<int:pk>/test/", webhooks.webhook_test, name="webhook-test"),
+    path(
+        "sets/<slug:slug>/webhooks/<int:pk>/delete/",
+        webhooks.webhook_delete,
+        name="webhook-delete",
+    ),
 ]

@@ -59,6 +59,12 @@ MATRIX = [
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
     ("rerun failed", "post", "/runs/{run}/rerun-failed/", {AU, R}),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN),
+    ("advice page", "get", "/sets/s/v3/advice/", SIGNED_IN),
+    ("save advice", "post", "/sets/s/v3/advice/", {AU}),
+    ("webhooks", "get", "/sets/s/webhooks/", {R}),
+    ("add webhook", "post", "/sets/s/webhooks/", {R}),
+    ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R}),
+    ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}),
     ("schema", "get", "/schemas/question-set-1.json", set(ROLES)),
     ("api export", "get", "/api/sets/s/export.json?label=production", set()),
 ]
@@ -76,6 +82,8 @@ POST_DATA = {
     "live preview": {"preview_backend": "typesafe", "preview_state": "", "preview_state_json": "1"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
+    "save advice": {"advice-0": "0.5"},
+    "add webhook": {"url": "https://runtime.example/hooks", "description": "runtime"},
     "state check": {"state": "1"},
 }
 
@@ -95,7 +103,10 @@ def make_world() -> dict[str, int]:
     services.version_draft_from(version=v2, author=writer)
     state = services.sample_state_create(question_set=qs, name="n", state=1, author=writer)
     run = services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
-    return {"state": state.pk, "run": run.pk}
+    hook, _ = services.webhook_create(
+        question_set=qs, url="http://127.0.0.1:9/hooks", user=checker
+    )  # nothing is sent: no worker runs in these tests
+    return {"state": state.pk, "run": run.pk, "hook": hook.pk}
 
 
 def client_for(role: str) -> Client:

@@ -84,6 +84,21 @@ class Provider:
         self.server.server_close()
 
 
+@contextlib.contextmanager
+def stand_in_serving(settings):
+    """The local stand-in on a free loopback port, with the typesafe and llm wires pointed at
+    it (as `make run` does without keys)."""
+    server = standin.serve_in_thread()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "stand-in-key", base
+    settings.LLM_API_KEY, settings.LLM_BASE_URL = "stand-in-key", f"{base}/v1"
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def point_every_wire_at(settings, provider: Provider, timeout: float = 0.5) -> None:
     """Configure typesafe, runtime and openrouter to call `provider` with the test key."""
     settings.TYPESAFE_API_KEY = KEY
@@ -190,3 +205,43 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     except SystemExit as exc:
         code = exc.code
     return code, out.getvalue(), err.getvalue()
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records every POST (raw body and headers) and answers
+    `statuses` in turn (then 200), after `delay` seconds, with `body` as its answer."""
+
+    def __init__(self, statuses=(), delay: float = 0.0, body: bytes = b'{"ok": true}'):
+        self.statuses = list(statuses)
+        self.delay, self.body = delay, body
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.lock:
+                    receiver.requests.append({"headers": dict(self.headers), "raw": raw})
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                time.sleep(receiver.delay)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(receiver.body)))
+                    self.end_headers()
+                    self.wfile.write(receiver.body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -486,6 +486,7 @@ def test_cli_batch_summary_and_gate(provider_factory):
         "set",
         "version",
         "backend",
+        "calibrated",
         "status",
         "states",
         "answered",

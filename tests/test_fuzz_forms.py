@@ -55,6 +55,8 @@ READS = {
     "save state": ("state", "name", "tags", "base_revision", "expected-q0", "expected-q1"),
     "state check": ("state",),
     "start run": ("backend", "concurrency", "threshold", "tag"),
+    "add webhook": ("url", "description"),
+    "save advice": ("advice-0", "advice-1", "advice-2"),
 }
 POSTS = [(name, path) for name, method, path, _ in MATRIX if method == "post"]
 POSTS.append(("card operation", "/sets/s/v3/card/"))
@@ -65,6 +67,7 @@ GETS = [
     ("compare", "/sets/s/compare/", ("col", "state", "filter", "threshold", "format")),
     ("diff", "/sets/s/diff/", ("a", "b")),
     ("run page", "/runs/{run}/", ("against",)),
+    ("advice page", "/sets/s/v1/advice/", ("run",)),
     ("api export", "/api/sets/s/export.json", ("version", "label")),
     ("new card", "/sets/s/v3/card/", ("type", "q", "q-k-id")),
 ]

@@ -469,6 +469,7 @@ def test_review_events_are_kinds_of_the_record():
     assert {k for k, _ in ReviewEvent.Kind.choices} == {
         "created",
         "edited",
+        "kept",
         "submitted",
         "approved",
         "changes_requested",

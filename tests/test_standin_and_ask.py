@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from questions import answers, charts, services, spec, standin
 from questions.models import Decision
 from tests import factories
+from tests.providers import stand_in_serving
 from tests.test_cli_validate import run, write
 from tests.test_spec_properties import json_values, question_maps
 
@@ -23,12 +24,8 @@ DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())
 
 @pytest.fixture
 def stand_in(settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "stand-in-key"
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with stand_in_serving(settings) as server:
+        yield server
 
 
 # --- the stand-in ---------------------------------------------------------------------------------

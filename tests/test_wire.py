@@ -335,9 +335,11 @@ def test_recorded_names_and_defaults():
         "typesafe",
         "runtime",
         "openrouter",
+        "llm",
         "recorded",
         "recorded:runtime",
         "recorded:openrouter",
+        "recorded:llm",
     )
     assert backends.get("recorded").source.name == "typesafe"
     assert backends.get("recorded:typesafe").name == "recorded"

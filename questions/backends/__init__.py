@@ -26,6 +26,16 @@ def get(name: str) -> Backend:
     raise DecisionError(422, f"Unknown backend {name!r}; one of {', '.join(NAMES)}.")
 
 
+def calibrated(name: str) -> bool:
+    """Whether decisions through backend `name` (a run's, a column's, a recording's) carry a
+    calibrated distribution: False for `llm` and its replay (seed 001); True for a name no
+    longer known, as nothing says otherwise."""
+    try:
+        return get(name).calibrated
+    except DecisionError:
+        return True
+
+
 def available() -> list[Backend]:
     """The live backends that are configured, then the replay of each live wire (always
     there; `recorded` replays typesafe)."""
@@ -33,4 +43,13 @@ def available() -> list[Backend]:
     return [*live, *(RecordedBackend(source) for source in LIVE)]
 
 
-__all__ = ["NAMES", "Ask", "Backend", "DecisionError", "Outcome", "available", "get"]
+__all__ = [
+    "NAMES",
+    "Ask",
+    "Backend",
+    "DecisionError",
+    "Outcome",
+    "available",
+    "calibrated",
+    "get",
+]

@@ -232,6 +232,9 @@ class Outcome:
     live: bool = True
     decision_id: int | None = None  # the recording, once stored
     ask: Ask | None = None  # what was asked (the parsed questions), once it was valid
+    #: False when the probabilities are not a calibrated distribution (the `llm` wire, seed
+    #: 001, or a provider that says so); shown with every decision
+    calibrated: bool = True
 
     @property
     def status(self) -> int:
@@ -245,6 +248,7 @@ class Outcome:
         if "timing" in out:  # the wire measured its own (the runtime does): kept beside ours
             out[f"{self.backend}_timing"] = out.pop("timing")
         out["backend"] = self.backend
+        out["calibrated"] = self.calibrated
         out["timing"] = {"provider_ms": _round(self.provider_ms), "total_ms": _round(self.total_ms)}
         if self.request_id:
             out["request_id"] = self.request_id
@@ -260,6 +264,7 @@ def _round(ms: float | None) -> float | None:
 class Backend(Protocol):
     name: str
     live: bool
+    calibrated: bool
 
     def configured(self) -> bool: ...
 
@@ -297,13 +302,21 @@ class Wire:
     url: str
     secret: str
     timeout: float
-    price_per_million: float
+    price_per_million: float | None  # None: unknown (a cost the provider reports still counts)
     request_id_header: str = ""
     body_keys: tuple[str, ...] = ("state", "model", "questions")
+    #: False for a wire whose probabilities are not calibrated (seed 001)
+    calibrated: bool = True
 
     def body(self, ask: Ask) -> dict[str, Any]:
+        """What goes on the wire for an ask (pure; no key)."""
         full = {"state": ask.state, "model": ask.model, "questions": ask.questions_json}
         return {k: full[k] for k in self.body_keys}
+
+    def native(self, ask: Ask, parsed: Any) -> Any:
+        """A 200 reply as the native `{"model", "answers", "usage"}` body the answer checks
+        read (pure; may raise `answers.AnswerError`). The native wires answer so already."""
+        return parsed
 
     def request_id(self, response: httpx.Response, body: Any) -> str:
         if self.request_id_header and response.headers.get(self.request_id_header):
@@ -318,7 +331,7 @@ class Wire:
     def call(self, ask: Ask, started: float) -> Outcome:
         """POST the question set as the author wrote it; map every failure through ERROR_TABLE;
         check the answers. Never raises for anything a provider sends."""
-        outcome = Outcome(backend=self.name, model_asked=ask.model)
+        outcome = Outcome(backend=self.name, model_asked=ask.model, calibrated=self.calibrated)
         body = self.body(ask)
         outcome.request_body = body
         payload = spec.wire_json(body)
@@ -424,10 +437,15 @@ class Wire:
             )
         try:
             outcome.checked = answers.check_response(
-                ask.questions, parsed, price_per_million=self.price_per_million, rules=self.rules
+                ask.questions,
+                self.native(ask, parsed),
+                price_per_million=self.price_per_million,
+                rules=self.rules,
             )
         except answers.AnswerError as exc:
             outcome.error = DecisionError(502, exc.detail, provider_status_code=200)
+        if outcome.checked and outcome.checked.extra.get("calibrated") is False:
+            outcome.calibrated = False  # a provider that says its answers are not calibrated
         outcome.total_ms = (time.perf_counter() - started) * 1000
         if outcome.checked and outcome.checked.dropped:
             log.info(

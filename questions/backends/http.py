@@ -1,5 +1,6 @@
-"""The three live wires: TypeSafe's `POST /v1/systemone`, the runtime's `POST /api/decisions`,
-and OpenRouter's `POST /alpha/decisions`. Each reads its configuration from settings when asked,
+"""The four live wires: TypeSafe's `POST /v1/systemone`, the runtime's `POST /api/decisions`,
+OpenRouter's `POST /alpha/decisions`, and any chat model's `POST /chat/completions` (`llm`, its
+request and reply in `llm.py`). Each reads its configuration from settings when asked,
 so a test can point it at a loopback server."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from questions import answers
+from questions.backends import llm
 from questions.backends.base import Ask, DecisionError, Outcome, Wire, scrub
 
 
@@ -19,6 +21,7 @@ class _HttpBackend:
     live = True
     needs = ""  # the variables to set, for the 503
     rules = answers.GATEWAY  # the answer checks that refuse on this wire
+    calibrated = True  # False: its probabilities are a model's words (seed 001)
 
     def configured(self) -> bool:
         raise NotImplementedError
@@ -40,6 +43,7 @@ class _HttpBackend:
                 model_asked=ask.model,
                 live=False,
                 error=DecisionError(503, self.missing_configuration()),
+                calibrated=self.calibrated,
             )
         wire = self.wire()
         return without_secret(wire.call(ask, started), wire.secret)
@@ -142,7 +146,43 @@ class OpenRouterBackend(_HttpBackend):
         )
 
 
+@dataclasses.dataclass
+class ChatWire(Wire):
+    """The `llm` wire on the shared transport: `llm.request_body` out, `llm.native_reply` in."""
+
+    def body(self, ask: Ask) -> dict[str, Any]:
+        return llm.request_body(ask.questions, ask.state, ask.model)
+
+    def native(self, ask: Ask, parsed: Any) -> Any:
+        return llm.native_reply(ask.questions, parsed)
+
+
+class LlmBackend(_HttpBackend):
+    name = "llm"
+    needs = "LLM_API_KEY (and LLM_BASE_URL, LLM_MODEL for an endpoint other than OpenRouter)"
+    rules = llm.RULES
+    calibrated = llm.CALIBRATED
+
+    def configured(self) -> bool:
+        return bool(settings.LLM_API_KEY)
+
+    def default_model(self) -> str:
+        return settings.LLM_MODEL
+
+    def wire(self) -> Wire:
+        return ChatWire(
+            name=self.name,
+            url=f"{settings.LLM_BASE_URL}/chat/completions",
+            secret=settings.LLM_API_KEY,
+            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
+            price_per_million=settings.LLM_PRICE_PER_MILLION_INPUT_TOKENS,
+            request_id_header="x-request-id",
+            rules=self.rules,
+            calibrated=self.calibrated,
+        )
+
+
 #: The live wires by name.
 LIVE: dict[str, type[_HttpBackend]] = {
-    b.name: b for b in (TypeSafeBackend, RuntimeBackend, OpenRouterBackend)
+    b.name: b for b in (TypeSafeBackend, RuntimeBackend, OpenRouterBackend, LlmBackend)
 }

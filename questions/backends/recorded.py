@@ -30,6 +30,11 @@ class RecordedBackend:
         self.source = LIVE[source]()  # KeyError for a wire that is not live
         self.name = NAME if source == DEFAULT_SOURCE else f"{NAME}:{source}"
 
+    @property
+    def calibrated(self) -> bool:
+        """A replay is as calibrated as the wire it replays."""
+        return self.source.calibrated
+
     def configured(self) -> bool:
         return True
 
@@ -70,7 +75,9 @@ class RecordedBackend:
 
     def _outcome(self, questions: dict, model: str, rows: list[dict], started: float) -> Outcome:
         """The replay of one state from its recorded rows, newest first."""
-        outcome = Outcome(backend=self.name, model_asked=model, live=False)
+        outcome = Outcome(
+            backend=self.name, model_asked=model, live=False, calibrated=self.calibrated
+        )
         sha_of = {qid: q.sha256 for qid, q in questions.items()}
         newest: dict[str, dict] = {}  # question sha256 → its newest recorded answer
         for row in rows:

@@ -8,6 +8,7 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     tokens     the runtime's API tokens
+    webhooks   change webhooks: endpoints per set, events, delivery by the task worker
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
@@ -60,7 +61,17 @@ from questions.services.versions import (
     version_import,
     version_keep,
     version_save,
+    version_set_advice,
     version_submit,
+)
+from questions.services.webhooks import (
+    webhook_create,
+    webhook_delete,
+    webhook_deliver,
+    webhook_deliver_task,
+    webhook_event,
+    webhook_send_test,
+    webhook_sweep_overdue,
 )
 
 __all__ = [
@@ -107,6 +118,14 @@ __all__ = [
     "version_keep",
     "version_request_changes",
     "version_save",
+    "version_set_advice",
     "version_submit",
+    "webhook_create",
+    "webhook_delete",
+    "webhook_deliver",
+    "webhook_deliver_task",
+    "webhook_event",
+    "webhook_send_test",
+    "webhook_sweep_overdue",
     "wrote",
 ]

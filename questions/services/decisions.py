@@ -126,7 +126,8 @@ def decision_record(
 ) -> Decision:
     """Store one live call: the exact request bytes sent (never the key; `request_sha256` is
     their canonical hash, for replay), the raw response, status,
-    models, usage, cost, timing, request id, who and when; and each checked answer keyed by
+    models, usage, cost, timing, request id, whether it is calibrated, who and when; and each
+    checked answer keyed by
     (question sha256, state sha256, model)."""
     checked = outcome.checked
     error = outcome.error
@@ -148,6 +149,7 @@ def decision_record(
         provider_ms=outcome.provider_ms,
         total_ms=outcome.total_ms,
         request_id=_storable(outcome.request_id),
+        calibrated=outcome.calibrated,
         version=version,
         sample_state=sample_state,
         user=roles.recorded_as(user),

@@ -1,7 +1,8 @@
 """Review and labels: approve, request changes, comment, and move a label (rollback included).
 
 Four eyes: nobody approves a version they wrote or edited (unless single-person teams are
-allowed with DECISIONS__ALLOW_SELF_APPROVAL).
+allowed with DECISIONS__ALLOW_SELF_APPROVAL). An approval and every label move tell the set's
+webhooks (`services.webhooks`), once the change commits.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from questions import roles
+from questions import roles, webhooks
 from questions.models import Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.services.errors import Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
+from questions.services.webhooks import webhook_event
 
 REVIEWERS_ONLY = "Only reviewers do that."
 LABEL_NAME = re.compile(rf"\A{Label.NAME_PATTERN}\Z")
@@ -62,6 +64,7 @@ def version_approve(*, version: Version, reviewer: Any, note: str = "", label: s
     locked.approved_model = settings.DECISIONS_MODEL  # frozen with the version: the export's model
     locked.save(update_fields=["approved_model"])
     move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
+    webhook_event(webhooks.APPROVED, version=locked, label=label or None)
     if label:
         label_move(
             question_set=locked.question_set,
@@ -141,5 +144,11 @@ def label_move(
         to_version=version,
         actor=actor,
         note=note,
+    )
+    webhook_event(
+        webhooks.LABEL_MOVED,
+        version=version,
+        label=name,
+        previous=previous.number if previous else None,
     )
     return label

@@ -157,9 +157,11 @@ def version_create(
     author: Any,
     parent: Version | None = None,
     note: str = "",
+    advice: dict[str, Any] | None = None,
 ) -> Version:
-    """A new draft holding `document` (a questions map). Refused while the set has an open
-    draft. The document may be work in progress; validity is checked on submission."""
+    """A new draft holding `document` (a questions map) and its `advice`, if any. Refused while
+    the set has an open draft. The document may be work in progress; validity is checked on
+    submission."""
     require(author, roles.may_write, WRITERS_ONLY)
     locked = _lock_set(question_set)
     draft = open_draft(locked)
@@ -173,6 +175,7 @@ def version_create(
         sha256=spec.sha256_of(document),
         parent=parent,
         author=author,
+        advice_text=advice_text(advice),
     )
     try:
         with transaction.atomic():
@@ -197,6 +200,7 @@ def version_draft_from(*, version: Version, author: Any) -> Version:
         author=author,
         parent=version,
         note=f"from version {version.number}",
+        advice=version.advice,
     )
 
 
@@ -278,11 +282,41 @@ def version_keep(*, version: Version, author: Any, note: str = "") -> Version:
 
 
 def require_valid(version: Version, what: str) -> spec.Document:
-    """The parsed document of `version`, or `InvalidContent` under the configured limits."""
+    """The parsed document of `version`, or `InvalidContent` under the configured limits; its
+    advice must fit its questions too (a question removed or retyped since leaves advice that
+    no longer does)."""
     result = spec.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent(what, result.errors)
+    errors = spec.validate_advice(version.advice, result.document.questions)
+    if errors:
+        raise InvalidContent("advice", errors)
     return result.document
+
+
+def advice_text(advice: dict[str, Any] | None) -> str:
+    """Advice as stored: JSON in the author's order, or empty for none."""
+    return document_text(advice) if advice else ""
+
+
+@transaction.atomic
+def version_set_advice(*, version: Version, advice: Any, author: Any) -> Version:
+    """Set a draft's advisory thresholds (`{}` or None clears them): advice for questions of the
+    draft, a noul's `threshold` and a choice's `min_confidence` in 0..1. Refused unless the
+    version is a draft and its questions are valid; on refusal nothing is written."""
+    require(author, roles.may_write, WRITERS_ONLY)
+    locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
+    if not locked.is_draft:
+        raise NotADraft(locked)
+    result = spec.validate(locked.document, limits=limits(), lints=False)
+    if result.document is None:
+        raise InvalidContent("document", result.errors)
+    errors = spec.validate_advice(advice or {}, result.document.questions)
+    if errors:
+        raise InvalidContent("advice", errors)
+    locked.advice_text = advice_text(advice)
+    locked.save(update_fields=["advice_text", "updated_at"])
+    return locked
 
 
 def move(version: Version, status: str, kind: str, actor: Any, note: str) -> Version:
@@ -319,4 +353,5 @@ def version_import(*, slug: str, value: Any, author: Any, name: str = "") -> Ver
             document=result.document.questions_json(),
             author=author,
             note=f"imported ({result.form} document)",
+            advice=result.document.meta.get("advice"),
         )

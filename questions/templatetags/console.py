@@ -99,3 +99,25 @@ def kib(size) -> str:
         return f"{size} byte{'' if size == 1 else 's'}"
     value = f"{size / 1024:.1f}".removesuffix(".0")
     return f"{value} KiB"
+
+
+@register.filter
+def uncalibrated(backend: str) -> bool:
+    """Whether decisions through this backend (a run's, a recording's) are not calibrated."""
+    from questions import backends
+
+    return not backends.calibrated(backend)
+
+
+@register.inclusion_tag("questions/_advice_review.html")
+def advice_curves(version):
+    """The advice of a version with its curves over the latest labelled run, for the review."""
+    from questions.views.advice import designer_items, labelled_runs
+
+    run = labelled_runs(version).first()
+    return {
+        "version": version,
+        "set": version.question_set,
+        "run": run,
+        "items": designer_items(version, run) if version.advice else [],
+    }

@@ -16,7 +16,7 @@ def test_sign_in_and_check_a_document_while_typing(page, sign_in):
     one_option = {"q": {"type": "choice", "criteria": {"a": "first"}}}
     box.fill(json.dumps(one_option))
     result = page.locator("#validation-result")
-    expect(result).to_contain_text("choice `q` has 1 option; at least 2 options")
+    expect(result).to_contain_text("choice q has 1 option; at least 2 options")
     two_options = {"q": {"type": "choice", "criteria": {"a": "first", "other": "anything else"}}}
     box.fill(json.dumps(two_options))
     expect(result).to_contain_text("Valid")

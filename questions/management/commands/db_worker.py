@@ -1,5 +1,5 @@
 """`manage.py db_worker`: django-tasks' database worker, which also takes over batch runs whose
-worker died.
+worker died, and queues again the webhook deliveries whose task died with one.
 
 django_tasks_db's worker has no hook for its idle time, so this command wraps it: a thread looks
 for running batch runs whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` every few
@@ -35,12 +35,17 @@ class Command(db_worker.Command):
             # the autoreloader's parent only restarts the child, which does the work
             return super().handle(*args, **options)
         queued: dict[int, float] = {}
+        overdue: dict[int, float] = {}
 
         def sweep() -> None:
             try:
                 services.batch_sweep_stale(queued)
             except Exception:  # the next sweep tries again; the worker goes on regardless
                 log.exception("looking for batch runs whose worker died failed")
+            try:
+                services.webhook_sweep_overdue(overdue)
+            except Exception:  # likewise
+                log.exception("looking for overdue webhook deliveries failed")
 
         with batches.beating(sweep, every=services.batches.sweep_seconds()):
             return super().handle(*args, **options)

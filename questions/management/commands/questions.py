@@ -15,8 +15,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import backends, demo, roles, selectors, services, spec
-from questions.models import BatchRun, QuestionSet, Version
+from questions import backends, comparison, demo, diff, roles, selectors, services, spec
+from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -137,9 +137,67 @@ class Command(BaseCommand):
         export.add_argument("--json", action="store_true", help="on failure, print JSON")
 
         token = sub.add_parser(
-            "token", help="create an API token for the runtime; prints it once, alone on stdout"
+            "token",
+            help="create an API token for the runtime (printed once, alone on stdout), or "
+            "revoke the tokens of a name",
         )
-        token.add_argument("--name", required=True)
+        token_action = token.add_mutually_exclusive_group(required=True)
+        token_action.add_argument("--name", help="a new token for NAME")
+        token_action.add_argument(
+            "--revoke", metavar="NAME", help="revoke every active token named NAME"
+        )
+        token.add_argument("--json", action="store_true", help="with --revoke, print JSON")
+
+        label = sub.add_parser(
+            "label",
+            help="point a label at an approved version (move it, or roll it back)",
+            description="Point label L of SLUG at approved version N; every move is logged, "
+            "and a rollback is a move back.",
+        )
+        label.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        label.add_argument("--label", required=True, metavar="L")
+        label.add_argument("--version", required=True, type=int, dest="number", metavar="N")
+        label.add_argument("--user", required=True, help="the reviewer who moves it")
+        label.add_argument("--note", default="", metavar="T")
+        label.add_argument("--json", action="store_true")
+
+        changes = sub.add_parser(
+            "request-changes",
+            help="send a submitted version back to its author with a note",
+        )
+        changes.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        changes.add_argument("--version", required=True, type=int, dest="number", metavar="N")
+        changes.add_argument("--user", required=True, help="the reviewer")
+        changes.add_argument("--note", required=True, metavar="T", help="what should change")
+        changes.add_argument("--json", action="store_true")
+
+        diff_ = sub.add_parser(
+            "diff",
+            help="what changed in the words between two versions",
+            description="The semantic diff of version N and version M of SLUG, per question "
+            "and field: added, removed, retyped, changed, renamed options, reordered levels.",
+        )
+        diff_.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        diff_.add_argument("--from", required=True, type=int, dest="from_number", metavar="N")
+        diff_.add_argument("--to", required=True, type=int, dest="to_number", metavar="M")
+        diff_.add_argument("--json", action="store_true")
+
+        compare = sub.add_parser(
+            "compare",
+            help="answers side by side: batch runs, or versions through a backend",
+            description="Columns are run:ID (a batch run) or vN:BACKEND (version N asked "
+            "through BACKEND; a live backend needs --state). Each column is marked against "
+            "the first: flips, distances, and passes against the expected answers.",
+        )
+        compare.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+        compare.add_argument(
+            "--col", required=True, action="append", dest="columns", metavar="run:ID|vN:BACKEND"
+        )
+        compare.add_argument("--state", dest="state_name", metavar="NAME", help="one state")
+        compare.add_argument("--threshold", type=float, default=0.5, help="a noul's true from")
+        compare_format = compare.add_mutually_exclusive_group()
+        compare_format.add_argument("--csv", action="store_true")
+        compare_format.add_argument("--json", action="store_true")
 
         ask = sub.add_parser(
             "ask",
@@ -409,12 +467,147 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
         return EXIT_OK
 
-    def do_token(self, *, name: str, **_: Any) -> int:
+    def do_token(self, *, name: str | None, revoke: str | None, json: bool, **_: Any) -> int:
+        if revoke is not None:
+            return self._token_revoke(revoke, json)
         try:
             _, raw = services.api_token_create(name=name, user=roles.OPERATOR)
         except services.ServiceError as exc:
             raise Unusable(str(exc)) from exc
         self.stdout.write(raw)
+        return EXIT_OK
+
+    def _token_revoke(self, name: str, as_json: bool) -> int:
+        tokens = list(APIToken.objects.filter(name=name.strip(), revoked_at__isnull=True))
+        if not tokens:
+            return self.fail(
+                f"There is no active token named {name!r}.", as_json=as_json, status=404
+            )
+        for token in tokens:
+            services.api_token_revoke(token=token, user=roles.OPERATOR)
+        prefixes = [f"{t.prefix}…" for t in tokens]
+        if as_json:
+            self.emit_json({"revoked": len(tokens), "name": name, "prefixes": prefixes})
+        else:
+            self.stdout.write(f"revoked {len(tokens)} token(s) named {name}: {', '.join(prefixes)}")
+        return EXIT_OK
+
+    def _version(self, slug: str, number: int, as_json: bool) -> Version | int:
+        """Version `number` of set `slug`, or the exit status of saying there is none."""
+        version = (
+            Version.objects.filter(question_set__slug=slug, number=number)
+            .select_related("question_set")
+            .first()
+        )
+        if version is not None:
+            return version
+        if not QuestionSet.objects.filter(slug=slug).exists():
+            return self.fail(f"There is no set {slug}.", as_json=as_json, status=404)
+        return self.fail(f"{slug} has no version {number}.", as_json=as_json, status=404)
+
+    def do_label(
+        self, *, slug: str, label: str, number: int, user: str, note: str, json: bool, **_: Any
+    ) -> int:
+        version = self._version(slug, number, json)
+        if isinstance(version, int):
+            return version
+        actor = _user(user)
+        before = Label.objects.filter(question_set=version.question_set, name=label).first()
+        was = before.version.number if before else None
+        services.label_move(
+            question_set=version.question_set, name=label, version=version, actor=actor, note=note
+        )
+        if json:
+            self.emit_json({"set": slug, "label": label, "version": number, "previous": was})
+        elif was == number:
+            self.stdout.write(f"{slug}: {label} already points at version {number}")
+        else:
+            moved = f" (was version {was})" if was is not None else " (new label)"
+            self.stdout.write(f"{slug}: {label} → version {number}{moved}")
+        return EXIT_OK
+
+    def do_request_changes(
+        self, *, slug: str, number: int, user: str, note: str, json: bool, **_: Any
+    ) -> int:
+        version = self._version(slug, number, json)
+        if isinstance(version, int):
+            return version
+        version = services.version_request_changes(version=version, reviewer=_user(user), note=note)
+        if json:
+            self.emit_json({"set": slug, "version": number, "status": version.status})
+        else:
+            self.stdout.write(f"{slug} version {number}: changes requested")
+        return EXIT_OK
+
+    def do_diff(self, *, slug: str, from_number: int, to_number: int, json: bool, **_: Any) -> int:
+        before = self._version(slug, from_number, json)
+        if isinstance(before, int):
+            return before
+        after = self._version(slug, to_number, json)
+        if isinstance(after, int):
+            return after
+        result = diff.document_diff(before.document, after.document)
+        if json:
+            self.emit_json(
+                {"set": slug, "from": from_number, "to": to_number, **diff.as_json(result)}
+            )
+            return EXIT_OK
+        counts = ", ".join(f"{n} {status}" for status, n in result.summary.items())
+        self.stdout.write(f"{slug} v{from_number} → v{to_number}: {counts}")
+        if result.reordered:
+            self.stdout.write("  the questions are in another order")
+        marks = {"added": "+", "removed": "-", "retyped": "!", "changed": "~"}
+        for q in result.changed:
+            self.stdout.write(f"{marks[q.status]} {q.id} ({q.type}): {q.status}")
+            for change in q.changes:
+                self.stdout.write(
+                    f"    {change.label}: {change.kind}"
+                    + (f" — {change.note}" if change.note else "")
+                )
+                old, new = diff.sides(change.segments)
+                if old != new:
+                    self.stdout.write(f"      - {old}")
+                    self.stdout.write(f"      + {new}")
+        return EXIT_OK
+
+    def do_compare(
+        self,
+        *,
+        slug: str,
+        columns: list[str],
+        state_name: str | None,
+        threshold: float,
+        csv: bool,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        question_set = QuestionSet.objects.filter(slug=slug).first()
+        if question_set is None:
+            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
+        bad = [c for c in columns if not comparison.COLUMN.match(c)]
+        if bad:
+            raise Unusable(f"Unknown column {bad[0]!r}: use run:ID or vN:BACKEND.")
+        if not 0 < threshold < 1:
+            raise Unusable("--threshold lies strictly between 0 and 1")
+        selection = comparison.Selection(columns=columns, threshold=threshold)
+        if state_name is not None:
+            state = question_set.sample_states.filter(name=state_name).first()
+            if state is None:
+                return self.fail(
+                    f"{slug} has no sample state {state_name!r}.", as_json=json, status=404
+                )
+            selection.state = str(state.pk)
+        built, streamed = comparison.stream(question_set, selection, roles.OPERATOR)
+        rows = list(streamed)  # every state, not one page of them
+        problems = [f"{c.key}: {c.problem}" for c in built if c.problem]
+        if problems:
+            return self.fail("; ".join(problems), as_json=json)
+        if json:
+            self.stdout.write(comparison.as_json(built, rows, selection))
+        elif csv:
+            self.stdout.write(comparison.as_csv(built, rows), ending="")
+        else:
+            self.stdout.write(comparison.as_text(built, rows))
         return EXIT_OK
 
     def do_batch(
@@ -490,6 +683,7 @@ class Command(BaseCommand):
                 f"{summary['answered']}/{summary['states']} answered, {summary['failed']} failed, "
                 f"pass rate {'n/a' if rate is None else f'{rate:.1%}'}, "
                 f"{summary['duration_ms']} ms"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
             )
             for qid, q in summary["per_question"].items():
                 if q["checked"]:
@@ -516,6 +710,9 @@ class Command(BaseCommand):
             raise Unusable(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
         host, bound = server.server_address[:2]
         self.stdout.write(f"stand-in provider (not Jev) on http://{host}:{bound}/v1/systemone")
+        self.stdout.write(
+            f"stand-in chat model (llm wire) on http://{host}:{bound}/v1/chat/completions"
+        )
         self.stdout.flush()
         try:
             server.serve_forever()

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0007_batch_rerun_of"),
+        ("questions", "0010_version_advice"),
     ]
 
     operations = [

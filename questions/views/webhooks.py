@@ -1,0 +1,81 @@
+"""A set's change webhooks: reviewers add and remove endpoints, send a test event, and read the
+delivery log (every attempt, with the endpoint's status code or what went wrong)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from questions import roles, services, webhooks
+from questions.models import QuestionSet, Webhook, WebhookDelivery
+from questions.services.errors import require
+from questions.services.webhooks import WEBHOOK_MANAGERS_ONLY
+
+#: deliveries shown per endpoint, newest first
+SHOWN_DELIVERIES = 10
+
+
+@require_http_methods(["GET", "POST"])
+def set_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    require(request.user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
+    created, problem, typed = None, None, {}
+    if request.method == "POST":
+        typed = {k: request.POST.get(k, "") for k in ("url", "description")}
+        try:
+            hook, secret = services.webhook_create(
+                question_set=question_set,
+                url=typed["url"],
+                description=typed["description"],
+                user=request.user,
+            )
+            created, typed = {"hook": hook, "secret": secret}, {}
+        except services.ServiceError as exc:
+            problem = str(exc)
+    hooks = []
+    for hook in question_set.webhooks.select_related("created_by"):
+        deliveries = list(
+            hook.deliveries.prefetch_related(Prefetch("attempt_log"))[:SHOWN_DELIVERIES]
+        )
+        hooks.append({"hook": hook, "deliveries": deliveries})
+    context = {
+        "set": question_set,
+        "hooks": hooks,
+        "created": created,
+        "problem": problem,
+        "typed": typed,
+        "events": [webhooks.describe(e) for e in (webhooks.APPROVED, webhooks.LABEL_MOVED)],
+        "signature_header": webhooks.SIGNATURE_HEADER,
+        "event_header": webhooks.EVENT_HEADER,
+        "delivery_header": webhooks.DELIVERY_HEADER,
+        "pending": WebhookDelivery.Status.PENDING,
+    }
+    return render(request, "questions/set_webhooks.html", context, status=422 if problem else 200)
+
+
+def _hook(slug: str, pk: int) -> Webhook:
+    return get_object_or_404(
+        Webhook.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+    )
+
+
+@require_POST
+def webhook_test(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    hook = _hook(slug, pk)
+    services.webhook_send_test(webhook=hook, user=request.user)
+    messages.success(
+        request, f"A test event is queued for {hook.url}; the worker sends it in a moment."
+    )
+    return redirect("set-webhooks", slug)
+
+
+@require_POST
+def webhook_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    hook = _hook(slug, pk)
+    url = hook.url
+    services.webhook_delete(webhook=hook, user=request.user)
+    messages.success(request, f"Removed the webhook to {url}; nothing more is sent to it.")
+    return redirect("set-webhooks", slug)

@@ -1,0 +1,64 @@
+"""In a real browser: a reviewer adds a webhook, copies its secret, sends a test event that the
+task worker delivers to a receiver on loopback, and reads the delivery log — at a laptop's
+width and at a phone's, with nothing wider than the screen."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from questions import roles, webhooks
+from questions.models import Webhook
+from tests import factories
+from tests.providers import Receiver
+from tests.test_webhooks import finished, work
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+#: where the screenshots go (the console's own pages, for a person to look at)
+SHOTS = Path(os.environ.get("E2E_SHOTS", "/tmp/console-shots"))
+
+
+@pytest.fixture
+def receiver(settings):
+    settings.DECISIONS_WEBHOOK_BACKOFF_SECONDS = 0.05
+    settings.DECISIONS_WEBHOOK_ATTEMPTS = 3
+    r = Receiver(statuses=[503])
+    yield r
+    r.stop()
+
+
+def overflow(page) -> int:
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def test_add_a_webhook_send_a_test_event_and_read_the_log(page, sign_in, receiver):
+    factories.user("reviewer", groups=(roles.REVIEWERS,), password="pw-for-browser-tests")
+    factories.question_set("gestures")
+    url = sign_in("reviewer")
+    page.goto(f"{url}/sets/gestures/")
+    page.get_by_role("link", name="Webhooks").click()
+    page.get_by_label("URL").fill(receiver.url)
+    page.get_by_label("Description").fill("production runtime")
+    page.get_by_role("button", name="Add webhook").click()
+    secret = page.locator(".webhook-secret code.token").inner_text()
+    assert secret == Webhook.objects.get().secret
+    page.get_by_role("button", name="Send test event").click()
+    expect(page.get_by_text("A test event is queued")).to_be_visible()
+    work(finished)
+    page.reload()
+    log = page.locator(".webhook-log")
+    expect(log.locator(".delivery-status")).to_have_text("delivered")
+    expect(log.locator("ol.attempts li")).to_have_count(2)  # 503, then 200
+    expect(log.locator("ol.attempts li").first).to_contain_text("503")
+    assert secret not in page.content()
+    raw = receiver.requests[-1]["raw"]
+    assert json.loads(raw)["event"] == "test"
+    assert webhooks.verify(secret, raw, receiver.requests[-1]["headers"][webhooks.SIGNATURE_HEADER])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        assert overflow(page) <= 0, f"wider than {width} px"
+        page.screenshot(path=SHOTS / f"webhooks-{width}.png", full_page=True)
