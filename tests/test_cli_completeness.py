@@ -264,3 +264,27 @@ def test_token_needs_a_name_or_a_revoke_but_not_both():
         run_cli("token")
     with pytest.raises(CommandError):
         run_cli("token", "--name", "a", "--revoke", "b")
+
+
+@pytest.mark.django_db(transaction=True)  # the run's calls write from their own threads
+def test_compare_prints_every_state_not_one_page(world, stand_in):
+    from questions import comparison
+
+    s = Version.objects.get(question_set__slug="s", number=1).question_set
+    writer = _user("writer")
+    services.sample_states_import(
+        question_set=s,
+        items=[{"name": f"extra {i:03}", "state": i} for i in range(comparison.PAGE_STATES + 5)],
+        author=writer,
+    )
+    run = services.batch_create(
+        version=Version.objects.get(question_set=s, number=1),
+        backend="typesafe",
+        user=writer,
+        enqueue=False,
+    )
+    services.batch_execute(run.pk)
+    code, out, err = run_cli("compare", "--set", "s", "--col", f"run:{run.pk}", "--json")
+    assert code == 0, err
+    states = {r["state"] for r in json.loads(out)["rows"]}
+    assert len(states) == s.sample_states.count() > comparison.PAGE_STATES
