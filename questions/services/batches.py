@@ -232,9 +232,7 @@ def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision]]:
             BatchItem.objects.filter(
                 pk__in=[pk for pk, _, _ in rows], status=BatchItem.Status.PENDING
             ).update(status=BatchItem.Status.RUNNING, claimed_at=timezone.now())
-    return [
-        (pk, SampleStateRevision(pk=revision, state_text=text)) for pk, revision, text in rows
-    ]
+    return [(pk, SampleStateRevision(pk=revision, state_text=text)) for pk, revision, text in rows]
 
 
 def _cancelled(run_id: int) -> bool:
