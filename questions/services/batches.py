@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
@@ -345,7 +345,7 @@ class _Execution:
             outcome.decision_id = decision.pk
         answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
         if answered:
-            BatchItem.objects.bulk_update(answered, _ITEM_FIELDS)
+            _update_items(answered)
         released = [d.item[0] for d in batch if d.released]
         if released:
             BatchItem.objects.filter(pk__in=released, status=BatchItem.Status.RUNNING).update(
@@ -362,6 +362,23 @@ class _Execution:
 
 
 _ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]
+
+
+def _update_items(items: list[BatchItem]) -> None:
+    """Each item's outcome in one `executemany` of a plain UPDATE by id (`bulk_update` builds
+    a CASE per field and row, which cost more than the rest of the write)."""
+    meta = BatchItem._meta
+    fields = [meta.get_field(name) for name in _ITEM_FIELDS]
+    db = connections[router.db_for_write(BatchItem)]
+    quote = db.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(item, f.attname), db) for f in fields] + [item.pk]
+        for item in items
+    ]
+    with db.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _item_of(done: batches.Done) -> BatchItem:
