@@ -29,6 +29,7 @@ RETRY_AFTER_LIMIT = 60.0  # a provider asking for longer than this is not waited
 HEARTBEAT_SECONDS = 2.0
 TICK_SECONDS = 0.25  # how often a run looks for a cancel request
 WRITE_BATCH = 200  # outcomes written in one transaction, at most
+WRITE_LINGER = 0.05  # how long a result waits for others to be written with it
 
 #: set when the process was asked to stop: runs release what they have not sent
 stopping = threading.Event()
@@ -180,8 +181,10 @@ def run_pipeline(
                 next_tick = time.monotonic() + TICK_SECONDS
                 if stopped:
                     halt.set()
-            room = 2 * concurrency - outstanding  # the calls never wait for a claim
-            if not (stopped or exhausted) and room > 0:
+            # claim ahead so the calls never wait for one, in chunks of at least half the
+            # concurrency so that a claim is not a transaction per state
+            room = 2 * concurrency - outstanding
+            if not (stopped or exhausted) and room >= max(1, concurrency // 2):
                 items = claim(room)
                 exhausted = len(items) < room
                 for item in items:
@@ -205,14 +208,17 @@ def run_pipeline(
 
 
 def _drain(results: queue.SimpleQueue, wait: float) -> list[Done]:
-    """What came back: waits up to `wait` seconds for the first, then takes what is there."""
+    """What came back: waits up to `wait` seconds for the first, then up to WRITE_LINGER
+    seconds more for others to write with it (a transaction per state costs more than the
+    state's own work)."""
     try:
         batch = [results.get(timeout=wait) if wait > 0 else results.get_nowait()]
     except queue.Empty:
         return []
+    until = time.monotonic() + WRITE_LINGER
     while len(batch) < WRITE_BATCH:
         try:
-            batch.append(results.get_nowait())
+            batch.append(results.get(timeout=max(0.0, until - time.monotonic())))
         except queue.Empty:
             break
     return batch
