@@ -439,8 +439,10 @@ def batch_execute(
     (`batches.stopping`, SIGTERM in a worker): then calls in flight finish and are recorded,
     what was claimed but not sent goes back to pending, and the run is queued again for
     another worker. Returns None when there was nothing to do: the run is finished, or a live
-    executor has it. The engine (`questions.batches.run_pipeline`) asks the provider on an
-    asyncio loop and this thread does every database write, in small batches."""
+    executor has it, or this process is stopping. The engine (`batches.run_pipeline`) asks
+    the provider on an asyncio loop; this thread does every database write, in small batches."""
+    if batches.stopping.is_set():  # this process is stopping: it takes no run
+        return None
     run = _take(run_id)
     if run is None:
         return None
