@@ -115,15 +115,17 @@ def run_pipeline(
     tick: Callable[[], bool],
     concurrency: int,
     max_attempts: int,
-    session: Callable[[], contextlib.AbstractAsyncContextManager] | None = None,
+    session: Callable[[], contextlib.AbstractAsyncContextManager[list]] | None = None,
     sleep: Callable[[float], Any] | None = None,
 ) -> bool:
     """Ask about every item `claim(n)` hands out until it hands out none or the run stops;
     whether it stopped early (`tick()` said so — a cancel — or `stopping` was set).
 
-    `ask` is a coroutine function `ask(item, session)` run on an asyncio loop in a thread of
-    its own, at most `concurrency` at a time, with `session` (e.g. an HTTP client) opened there
-    once; or a plain function `ask(item)` run here, one at a time (a replay asks the database).
+    `ask` is a coroutine function `ask(item, slot)` run on an asyncio loop in a thread of its
+    own, at most `concurrency` at a time: `session()` opens there (once) an async context that
+    yields `concurrency` slots — e.g. HTTP clients of one connection each — and each call gets
+    a free one. Or `ask` is a plain function `ask(item)` run here, one at a time (a replay asks
+    the database).
     Outcomes the engine retries (`retry_delay`) are asked again after the backoff. Everything
     else — `claim`, `write(done)` with up to WRITE_BATCH results, `tick()` every TICK_SECONDS —
     runs in the calling thread, which holds the only database connection. An exception raised
@@ -148,25 +150,25 @@ def run_pipeline(
             done.error = exc
             return done
 
-    async def attempts_async(item: Any, sem: asyncio.Semaphore, client: Any) -> None:
+    async def attempts_async(item: Any, free: asyncio.Queue) -> None:
         done = Done(item)
+        slot = await free.get()  # one of `concurrency` slots: at most that many calls at once
         try:
-            async with sem:
-                if halt.is_set():
-                    done.released = True
+            if halt.is_set():
+                done.released = True
+                return
+            while True:
+                done.tried.append(await ask(item, slot))
+                delay = retry_delay(done.outcome, len(done.tried), max_attempts, halt.is_set())
+                if delay is None:
                     return
-                while True:
-                    done.tried.append(await ask(item, client))
-                    stopped = halt.is_set()
-                    delay = retry_delay(done.outcome, len(done.tried), max_attempts, stopped)
-                    if delay is None:
-                        return
-                    waited = (sleep or asyncio.sleep)(delay)
-                    if inspect.isawaitable(waited):
-                        await waited
+                waited = (sleep or asyncio.sleep)(delay)
+                if inspect.isawaitable(waited):
+                    await waited
         except Exception as exc:
             done.error = exc
         finally:
+            free.put_nowait(slot)
             results.put(done)
 
     outstanding = 0
@@ -225,23 +227,30 @@ def _drain(results: queue.SimpleQueue, wait: float) -> list[Done]:
 
 
 class _Loop:
-    """An asyncio loop in a thread of its own, with a semaphore of `concurrency` and a session
-    (opened on the loop at start, closed there at the end)."""
+    """An asyncio loop in a thread of its own and `concurrency` slots: the session's objects
+    (one each, e.g. an HTTP client with one connection), or None each without a session. The
+    session is opened on the loop at start and closed there at the end."""
 
     def __init__(self, concurrency: int, session: Callable | None):
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="batch-calls")
         self.concurrency = concurrency
-        self.opened = session() if session else contextlib.nullcontext()
+        self.opened = session() if session else contextlib.nullcontext([None] * concurrency)
         self.tasks: set[asyncio.Future] = set()
 
     def start(self) -> None:
         self.thread.start()
-        self.sem = asyncio.Semaphore(self.concurrency)
-        self.client = self._run(self.opened.__aenter__())
+
+        async def open_slots() -> asyncio.Queue:
+            free: asyncio.Queue = asyncio.Queue()
+            for slot in await self.opened.__aenter__():
+                free.put_nowait(slot)
+            return free
+
+        self.free = self._run(open_slots())
 
     def submit(self, attempts: Callable[..., Awaitable[None]], item: Any) -> None:
-        future = asyncio.run_coroutine_threadsafe(attempts(item, self.sem, self.client), self.loop)
+        future = asyncio.run_coroutine_threadsafe(attempts(item, self.free), self.loop)
         self.tasks.add(future)
         future.add_done_callback(self.tasks.discard)
 
