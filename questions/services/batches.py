@@ -12,9 +12,12 @@ unexpected, fails that item alone. The concurrency and retry engine is `question
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
+import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
@@ -240,6 +243,13 @@ def _cancelled(run_id: int) -> bool:
     return BatchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of the batch clients (trusting what SSL_CERT_FILE / SSL_CERT_DIR name, as
+    every httpx client does), built once: building one costs tens of milliseconds."""
+    return httpx.create_ssl_context()
+
+
 class _Execution:
     """One run's execution: what the engine's claim, ask, write and tick do for it."""
 
@@ -263,8 +273,9 @@ class _Execution:
 
     @property
     def asynchronous(self) -> bool:
-        """Live wires are asked on the engine's asyncio loop; a replay reads the database."""
-        return self.refused is None and self.backend.live
+        """A backend with `aask` (every HTTP wire) is asked on the engine's asyncio loop; any
+        other — a replay, which reads the database — in this thread, one state at a time."""
+        return self.refused is None and hasattr(self.backend, "aask")
 
     def claim(self, n: int) -> list[tuple[int, SampleStateRevision]]:
         return _claim(self.run.pk, n)
@@ -295,12 +306,16 @@ class _Execution:
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[list[httpx.AsyncClient]]:
         """A client of one connection per slot: httpx's pool scans all its connections for
-        every request and response, which at concurrency 64 cost more than the calls did.
-        One TLS context serves them all (building one costs tens of milliseconds)."""
-        tls = httpx.create_ssl_context()
+        every request and response, which at concurrency 64 cost more than the calls did."""
         one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         clients = [
-            httpx.AsyncClient(follow_redirects=False, limits=one, verify=tls)
+            httpx.AsyncClient(
+                follow_redirects=False,
+                limits=one,
+                verify=_tls(),
+                # reading the environment costs ~2 ms a client: done only when a proxy is set
+                trust_env=bool(urllib.request.getproxies()),
+            )
             for _ in range(max(1, self.run.concurrency))
         ]
         try:
