@@ -6,10 +6,10 @@ odd rounds, bare loop first in even ones):
 
 - engine: `batch_create` + `batch_execute`, everything a real run does (claims, provider
   calls, answer checks, recordings, heartbeat);
-- bare loop: the same request bytes through the engine's transport (an `httpx.AsyncClient`
-  of one connection per slot, K slots), each status checked — no database, no answer checks:
-  the floor. (One pooled `AsyncClient` of K connections is slower at K = 64: httpcore scans
-  every connection on every request and response.)
+- bare loop: K asyncio loops POSTing the same request bytes through the engine's transport
+  (an `httpx.AsyncClient` of one connection each), each status checked — no database, no
+  answer checks: the floor. (One pooled `AsyncClient` of K connections is slower at K = 64:
+  httpcore scans every connection on every request and response.)
 
 Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
 engine's Python CPU and SQL statements per state, and (PostgreSQL) the most connections the
@@ -83,29 +83,24 @@ def stand_in(latency_ms: float) -> tuple[multiprocessing.Process, int]:
 
 
 async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float) -> int:
-    """The floor: the bodies POSTed through the engine's transport (an httpx.AsyncClient of one
-    connection per slot), at most `concurrency` at a time; the number that did not answer 200."""
+    """The floor: K loops POSTing the bodies through the engine's transport (an
+    httpx.AsyncClient of one connection each); the number that did not answer 200."""
     import httpx
 
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    free: asyncio.Queue = asyncio.Queue()
-    for _ in range(concurrency):
-        free.put_nowait(httpx.AsyncClient(limits=one, trust_env=False))
     headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
+    todo, failed = list(reversed(bodies)), [0]
 
-    async def one_call(body: bytes) -> int:
-        client = await free.get()
-        try:
-            async with asyncio.timeout(timeout):
-                response = await client.post(url, content=body, headers=headers)
-            return response.status_code
-        finally:
-            free.put_nowait(client)
+    async def loop() -> None:
+        async with httpx.AsyncClient(limits=one, trust_env=False) as client:
+            while todo:
+                body = todo.pop()
+                async with asyncio.timeout(timeout):
+                    response = await client.post(url, content=body, headers=headers)
+                failed[0] += response.status_code != 200
 
-    statuses = await asyncio.gather(*(one_call(b) for b in bodies))
-    while not free.empty():
-        await free.get_nowait().aclose()
-    return sum(s != 200 for s in statuses)
+    await asyncio.gather(*(loop() for _ in range(concurrency)))
+    return failed[0]
 
 
 class Connections:
