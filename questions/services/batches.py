@@ -1,12 +1,16 @@
 """Batch runs: create, cancel, and every write of their execution — taking a run, claiming an
 item, recording its outcome, finishing the run — plus the django-tasks task that executes one.
 
-Items are claimed one by one with a conditional UPDATE, so no state is asked twice by two
-executors. An executor keeps the run's heartbeat fresh; a run whose heartbeat is older than
-`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died: idle workers look for such runs
-(`batch_sweep_stale`, from the console's `db_worker`) and queue them, and the next executor takes
-it over: its half-done items go back to pending and the run goes on. One state's failure, however
-unexpected, fails that item alone. The concurrency and retry engine is `questions.batches`.
+Items are claimed in chunks (SELECT … FOR UPDATE SKIP LOCKED, then a conditional UPDATE), so no
+state is asked twice by two executors, and their outcomes are written in small batches, one
+transaction each, by the one thread that holds the run's database connection; the provider
+calls go out from the engine's asyncio loop. An executor keeps the run's heartbeat fresh; a
+run whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that
+died: idle workers look for such runs (`batch_sweep_stale`, from the console's `db_worker`) and
+queue them, and the next executor takes it over: its half-done items go back to pending and
+the run goes on. A worker asked to stop (SIGTERM) hands its run back at once (`_hand_back`).
+One state's failure, however unexpected, fails that item alone. The concurrency and retry
+engine is `questions.batches`.
 """
 
 from __future__ import annotations
@@ -284,12 +288,9 @@ class _Execution:
         """What is asked about one state, or the outcome that refuses it (nothing is sent)."""
         if self.refused:
             return self.refused
-        refused = decision_state_refusal(
-            backend=self.run.backend, model=self.model, state=revision.state
-        )
-        return refused or backends.Ask(
-            questions=self.questions, state=revision.state, model=self.model
-        )
+        state = revision.state  # parsed from its text on every read
+        refused = decision_state_refusal(backend=self.run.backend, model=self.model, state=state)
+        return refused or backends.Ask(questions=self.questions, state=state, model=self.model)
 
     async def ask_async(self, item: tuple[int, SampleStateRevision], client) -> backends.Outcome:
         asked = self._asked(item[1])
