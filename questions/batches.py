@@ -150,6 +150,12 @@ def run_pipeline(
             done.error = exc
             return done
 
+    async def pause(delay: float) -> None:
+        """A backoff that ends early when the run stops (a Retry-After may ask for a minute)."""
+        until = time.monotonic() + delay
+        while not halt.is_set() and (left := until - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, TICK_SECONDS))
+
     async def attempts_async(item: Any, free: asyncio.Queue) -> None:
         done = Done(item)
         slot = await free.get()  # one of `concurrency` slots: at most that many calls at once
@@ -162,9 +168,11 @@ def run_pipeline(
                 delay = retry_delay(done.outcome, len(done.tried), max_attempts, halt.is_set())
                 if delay is None:
                     return
-                waited = (sleep or asyncio.sleep)(delay)
+                waited = (sleep or pause)(delay)
                 if inspect.isawaitable(waited):
                     await waited
+                if halt.is_set():  # stopped while it waited: its last outcome stands
+                    return
         except Exception as exc:
             done.error = exc
         finally:

@@ -146,3 +146,23 @@ def test_a_run_holds_one_database_connection_whatever_its_concurrency(settings):
     assert selectors.run_counts(BatchRun.objects.get(pk=run.pk))["answered"] == 64
     assert max(provider.max_in_flight, 0) > 8  # the calls did run concurrently
     assert most - before <= 1  # the run's own thread; it was concurrency + 2
+
+
+def test_a_cancel_ends_a_long_backoff_at_once(settings):
+    provider = FlakyProvider(fail_first=99, retry_after=30)  # "come back in 30 s", every time
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k", provider.url
+    try:
+        run = a_run("typesafe", states=[{"n": 1}, {"n": 2}], max_attempts=4)
+        worker = threading.Thread(target=services.batch_execute, args=(run.pk,))
+        worker.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        services.batch_cancel(run=BatchRun.objects.get(pk=run.pk), user=roles.OPERATOR)
+        worker.join(10)
+        assert not worker.is_alive() and time.monotonic() - started < 3
+    finally:
+        provider.close()
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert set(run.items.values_list("status", "error_status")) == {("failed", 429)}
+    assert set(provider.calls.values()) == {1}
