@@ -1,23 +1,38 @@
 """The batch engine: concurrency and retries, nothing else. It knows no model and no service:
 `questions.services.batches` hands it the items and what to do with each.
 
-`run_concurrently` works through item ids with a bounded number of threads (each with its own
-database connection for its life); `retryable` and `backoff` say what a provider's refusal is
-worth another try and how long to wait; `beating` keeps a heartbeat going while work runs.
+`run_pipeline` works through claimed items with provider calls on one asyncio loop (a thread of
+its own, at most `concurrency` calls at a time) while the calling thread — the only one that
+touches the database — claims items in chunks, writes outcomes in small batches as they come
+back, and ticks (heartbeat, cancel). `retryable`, `backoff` and `retry_delay` say what a
+provider's refusal is worth another try and how long to wait; `beating` keeps a heartbeat going
+in a thread while other work runs (the worker's sweep); `stopping` is set when the process was
+asked to stop (SIGTERM): no new call starts, calls in flight finish.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
+import queue
 import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 
 RETRY_AFTER_LIMIT = 60.0  # a provider asking for longer than this is not waited for
 HEARTBEAT_SECONDS = 2.0
+TICK_SECONDS = 0.25  # how often a run looks for a cancel request
+WRITE_BATCH = 200  # outcomes written in one transaction, at most
+WRITE_LINGER = 0.05  # how long a result waits for others to be written with it
+
+#: set when the process was asked to stop: runs release what they have not sent
+stopping = threading.Event()
 
 
 def retryable(outcome) -> bool:
@@ -42,6 +57,15 @@ def backoff(attempt: int, retry_after: float | None) -> float:
     return min(settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS, base * 2 ** (attempt - 1))
 
 
+def retry_delay(outcome, attempt: int, max_attempts: int, stopped: bool) -> float | None:
+    """How long to wait before asking again after `attempt` calls ended in `outcome`, or None
+    when this outcome is the last: an answer, an error not worth retrying, the attempts spent,
+    or the run stopped."""
+    if not retryable(outcome) or attempt >= max_attempts or stopped:
+        return None
+    return backoff(attempt, outcome.error.retry_after)
+
+
 @contextlib.contextmanager
 def beating(beat: Callable[[], None], every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
     """Call `beat` every `every` seconds in a thread of its own while the block runs."""
@@ -63,42 +87,195 @@ def beating(beat: Callable[[], None], every: float = HEARTBEAT_SECONDS) -> Itera
         thread.join(5)
 
 
-def run_concurrently(
-    item_ids: Iterable[int],
-    work: Callable[[int], None],
-    *,
-    concurrency: int,
-    stopped: Callable[[], bool],
-) -> None:
-    """Call `work(item_id)` for every item, at most `concurrency` at a time, until none is left
-    or `stopped()` says so. An exception in `work` stops every thread and is raised here (the
-    batch service fails the one item instead, so only a failure to record that gets through)."""
-    pending = deque(item_ids)
-    lock = threading.Lock()
-    failures: list[BaseException] = []
+@dataclass
+class Done:
+    """What became of one claimed item: every outcome of a call that went out (`tried`, in
+    order; the last is the item's), or the exception nobody mapped, or `released` when it was
+    never asked because the run stopped first."""
 
-    def worker() -> None:
+    item: Any
+    tried: list[Any] = field(default_factory=list)
+    error: BaseException | None = None
+    released: bool = False
+
+    @property
+    def outcome(self) -> Any:
+        return self.tried[-1] if self.tried else None
+
+    @property
+    def attempts(self) -> int:
+        return max(1, len(self.tried))
+
+
+def run_pipeline(
+    *,
+    claim: Callable[[int], list[Any]],
+    ask: Callable[..., Any],
+    write: Callable[[list[Done]], None],
+    tick: Callable[[], bool],
+    concurrency: int,
+    max_attempts: int,
+    session: Callable[[], contextlib.AbstractAsyncContextManager[list]] | None = None,
+    sleep: Callable[[float], Any] | None = None,
+) -> bool:
+    """Ask about every item `claim(n)` hands out until it hands out none or the run stops;
+    whether it stopped early (`tick()` said so — a cancel — or `stopping` was set).
+
+    `ask` is a coroutine function `ask(item, slot)` run on an asyncio loop in a thread of its
+    own, at most `concurrency` at a time: `session()` opens there (once) an async context that
+    yields `concurrency` slots — e.g. HTTP clients of one connection each — and each call gets
+    a free one. Or `ask` is a plain function `ask(item)` run here, one at a time (a replay asks
+    the database).
+    Outcomes the engine retries (`retry_delay`) are asked again after the backoff. Everything
+    else — `claim`, `write(done)` with up to WRITE_BATCH results, `tick()` every TICK_SECONDS —
+    runs in the calling thread, which holds the only database connection. An exception raised
+    by `ask` is handed to `write` as that item's (`Done.error`); one raised by `claim`, `write`
+    or `tick` stops the run and is raised here once the calls in flight have ended."""
+    concurrency = max(1, concurrency)
+    halt = threading.Event()  # read by the calls: nothing new is sent
+    results: queue.SimpleQueue[Done] = queue.SimpleQueue()
+    asynchronous = inspect.iscoroutinefunction(ask)
+    pipeline = _Loop(concurrency, session) if asynchronous else None
+
+    def attempts_sync(item: Any) -> Done:
+        done = Done(item)
         try:
             while True:
-                with lock:
-                    if not pending or failures:
-                        return
-                    item_id = pending.popleft()
-                if stopped():
-                    return
-                work(item_id)
-        except BaseException as exc:  # surfaced below, after every worker stopped
-            failures.append(exc)
-        finally:
-            connection.close()
+                done.tried.append(ask(item))
+                delay = retry_delay(done.outcome, len(done.tried), max_attempts, halt.is_set())
+                if delay is None:
+                    return done
+                (sleep or time.sleep)(delay)
+        except Exception as exc:
+            done.error = exc
+            return done
 
-    threads = [threading.Thread(target=worker) for _ in range(max(1, concurrency))]
+    async def pause(delay: float) -> None:
+        """A backoff that ends early when the run stops (a Retry-After may ask for a minute)."""
+        until = time.monotonic() + delay
+        while not halt.is_set() and (left := until - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, TICK_SECONDS))
+
+    async def attempts_async(item: Any, free: asyncio.Queue) -> None:
+        done = Done(item)
+        slot = await free.get()  # one of `concurrency` slots: at most that many calls at once
+        try:
+            if halt.is_set():
+                done.released = True
+                return
+            while True:
+                done.tried.append(await ask(item, slot))
+                delay = retry_delay(done.outcome, len(done.tried), max_attempts, halt.is_set())
+                if delay is None:
+                    return
+                waited = (sleep or pause)(delay)
+                if inspect.isawaitable(waited):
+                    await waited
+                if halt.is_set():  # stopped while it waited: its last outcome stands
+                    return
+        except Exception as exc:
+            done.error = exc
+        finally:
+            free.put_nowait(slot)
+            results.put(done)
+
+    outstanding = 0
+    exhausted = stopped = False
+    next_tick = 0.0
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if pipeline:
+            pipeline.start()
+        while True:
+            if time.monotonic() >= next_tick:
+                stopped = tick() or stopping.is_set() or stopped
+                next_tick = time.monotonic() + TICK_SECONDS
+                if stopped:
+                    halt.set()
+            # claim ahead so the calls never wait for one, in chunks of at least half the
+            # concurrency so that a claim is not a transaction per state
+            room = 2 * concurrency - outstanding
+            if not (stopped or exhausted) and room >= max(1, concurrency // 2):
+                items = claim(room)
+                exhausted = len(items) < room
+                for item in items:
+                    if pipeline:
+                        pipeline.submit(attempts_async, item)
+                    else:
+                        results.put(attempts_sync(item))
+                    outstanding += 1
+            if outstanding == 0 and (stopped or exhausted):
+                return stopped
+            batch = _drain(results, max(0.0, min(TICK_SECONDS, next_tick - time.monotonic())))
+            if batch:
+                outstanding -= len(batch)
+                write(batch)
+    except BaseException:
+        halt.set()
+        raise
     finally:
-        close_old_connections()
-    if failures:
-        raise failures[0]
+        if pipeline:
+            pipeline.close()
+
+
+def _drain(results: queue.SimpleQueue, wait: float) -> list[Done]:
+    """What came back: waits up to `wait` seconds for the first, then up to WRITE_LINGER
+    seconds more for others to write with it (a transaction per state costs more than the
+    state's own work)."""
+    try:
+        batch = [results.get(timeout=wait) if wait > 0 else results.get_nowait()]
+    except queue.Empty:
+        return []
+    until = time.monotonic() + WRITE_LINGER
+    while len(batch) < WRITE_BATCH:
+        try:
+            batch.append(results.get(timeout=max(0.0, until - time.monotonic())))
+        except queue.Empty:
+            break
+    return batch
+
+
+class _Loop:
+    """An asyncio loop in a thread of its own and `concurrency` slots: the session's objects
+    (one each, e.g. an HTTP client with one connection), or None each without a session. The
+    session is opened on the loop at start and closed there at the end."""
+
+    def __init__(self, concurrency: int, session: Callable | None):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="batch-calls")
+        self.concurrency = concurrency
+        self.opened = session() if session else contextlib.nullcontext([None] * concurrency)
+        self.tasks: set[asyncio.Future] = set()
+
+    def start(self) -> None:
+        self.thread.start()
+
+        async def open_slots() -> asyncio.Queue:
+            free: asyncio.Queue = asyncio.Queue()
+            for slot in await self.opened.__aenter__():
+                free.put_nowait(slot)
+            return free
+
+        self.free = self._run(open_slots())
+
+    def submit(self, attempts: Callable[..., Awaitable[None]], item: Any) -> None:
+        future = asyncio.run_coroutine_threadsafe(attempts(item, self.free), self.loop)
+        self.tasks.add(future)
+        future.add_done_callback(self.tasks.discard)
+
+    def close(self) -> None:
+        """Wait for the calls still in flight (each bounded by its deadline), close the
+        session, stop the loop."""
+        if not self.thread.is_alive():
+            return
+        try:
+            for future in list(self.tasks):
+                with contextlib.suppress(Exception):
+                    future.result()
+            self._run(self.opened.__aexit__(None, None, None))
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+
+    def _run(self, coroutine: Awaitable[Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()

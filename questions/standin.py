@@ -182,12 +182,17 @@ class _Handler(BaseHTTPRequestHandler):
         return  # quiet: the console logs its own calls
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver listens with a backlog of 5: a burst of new connections (a batch run at
+    # concurrency 64 opening its pool) overflows it and the kernel resets some of them
+    request_queue_size = 1024
+
+
 def make_server(port: int = 0, latency_ms: float = 0) -> ThreadingHTTPServer:
     """A stand-in bound to 127.0.0.1 (port 0: any free port)."""
     handler = type("Handler", (_Handler,), {"latency": latency_ms / 1000})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    return server
+    return _Server(("127.0.0.1", port), handler)
 
 
 def serve_in_thread(port: int = 0, latency_ms: float = 0) -> ThreadingHTTPServer:

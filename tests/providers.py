@@ -24,6 +24,11 @@ from questions import standin
 KEY = "sk-test-4f9c2a7e1b"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # a batch run opens up to 64 connections at once
+
+
 class Provider:
     """Replies are (status, body, headers, delay, trickle): `delay` seconds before answering;
     `trickle` > 0 sends the body one byte at a time, that many seconds apart."""
@@ -64,8 +69,7 @@ class Provider:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -186,8 +190,7 @@ class FlakyProvider:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 

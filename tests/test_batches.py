@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from questions import batches, roles, selectors, services
+from questions import backends, batches, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
@@ -226,14 +226,14 @@ def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
     provider_factory, monkeypatch, caplog
 ):
     provider_factory()
-    real_ask = services.batches.decision_ask
+    real_ask = backends.http.TypeSafeBackend.aask
 
-    def ask(**kw):
-        if kw["state"] == {"n": 2}:
+    async def ask(self, asked, client):
+        if asked.state == {"n": 2}:
             raise RuntimeError("boom with the state {'n': 2} in it")
-        return real_ask(**kw)
+        return await real_ask(self, asked, client)
 
-    monkeypatch.setattr(services.batches, "decision_ask", ask)
+    monkeypatch.setattr(backends.http.TypeSafeBackend, "aask", ask)
     version, writer = a_set(5)
     run = services.batch_create(
         version=version, backend="typesafe", user=writer, concurrency=3, enqueue=False
@@ -253,14 +253,14 @@ def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
 
 def test_an_exception_recording_the_outcome_fails_its_state_alone(provider_factory, monkeypatch):
     provider_factory()
-    real_save = BatchItem.save
+    real_rows = services.batches.decision_rows
 
-    def save(self, *a, **kw):
-        if self.sample_state.state == {"n": 0}:
+    def rows(**kw):
+        if kw["ask"].state == {"n": 0}:
             raise ValueError("cannot store this")
-        return real_save(self, *a, **kw)
+        return real_rows(**kw)
 
-    monkeypatch.setattr(BatchItem, "save", save)
+    monkeypatch.setattr(services.batches, "decision_rows", rows)
     version, writer = a_set(3)
     run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
     run = services.batch_execute(run.pk)

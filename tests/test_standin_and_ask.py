@@ -31,6 +31,22 @@ def stand_in(settings):
 # --- the stand-in ---------------------------------------------------------------------------------
 
 
+def test_the_stand_in_queues_a_burst_of_connections_a_run_at_concurrency_64_opens():
+    """Nothing accepts while the burst arrives: every connection must wait in the listen queue
+    (socketserver's default of 5 let the kernel drop the rest)."""
+    server = standin.make_server()
+    sockets = []
+    try:
+        for _ in range(100):
+            sock = socket.create_connection(server.server_address, timeout=2)
+            sockets.append(sock)
+        assert len(sockets) == 100
+    finally:
+        for sock in sockets:
+            sock.close()
+        server.server_close()
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(question_maps, json_values)
 def test_the_stand_ins_answers_are_valid_deterministic_and_rounded(qmap, state):

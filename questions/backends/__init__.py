@@ -2,6 +2,11 @@
 
 backend = backends.get("typesafe")
 outcome = backend.ask(Ask(questions, state, model))   # never raises for a provider's fault
+outcome = await backend.aask(ask, client)              # the same on an asyncio loop (HTTP wires)
+
+An HTTP wire is a `Wire` (base.py) behind an `_HttpBackend` (http.py): `ask` and `aask` share
+its pure steps (request bytes, error table, answer checks, scrubbing), so a wire added to `LIVE`
+serves single asks and the batch engine alike.
 
 `recorded:<wire>` replays what one live wire answered (`recorded` alone: `recorded:typesafe`).
 """

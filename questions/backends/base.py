@@ -7,6 +7,7 @@ says about the key goes to the server log only, with the key removed.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import logging
@@ -331,6 +332,28 @@ class Wire:
     def call(self, ask: Ask, started: float) -> Outcome:
         """POST the question set as the author wrote it; map every failure through ERROR_TABLE;
         check the answers. Never raises for anything a provider sends."""
+        outcome, payload, headers = self.prepare(ask)
+        sent = time.perf_counter()
+        try:
+            response, raw = self._exchange(payload, headers)
+        except Exception as exc:
+            return self.failed_exchange(outcome, exc, sent, started)
+        return self.answered(outcome, response, raw, ask, sent, started)
+
+    async def acall(self, ask: Ask, started: float, client: httpx.AsyncClient) -> Outcome:
+        """`call` on an asyncio loop through `client`: the same request bytes, deadline, error
+        table and answer checks (the pure steps are shared); for the batch engine."""
+        outcome, payload, headers = self.prepare(ask)
+        sent = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout):  # the whole exchange, trickle included
+                response, raw = await self._astream(client, payload, headers)
+        except Exception as exc:
+            return self.failed_exchange(outcome, exc, sent, started)
+        return self.answered(outcome, response, raw, ask, sent, started)
+
+    def prepare(self, ask: Ask) -> tuple[Outcome, bytes, dict[str, str]]:
+        """The outcome to fill, the exact request bytes and the headers of one call."""
         outcome = Outcome(backend=self.name, model_asked=ask.model, calibrated=self.calibrated)
         body = self.body(ask)
         outcome.request_body = body
@@ -341,21 +364,36 @@ class Wire:
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        sent = time.perf_counter()
-        try:
-            response, raw = self._exchange(payload, headers)
-        except httpx.TimeoutException:
-            outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        return outcome, payload, headers
+
+    def failed_exchange(
+        self, outcome: Outcome, exc: Exception, sent: float, started: float
+    ) -> Outcome:
+        """A call that got no whole answer: past its deadline (504) or no connection (502).
+        Anything else is not the provider's doing and is raised again."""
+        outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        if isinstance(exc, httpx.TimeoutException | TimeoutError):
             return self._failed(
                 outcome,
                 "timeout",
                 started,
                 f"No answer within {self.timeout:g} seconds (DECISIONS__TIMEOUT_SECONDS).",
             )
-        except httpx.HTTPError as exc:
-            outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        if isinstance(exc, httpx.HTTPError):
             log.warning("%s unreachable: %s", self.name, scrub(type(exc).__name__, self.secret))
             return self._failed(outcome, "unreachable", started)
+        raise exc
+
+    def answered(
+        self,
+        outcome: Outcome,
+        response: httpx.Response,
+        raw: bytes,
+        ask: Ask,
+        sent: float,
+        started: float,
+    ) -> Outcome:
+        """A whole answer, read and checked; whatever a provider sends, the call answers."""
         outcome.provider_ms = (time.perf_counter() - sent) * 1000
         outcome.provider_status_code = response.status_code
         try:
@@ -409,6 +447,15 @@ class Wire:
                     raise httpx.ReadTimeout("past the deadline")
                 chunks.append(chunk)
         return response, b"".join(chunks)
+
+    async def _astream(
+        self, client: httpx.AsyncClient, payload: bytes, headers: dict[str, str]
+    ) -> tuple[httpx.Response, bytes]:
+        async with client.stream(
+            "POST", self.url, content=payload, headers=headers, timeout=self.timeout
+        ) as response:
+            raw = await response.aread()
+        return response, raw
 
     def _read(
         self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float

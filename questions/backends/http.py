@@ -9,6 +9,7 @@ import dataclasses
 import time
 from typing import Any
 
+import httpx
 from django.conf import settings
 
 from questions import answers
@@ -38,15 +39,26 @@ class _HttpBackend:
     def ask(self, ask: Ask) -> Outcome:
         started = time.perf_counter()
         if not self.configured():
-            return Outcome(
-                backend=self.name,
-                model_asked=ask.model,
-                live=False,
-                error=DecisionError(503, self.missing_configuration()),
-                calibrated=self.calibrated,
-            )
+            return self._not_configured(ask)
         wire = self.wire()
         return without_secret(wire.call(ask, started), wire.secret)
+
+    async def aask(self, ask: Ask, client: httpx.AsyncClient) -> Outcome:
+        """`ask` on an asyncio loop, through the caller's client (the batch engine's)."""
+        started = time.perf_counter()
+        if not self.configured():
+            return self._not_configured(ask)
+        wire = self.wire()
+        return without_secret(await wire.acall(ask, started, client), wire.secret)
+
+    def _not_configured(self, ask: Ask) -> Outcome:
+        return Outcome(
+            backend=self.name,
+            model_asked=ask.model,
+            live=False,
+            error=DecisionError(503, self.missing_configuration()),
+            calibrated=self.calibrated,
+        )
 
 
 def without_secret(outcome: Outcome, secret: str) -> Outcome:

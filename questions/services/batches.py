@@ -1,32 +1,47 @@
 """Batch runs: create, cancel, and every write of their execution — taking a run, claiming an
 item, recording its outcome, finishing the run — plus the django-tasks task that executes one.
 
-Items are claimed one by one with a conditional UPDATE, so no state is asked twice by two
-executors. An executor keeps the run's heartbeat fresh; a run whose heartbeat is older than
-`DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that died: idle workers look for such runs
-(`batch_sweep_stale`, from the console's `db_worker`) and queue them, and the next executor takes
-it over: its half-done items go back to pending and the run goes on. One state's failure, however
-unexpected, fails that item alone. The concurrency and retry engine is `questions.batches`.
+Items are claimed in chunks (SELECT … FOR UPDATE SKIP LOCKED, then a conditional UPDATE), so no
+state is asked twice by two executors, and their outcomes are written in small batches, one
+transaction each, by the one thread that holds the run's database connection; the provider
+calls go out from the engine's asyncio loop. An executor keeps the run's heartbeat fresh; a
+run whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that
+died: idle workers look for such runs (`batch_sweep_stale`, from the console's `db_worker`) and
+queue them, and the next executor takes it over: its half-done items go back to pending and
+the run goes on. A worker asked to stop (SIGTERM) hands its run back at once (`_hand_back`).
+One state's failure, however unexpected, fails that item alone. The concurrency and retry
+engine is `questions.batches`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
+import ssl
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
+import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
 from questions import backends, batches, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
-from questions.services.decisions import decision_ask
+from questions.services.decisions import (
+    decision_backend,
+    decision_conclude,
+    decision_rows,
+    decision_state_refusal,
+    decisions_record,
+)
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -210,85 +225,204 @@ def _take(run_id: int) -> BatchRun | None:
     return run
 
 
-def _claim(item_id: int) -> bool:
-    return bool(
-        BatchItem.objects.filter(pk=item_id, status=BatchItem.Status.PENDING).update(
-            status=BatchItem.Status.RUNNING, claimed_at=timezone.now()
+def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision]]:
+    """Claim up to `n` pending items of a run in one transaction: (item id, its revision with
+    the state). Rows another executor holds are skipped (PostgreSQL); SQLite's write lock
+    serializes claims."""
+    with transaction.atomic():
+        rows = list(
+            BatchItem.objects.filter(run_id=run_id, status=BatchItem.Status.PENDING)
+            .order_by("pk")
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list("pk", "sample_state_id", "sample_state__state_text")[:n]
         )
-    )
+        if rows:
+            BatchItem.objects.filter(
+                pk__in=[pk for pk, _, _ in rows], status=BatchItem.Status.PENDING
+            ).update(status=BatchItem.Status.RUNNING, claimed_at=timezone.now())
+    return [(pk, SampleStateRevision(pk=revision, state_text=text)) for pk, revision, text in rows]
 
 
 def _cancelled(run_id: int) -> bool:
     return BatchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
-def _ask_one(
-    run: BatchRun,
-    questions: dict[str, spec.Question],
-    item_id: int,
-    sleep: Callable[[float], None],
-) -> None:
-    """Ask about one claimed state, retrying what is worth it, and record its outcome. Whatever
-    goes wrong while asking or recording fails this item alone; the run goes on."""
-    if not _claim(item_id):
-        return
-    attempt = 0
-    try:
-        item = BatchItem.objects.select_related("sample_state").get(pk=item_id)
-        revision = item.sample_state
-        while True:
-            attempt += 1
-            outcome = decision_ask(
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of the batch clients (trusting what SSL_CERT_FILE / SSL_CERT_DIR name, as
+    every httpx client does), built once: building one costs tens of milliseconds."""
+    return httpx.create_ssl_context()
+
+
+class _Execution:
+    """One run's execution: what the engine's claim, ask, write and tick do for it."""
+
+    def __init__(self, run: BatchRun, questions: dict[str, spec.Question], on_progress):
+        self.run = run
+        self.questions = questions
+        self.on_progress = on_progress
+        self.user = run.created_by or roles.OPERATOR
+        self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
+        try:
+            chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
+        except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
+            chosen = backends.Outcome(
                 backend=run.backend,
-                questions=questions,
-                state=revision.state,
-                model=run.model,
-                user=run.created_by or roles.OPERATOR,
-                version=run.version,
-                sample_state=revision,
+                model_asked=run.model,
+                live=False,
+                error=backends.DecisionError(exc.status, str(exc)),
             )
-            if (
-                outcome.error is None
-                or not batches.retryable(outcome)
-                or attempt >= run.max_attempts
-            ):
-                break
-            if _cancelled(run.pk):
-                break
-            delay = batches.backoff(attempt, outcome.error.retry_after)
-            log.info(
-                "run %s item %s: %s, retry %d in %.2fs",
-                run.pk,
-                item_id,
-                outcome.error.status,
-                attempt,
-                delay,
+        self.refused = chosen if isinstance(chosen, backends.Outcome) else None
+        self.backend, self.model = (None, run.model) if self.refused else chosen
+
+    @property
+    def asynchronous(self) -> bool:
+        """A backend with `aask` (every HTTP wire) is asked on the engine's asyncio loop; any
+        other — a replay, which reads the database — in this thread, one state at a time."""
+        return self.refused is None and hasattr(self.backend, "aask")
+
+    def claim(self, n: int) -> list[tuple[int, SampleStateRevision]]:
+        return _claim(self.run.pk, n)
+
+    def _asked(self, revision: SampleStateRevision) -> backends.Outcome | backends.Ask:
+        """What is asked about one state, or the outcome that refuses it (nothing is sent)."""
+        if self.refused:
+            return self.refused
+        state = revision.state  # parsed from its text on every read
+        refused = decision_state_refusal(backend=self.run.backend, model=self.model, state=state)
+        return refused or backends.Ask(questions=self.questions, state=state, model=self.model)
+
+    async def ask_async(self, item: tuple[int, SampleStateRevision], client) -> backends.Outcome:
+        asked = self._asked(item[1])
+        if isinstance(asked, backends.Outcome):
+            return asked
+        return decision_conclude(await self.backend.aask(asked, client), asked)
+
+    def ask_sync(self, item: tuple[int, SampleStateRevision]) -> backends.Outcome:
+        asked = self._asked(item[1])
+        if isinstance(asked, backends.Outcome):
+            return asked
+        return decision_conclude(self.backend.ask(asked), asked)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[list[httpx.AsyncClient]]:
+        """A client of one connection per slot: httpx's pool scans all its connections for
+        every request and response, which at concurrency 64 cost more than the calls did."""
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        clients = [
+            httpx.AsyncClient(
+                follow_redirects=False,
+                limits=one,
+                verify=_tls(),
+                # reading the environment costs ~2 ms a client: done only when a proxy is set
+                trust_env=bool(urllib.request.getproxies()),
             )
-            sleep(delay)
-        item.attempts = attempt
-        if outcome.error is None:
-            item.status = BatchItem.Status.ANSWERED
-            item.answers = outcome.checked.answers
+            for _ in range(max(1, self.run.concurrency))
+        ]
+        try:
+            yield clients
+        finally:
+            for client in clients:
+                await client.aclose()
+
+    def write(self, batch: list[batches.Done]) -> None:
+        """Record a batch of outcomes in one transaction: every call that went out, then each
+        item. When that fails, each item is recorded alone, and one that still cannot be is
+        failed alone; so is an item whose ask raised what nobody mapped (`_failed_unexpectedly`)."""
+        try:
+            with transaction.atomic():
+                self._write(batch)
+        except Exception:
+            if len(batch) == 1:
+                return self._write_or_fail(batch[0])
+            for done in batch:
+                self._write_or_fail(done)
+            return None
+        for done in batch:
+            if done.error is not None:
+                _failed_unexpectedly(self.run, done.item[0], done.attempts, done.error)
+        return None
+
+    def _write_or_fail(self, done: batches.Done) -> None:
+        try:
+            with transaction.atomic():
+                self._write([done])
+        except Exception as exc:
+            _failed_unexpectedly(self.run, done.item[0], done.attempts, exc)
         else:
-            item.status = BatchItem.Status.FAILED
-            item.error_status = outcome.error.status
-            item.error_detail = outcome.error.detail[:2000]
-        item.decision_id = outcome.decision_id
-        item.save(
-            update_fields=[
-                "status",
-                "attempts",
-                "answers",
-                "error_status",
-                "error_detail",
-                "decision",
-            ]
-        )
-    except Exception as exc:  # one state's failure never stops the run
-        _failed_unexpectedly(run, item_id, max(attempt, 1), exc)
+            if done.error is not None:
+                _failed_unexpectedly(self.run, done.item[0], done.attempts, done.error)
+
+    def _write(self, batch: list[batches.Done]) -> None:
+        rows, outcomes = [], []
+        for done in batch:
+            for outcome in done.tried:
+                if outcome.request_body is not None:
+                    rows.append(
+                        decision_rows(
+                            outcome=outcome,
+                            ask=outcome.ask,
+                            user=self.user,
+                            version=self.run.version,
+                            sample_state=done.item[1],
+                        )
+                    )
+                    outcomes.append(outcome)
+        for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
+            outcome.decision_id = decision.pk
+        answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
+        if answered:
+            _update_items(answered)
+        released = [d.item[0] for d in batch if d.released]
+        if released:
+            BatchItem.objects.filter(pk__in=released, status=BatchItem.Status.RUNNING).update(
+                status=BatchItem.Status.PENDING, claimed_at=None
+            )
+
+    def tick(self) -> bool:
+        """A cancel request, looked for every tick; the heartbeat (and progress) every
+        HEARTBEAT_SECONDS."""
+        if time.monotonic() >= self.next_beat:
+            self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
+            _beat(self.run.pk, self.on_progress)
+        return _cancelled(self.run.pk)
 
 
-def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: Exception) -> None:
+_ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]
+
+
+def _update_items(items: list[BatchItem]) -> None:
+    """Each item's outcome in one `executemany` of a plain UPDATE by id (`bulk_update` builds
+    a CASE per field and row, which cost more than the rest of the write)."""
+    meta = BatchItem._meta
+    fields = [meta.get_field(name) for name in _ITEM_FIELDS]
+    db = connections[router.db_for_write(BatchItem)]
+    quote = db.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(item, f.attname), db) for f in fields] + [item.pk]
+        for item in items
+    ]
+    with db.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def _item_of(done: batches.Done) -> BatchItem:
+    """An item's row as its last outcome leaves it."""
+    outcome = done.outcome
+    item = BatchItem(pk=done.item[0], attempts=done.attempts, decision_id=outcome.decision_id)
+    if outcome.error is None:
+        item.status, item.answers = BatchItem.Status.ANSWERED, outcome.checked.answers
+        item.error_status, item.error_detail = None, ""
+    else:
+        item.status, item.answers = BatchItem.Status.FAILED, None
+        item.error_status = outcome.error.status
+        item.error_detail = outcome.error.detail[:2000]
+    return item
+
+
+def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: BaseException) -> None:
     """Fail one item over an exception nobody mapped: a refusal keeps its status and words;
     anything else is a 502 that names the kind of failure (never its message, which may quote
     the state or the provider's answer). The traceback goes to the server log."""
@@ -300,11 +434,12 @@ def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: Except
             f"Asking about this state or recording the answer failed unexpectedly "
             f"({type(exc).__name__}); the server log has the details."
         )
-    log.exception(
+    log.error(
         "run %s item %s: %s while asking or recording; the item failed",
         run.pk,
         item_id,
         type(exc).__name__,
+        exc_info=(type(exc), exc, exc.__traceback__),
     )
     BatchItem.objects.filter(pk=item_id).update(
         status=BatchItem.Status.FAILED,
@@ -324,11 +459,17 @@ def _beat(run_id: int, on_progress: Callable[[BatchRun], None] | None) -> None:
 def batch_execute(
     run_id: int,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], Any] | None = None,
     on_progress: Callable[[BatchRun], None] | None = None,
 ) -> BatchRun | None:
-    """Execute a run to its end (or its cancellation). Returns None when there was nothing to
-    do: the run is finished, or a live executor has it."""
+    """Execute a run to its end, its cancellation, or until the process is asked to stop
+    (`batches.stopping`, SIGTERM in a worker): then calls in flight finish and are recorded,
+    what was claimed but not sent goes back to pending, and the run is queued again for
+    another worker. Returns None when there was nothing to do: the run is finished, or a live
+    executor has it, or this process is stopping. The engine (`batches.run_pipeline`) asks
+    the provider on an asyncio loop; this thread does every database write, in small batches."""
+    if batches.stopping.is_set():  # this process is stopping: it takes no run
+        return None
     run = _take(run_id)
     if run is None:
         return None
@@ -340,15 +481,20 @@ def batch_execute(
             detail="The version's document is invalid; nothing was asked.",
         )
         return BatchRun.objects.get(pk=run.pk)
-    pending = run.items.filter(status=BatchItem.Status.PENDING).values_list("pk", flat=True)
-    with batches.beating(lambda: _beat(run.pk, on_progress)):
-        batches.run_concurrently(
-            list(pending),
-            lambda item_id: _ask_one(run, parsed.questions, item_id, sleep),
-            concurrency=run.concurrency,
-            stopped=lambda: _cancelled(run.pk),
-        )
-    cancelled = _cancelled(run.pk)
+    execution = _Execution(run, parsed.questions, on_progress)
+    stopped = batches.run_pipeline(
+        claim=execution.claim,
+        ask=execution.ask_async if execution.asynchronous else execution.ask_sync,
+        write=execution.write,
+        tick=execution.tick,
+        concurrency=run.concurrency,
+        max_attempts=run.max_attempts,
+        session=execution.session,
+        sleep=sleep,
+    )
+    cancelled = stopped and _cancelled(run.pk)
+    if stopped and not cancelled:
+        return _hand_back(run)
     if cancelled:
         run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
     ending = {"status": BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE}
@@ -361,6 +507,19 @@ def batch_execute(
     if on_progress:
         on_progress(run)
     return run
+
+
+def _hand_back(run: BatchRun) -> BatchRun:
+    """This process is stopping: queue the run again, so that another worker goes on with its
+    pending items at once rather than after the stale window. The database backend writes
+    the task in the same transaction, so the run is never queued without one."""
+    with transaction.atomic():
+        BatchRun.objects.filter(pk=run.pk, status=BatchRun.Status.RUNNING).update(
+            status=BatchRun.Status.QUEUED, heartbeat_at=None
+        )
+        batch_run_task.enqueue(run.pk)
+    log.warning("run %s: this worker is stopping; queued for another worker", run.pk)
+    return BatchRun.objects.get(pk=run.pk)
 
 
 def _every_state_failed(run: BatchRun) -> str:

@@ -48,6 +48,34 @@ def decision_ask(
     through `backend`. An unknown backend, an invalid document or state, or a backend that is
     not configured sends nothing. `NotAllowed` when `user` may not ask a live backend. Every
     call that went out is recorded, whatever its outcome."""
+    chosen = decision_backend(backend=backend, user=user, model=model)
+    if isinstance(chosen, Outcome):
+        return chosen
+    chosen, model = chosen
+    if questions is None:
+        checked = spec.validate(
+            {"state": state, "questions": _questions_of(document)}, limits=limits(), lints=False
+        )
+        refused = _refused_for(backend, model, checked.errors)
+        questions = checked.document.questions if checked.document else None
+    else:
+        refused = decision_state_refusal(backend=backend, model=model, state=state)
+    if refused:
+        return refused
+    ask = backends.Ask(questions=questions, state=state, model=model)
+    outcome = decision_conclude(chosen.ask(ask), ask)
+    if outcome.request_body is not None:
+        outcome.decision_id = decision_record(
+            outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
+        ).pk
+    return outcome
+
+
+def decision_backend(
+    *, backend: str, user: Any, model: str | None
+) -> tuple[backends.Backend, str] | Outcome:
+    """The backend and model an ask goes through, or the refused outcome (nothing is sent).
+    `NotAllowed` when `user` may not ask a live backend."""
     try:
         chosen = backends.get(backend)
     except backends.DecisionError as exc:
@@ -55,37 +83,37 @@ def decision_ask(
     if chosen.live:
         require(user, roles.may_ask_live, LIVE_ASKERS_ONLY)
     try:
-        model = model_name(model or chosen.default_model())
+        return chosen, model_name(model or chosen.default_model())
     except Invalid as exc:
         return _refused(backend, "", 422, f"Nothing was sent: {exc}")
-    if questions is None:
-        checked = spec.validate(
-            {"state": state, "questions": _questions_of(document)}, limits=limits(), lints=False
-        )
-        errors = checked.errors
-        questions = checked.document.questions if checked.document else None
-    else:
-        errors = spec.validate_state(state, limits=limits())
-    if errors:
-        shown = "; ".join(f"{e.path}: {e.message}" for e in errors[:3])
-        return _refused(backend, model, 422, f"Nothing was sent: {shown}")
-    ask = backends.Ask(questions=questions, state=state, model=model)
-    outcome = chosen.ask(ask)
+
+
+def decision_state_refusal(*, backend: str, model: str, state: Any) -> Outcome | None:
+    """The refused outcome when `state` is not one to send (nothing is sent), else None."""
+    return _refused_for(backend, model, spec.validate_state(state, limits=limits()))
+
+
+def _refused_for(backend: str, model: str, errors: list) -> Outcome | None:
+    if not errors:
+        return None
+    shown = "; ".join(f"{e.path}: {e.message}" for e in errors[:3])
+    return _refused(backend, model, 422, f"Nothing was sent: {shown}")
+
+
+def decision_conclude(outcome: Outcome, ask: backends.Ask) -> Outcome:
+    """What every ask does with what came back, before it is recorded: keep what was asked,
+    refuse an answer no database stores, log the call (never the state or the key)."""
     outcome.ask = ask
     _refuse_unstorable(outcome)
     log.info(
         "decision backend=%s status=%s provider_status=%s provider_ms=%s total_ms=%.1f id=%s",
-        backend,
+        outcome.backend,
         outcome.status,
         outcome.provider_status_code,
         None if outcome.provider_ms is None else round(outcome.provider_ms, 1),
         outcome.total_ms,
         outcome.request_id or "-",
     )
-    if outcome.request_body is not None:
-        outcome.decision_id = decision_record(
-            outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
-        ).pk
     return outcome
 
 
@@ -129,9 +157,28 @@ def decision_record(
     models, usage, cost, timing, request id, whether it is calibrated, who and when; and each
     checked answer keyed by
     (question sha256, state sha256, model)."""
+    [decision] = decisions_record(
+        [
+            decision_rows(
+                outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
+            )
+        ]
+    )
+    return decision
+
+
+def decision_rows(
+    *,
+    outcome: Outcome,
+    ask: backends.Ask,
+    user: Any,
+    version: Version | None = None,
+    sample_state: SampleStateRevision | None = None,
+) -> tuple[Decision, list[DecisionAnswer]]:
+    """The unsaved records of one live call (`decision_record` says what they hold)."""
     checked = outcome.checked
     error = outcome.error
-    decision = Decision.objects.create(
+    decision = Decision(
         backend=outcome.backend,
         model_asked=ask.model,
         model_answered=(checked.model or "")[:200] if checked else "",
@@ -154,17 +201,23 @@ def decision_record(
         sample_state=sample_state,
         user=roles.recorded_as(user),
     )
-    if checked:
-        DecisionAnswer.objects.bulk_create(
-            DecisionAnswer(
-                decision=decision,
-                question_id=qid,
-                question_sha256=ask.questions[qid].sha256,
-                state_sha256=decision.state_sha256,
-                model=ask.model,
-                model_answered=decision.model_answered,
-                answer=answer,
-            )
-            for qid, answer in checked.answers.items()
+    answers = [
+        DecisionAnswer(
+            decision=decision,
+            question_id=qid,
+            question_sha256=ask.questions[qid].sha256,
+            state_sha256=decision.state_sha256,
+            model=ask.model,
+            model_answered=decision.model_answered,
+            answer=answer,
         )
-    return decision
+        for qid, answer in (checked.answers.items() if checked else ())
+    ]
+    return decision, answers
+
+
+def decisions_record(rows: list[tuple[Decision, list[DecisionAnswer]]]) -> list[Decision]:
+    """Store the records of many calls in two statements (the caller holds the transaction)."""
+    decisions = Decision.objects.bulk_create(decision for decision, _ in rows)
+    DecisionAnswer.objects.bulk_create(answer for _, answers in rows for answer in answers)
+    return decisions

@@ -8,6 +8,9 @@ other sharing the database, then takes them over like any queued run. A stale ru
 over within about DECISIONS__BATCH_STALE_SECONDS + 5 s by an idle worker, with nobody opening
 a page.
 
+On SIGTERM (or Ctrl-C) a batch run in progress stops early and is queued again, so another
+worker goes on with it at once (`Worker`); a second signal ends the process at once.
+
 It overrides django_tasks_db's command of the same name because `questions` comes before
 `django_tasks_db` in INSTALLED_APPS (Django uses the first app that has a command), so the
 plain `manage.py db_worker` that `make run` and the README start is this one.
@@ -25,6 +28,16 @@ from django_tasks_db.management.commands import db_worker
 from questions import batches, services
 
 log = logging.getLogger("questions.batches")
+
+
+class Worker(db_worker.Worker):
+    """django_tasks_db's worker, which on SIGTERM/SIGINT also tells a batch run in progress to
+    stop: its calls in flight finish and are recorded, what it claimed but had not sent goes
+    back to pending, and the run is queued again for another worker (`services.batch_execute`)."""
+
+    def shutdown(self, signum, frame) -> None:
+        batches.stopping.set()
+        super().shutdown(signum, frame)
 
 
 class Command(db_worker.Command):
@@ -47,5 +60,10 @@ class Command(db_worker.Command):
             except Exception:  # likewise
                 log.exception("looking for overdue webhook deliveries failed")
 
-        with batches.beating(sweep, every=services.batches.sweep_seconds()):
-            return super().handle(*args, **options)
+        batches.stopping.clear()
+        plain, db_worker.Worker = db_worker.Worker, Worker  # the command builds the worker
+        try:
+            with batches.beating(sweep, every=services.batches.sweep_seconds()):
+                return super().handle(*args, **options)
+        finally:
+            db_worker.Worker = plain

@@ -1,0 +1,278 @@
+"""The batch engine at scale: span ÷ ideal and span ÷ bare loop at concurrency 8, 32 and 64.
+
+1,000 sample states (6 questions, about 1.2 KB of state each), the project's stand-in answering
+after 200 ms in a process of its own. For each concurrency, rounds alternate (engine first in
+odd rounds, bare loop first in even ones):
+
+- engine: `batch_create` + `batch_execute`, everything a real run does (claims, provider
+  calls, answer checks, recordings, heartbeat);
+- bare loop: K asyncio loops POSTing the same request bytes through the engine's transport
+  (an `httpx.AsyncClient` of one connection each), each status checked — no database, no
+  answer checks: the floor. (One pooled `AsyncClient` of K connections is slower at K = 64:
+  httpcore scans every connection on every request and response.)
+
+Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
+engine's Python CPU and SQL statements per state, and (PostgreSQL) the most connections the
+database saw from the run. SQLite by default (a file in a temporary directory); PostgreSQL
+when DATABASE_URL names it (the bench migrates it and adds a set of its own).
+
+Run:  .venv/bin/python bench/batch_scale.py [--states 1000] [--rounds 3] [--concurrency 8 32 64]
+Aim:  span within 5 % of the bare loop at 8, 32 and 64 on PostgreSQL, and at 8 and 32 on SQLite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+QUESTIONS = {
+    "route": {
+        "type": "choice",
+        "instructions": "Which team should take this ticket?",
+        "criteria": {f"team_{i}": f"the team for kind {i} of work" for i in range(12)},
+    },
+    "product": {
+        "type": "choice",
+        "instructions": "Which product is it about?",
+        "criteria": {f"product_{i}": f"product number {i}" for i in range(20)},
+    },
+    "severity": {
+        "type": "score",
+        "instructions": "How severe is it?",
+        "criteria": ["none", "minor", "moderate", "major", "critical"],
+    },
+    "effort": {"type": "score", "criteria": ["small", "medium", "large"]},
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
+}
+
+
+def a_state(i: int) -> dict:
+    words = " ".join(f"word{(i * 7 + j) % 97}" for j in range(150))
+    return {"ticket": i, "subject": f"ticket number {i}", "body": words, "tier": i % 3}
+
+
+def _serve(port, latency_ms: float) -> None:
+    from questions import standin
+
+    server = standin.make_server(0, latency_ms)
+    port.value = server.server_address[1]
+    server.serve_forever()
+
+
+def stand_in(latency_ms: float) -> tuple[multiprocessing.Process, int]:
+    """The project's stand-in in a process of its own, as a provider is."""
+    port = multiprocessing.Value("i", 0)
+    process = multiprocessing.Process(target=_serve, args=(port, latency_ms), daemon=True)
+    process.start()
+    while not port.value:
+        time.sleep(0.01)
+    return process, port.value
+
+
+async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float) -> int:
+    """The floor: K loops POSTing the bodies through the engine's transport (an
+    httpx.AsyncClient of one connection each); the number that did not answer 200."""
+    import httpx
+
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
+    todo, failed = list(reversed(bodies)), [0]
+
+    async def loop() -> None:
+        async with httpx.AsyncClient(limits=one, trust_env=False) as client:
+            while todo:
+                body = todo.pop()
+                async with asyncio.timeout(timeout):
+                    response = await client.post(url, content=body, headers=headers)
+                failed[0] += response.status_code != 200
+
+    await asyncio.gather(*(loop() for _ in range(concurrency)))
+    return failed[0]
+
+
+class Connections:
+    """The most connections PostgreSQL saw to this database while the block ran (not ours)."""
+
+    def __init__(self, settings_dict: dict):
+        self.settings = settings_dict
+        self.most = 0
+
+    def __enter__(self):
+        import psycopg
+
+        self.stop = threading.Event()
+        s = self.settings
+        self.conn = psycopg.connect(
+            host=s["HOST"], port=s["PORT"] or 5432, user=s["USER"], dbname=s["NAME"],
+            password=s["PASSWORD"] or None, autocommit=True,
+        )  # fmt: skip
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.most = 0
+        self.thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.05):
+            [(n,)] = self.conn.execute(
+                "select count(*) from pg_stat_activity "
+                "where datname = current_database() and pid <> pg_backend_pid()"
+            ).fetchall()
+            self.most = max(self.most, n)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--states", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 64])
+    parser.add_argument("--latency-ms", type=float, default=200)
+    args = parser.parse_args()
+
+    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
+    if not os.environ.get("DATABASE_URL"):
+        workdir = tempfile.mkdtemp(prefix="bench-scale-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+
+    django.setup()
+    import logging
+
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    from questions import backends, services, spec
+    from questions.models import BatchRun
+    from tests import factories
+
+    logging.getLogger("questions").setLevel(logging.WARNING)
+    call_command("migrate", verbosity=0)
+    process, port = stand_in(args.latency_ms)
+    settings.TYPESAFE_API_KEY = "bench"
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{port}"
+    settings.DECISIONS_TIMEOUT_SECONDS = 30
+    postgres = connection.vendor == "postgresql"
+
+    user = factories.author(f"bench-{uuid.uuid4().hex[:6]}")
+    qs = factories.question_set(f"scale-{uuid.uuid4().hex[:8]}", owner=user, doc=QUESTIONS)
+    for i in range(args.states):
+        services.sample_state_create(
+            question_set=qs, name=f"state {i:04d}", state=a_state(i), author=user
+        )
+    version = services.open_draft(qs)
+    questions = spec.validate(version.document, limits=spec.DEFAULT_LIMITS).document.questions
+    wire = backends.get("typesafe").wire()
+    bodies = [
+        wire.prepare(backends.Ask(questions=questions, state=a_state(i), model="jev-latest"))[1]
+        for i in range(args.states)
+    ]
+    url = wire.url
+
+    def engine(k: int) -> dict:
+        run = services.batch_create(
+            version=version, backend="typesafe", user=user, concurrency=k, enqueue=False
+        )
+        statements = [0]
+
+        def count(execute, sql, params, many, context):
+            statements[0] += 1
+            return execute(sql, params, many, context)
+
+        watch = Connections(connection.settings_dict) if postgres else None
+        cpu, start = time.process_time(), time.perf_counter()
+        with connection.execute_wrapper(count), watch or _nothing():
+            services.batch_execute(run.pk)
+        span = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        run = BatchRun.objects.get(pk=run.pk)
+        answered = run.items.filter(status="answered").count()
+        return {
+            "span": span,
+            "cpu_ms": cpu * 1000 / args.states,
+            "sql": statements[0] / args.states,
+            "connections": watch.most if watch else None,
+            "answered": answered,
+        }
+
+    def bare(k: int) -> dict:
+        start = time.perf_counter()
+        failed = asyncio.run(_bare(url, bodies, k, settings.DECISIONS_TIMEOUT_SECONDS))
+        return {"span": time.perf_counter() - start, "failed": failed}
+
+    latency = args.latency_ms / 1000
+    print(
+        f"batch scale — {args.states} states, stand-in latency {args.latency_ms:.0f} ms, "
+        f"{connection.vendor}, {args.rounds} alternating rounds per concurrency"
+    )
+    print(
+        f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
+        f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'SQL/state':>9} "
+        f"{'PG conns':>8}  answered, bare failures"
+    )
+    results = {}
+    for k in args.concurrency:
+        ideal = args.states * latency / k
+        engines, bares = [], []
+        for r in range(args.rounds):
+            order = (engine, bare) if r % 2 == 0 else (bare, engine)
+            for f in order:
+                (engines if f is engine else bares).append(f(k))
+        spans = [e["span"] for e in engines]
+        floors = [b["span"] for b in bares]
+        ratio = statistics.median(e / b for e, b in zip(spans, floors, strict=True))
+        results[k] = ratio
+        conns = max(e["connections"] or 0 for e in engines) if postgres else "-"
+        print(
+            f"{k:>3} {ideal:>8.2f} {statistics.median(spans):>9.2f} "
+            f"{statistics.median(floors):>7.2f} {statistics.median(spans) / ideal:>9.3f} "
+            f"{statistics.median(floors) / ideal:>10.3f} {ratio:>8.3f} "
+            f"{statistics.median(e['cpu_ms'] for e in engines):>12.2f} "
+            f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8}  "
+            f"{min(e['answered'] for e in engines)}/{args.states}, "
+            f"{sum(b['failed'] for b in bares)}",
+            flush=True,
+        )
+        print(
+            "     rounds engine/bare: "
+            + ", ".join(f"{e / b:.3f}" for e, b in zip(spans, floors, strict=True)),
+            flush=True,
+        )
+    targets = (8, 32, 64) if postgres else (8, 32)
+    verdict = ", ".join(
+        f"K={k} {'meets' if results[k] <= 1.05 else 'misses'} ({(results[k] - 1) * 100:+.1f} %)"
+        for k in targets
+        if k in results
+    )
+    print(f"target: engine within 5 % of the bare loop at {targets} — {verdict}")
+    process.terminate()
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+if __name__ == "__main__":
+    main()
