@@ -22,7 +22,7 @@ from typing import Any
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands import db_worker
 
-from questions import batches, services
+from questions import batches, services, workers
 
 log = logging.getLogger("questions.batches")
 
@@ -42,5 +42,8 @@ class Command(db_worker.Command):
             except Exception:  # the next sweep tries again; the worker goes on regardless
                 log.exception("looking for batch runs whose worker died failed")
 
-        with batches.beating(sweep, every=services.batches.sweep_seconds()):
+        with (
+            workers.heartbeat(options["worker_id"]),
+            batches.beating(sweep, every=services.batches.sweep_seconds()),
+        ):
             return super().handle(*args, **options)
