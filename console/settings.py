@@ -66,7 +66,7 @@ ALLOWED_HOSTS = [
 ]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.apps.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "csp",
     "axes",
+    "console.apps.ConsoleConfig",  # after axes: its admin replaces axes' lockout page
     "django_htmx",
     "template_partials",
     # before django_tasks_db: its `db_worker` command is questions' own (which also takes over
@@ -183,7 +184,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "exports",
         "TIMEOUT": None,
-        "OPTIONS": {"MAX_ENTRIES": 32},
+        "OPTIONS": {"MAX_ENTRIES": 16},
     },
 }
 

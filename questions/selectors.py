@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.core.cache import caches
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from questions import metrics, spec
@@ -73,16 +76,64 @@ def export_text(document: dict[str, Any]) -> str:
 def export_etag(text: str) -> str:
     """The export's entity tag: the SHA-256 of its whole body, so any change of body changes
     it (the `sha256` inside names the questions only)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return export_etag_of(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class ExportBody:
+    """An export document's bytes as served: as they are, gzipped, and their entity tag."""
+
+    text: bytes
+    gzipped: bytes
+    etag: str
+
+
+def export_body(version: Version) -> ExportBody:
+    """The export of an approved version, made once per version and process and then served
+    from the cache: a request that finds it reads no document. The key holds every part of the
+    body that can change apart from the document (an approved version's document never does):
+    the set's slug, the version's status, model, revision and last change, and the approval."""
+    approval = approval_of(version)
+    parts = (
+        version.pk,
+        version.question_set.slug,
+        version.status,
+        version.approved_model,
+        version.revision,
+        version.sha256,
+        version.updated_at.isoformat(),
+        approval.pk if approval else None,
+        approval.actor.get_username() if approval else None,
+        approval.created_at.isoformat() if approval else None,
+    )
+    key = "export:" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    cache = caches["exports"]
+    body = cache.get(key)
+    if body is None:
+        text = export_text(export_document(version)).encode("utf-8")
+        body = ExportBody(
+            text=text,
+            gzipped=gzip.compress(text, compresslevel=6, mtime=0),
+            etag=export_etag_of(text),
+        )
+        cache.set(key, body)
+    return body
+
+
+def export_etag_of(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()
 
 
 def exportable_version(
     slug: str, *, label: str | None = None, number: int | None = None
 ) -> Version | None:
     """The approved version a label points at, or the approved version `number`; None for an
-    unknown set, label or version, or one that is not approved. Never a fallback."""
-    versions = Version.objects.select_related("question_set").filter(
-        question_set__slug=slug, status=Version.Status.APPROVED
+    unknown set, label or version, or one that is not approved. Never a fallback. The document
+    is left out until it is read (`export_body` serves most requests from its cache)."""
+    versions = (
+        Version.objects.select_related("question_set")
+        .defer("document_text")
+        .filter(question_set__slug=slug, status=Version.Status.APPROVED)
     )
     if label is not None:
         return versions.filter(labels__name=label).first()

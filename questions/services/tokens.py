@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from questions import roles
@@ -44,12 +46,24 @@ def api_token_revoke(*, token: APIToken, user: Any) -> APIToken:
     return token
 
 
+#: a token's last use is noted at most this often: a read does not write on every request
+LAST_USED_EVERY = timedelta(minutes=1)
+
+
 def api_token_authenticate(raw: str) -> APIToken | None:
-    """The active token a bearer string names, with its last use noted; None otherwise."""
+    """The active token a bearer string names, with its last use noted (to the minute); None
+    otherwise."""
     if not raw:
         return None
     digest = hashlib.sha256(raw.encode()).hexdigest()
     token = APIToken.objects.filter(token_sha256=digest, revoked_at__isnull=True).first()
-    if token is not None:
-        APIToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY:
+        # conditional, so several processes that see an old value write it once between them
+        APIToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - LAST_USED_EVERY)
+        ).update(last_used_at=now)
+        token.last_used_at = now
     return token

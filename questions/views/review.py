@@ -124,15 +124,25 @@ def _export_response(
     request: HttpRequest, version: Version, *, download: bool, if_none_match: str = ""
 ) -> HttpResponse:
     """The export document; its ETag is the hash of these very bytes, so any change of body
-    changes it, and an `If-None-Match` that holds it gets a 304."""
-    text = selectors.export_text(selectors.export_document(version))
-    etag = f'"{selectors.export_etag(text)}"'
+    changes it, and an `If-None-Match` that holds it gets a 304. A client that accepts gzip
+    gets the body gzipped (made once per version), its ETag marked weak as Django's own gzip
+    does; either form of the tag matches."""
+    body = selectors.export_body(version)
+    etag = f'"{body.etag}"'
+    gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
+    shown_etag = f"W/{etag}" if gzipped else etag
     if _etag_matches(if_none_match, etag):
         response = HttpResponse(status=304)
-        response["ETag"] = etag
+        response["ETag"] = shown_etag
+        response["Vary"] = "Accept-Encoding"
         return response
-    response = HttpResponse(text, content_type="application/json; charset=utf-8")
-    response["ETag"] = etag
+    response = HttpResponse(
+        body.gzipped if gzipped else body.text, content_type="application/json; charset=utf-8"
+    )
+    if gzipped:
+        response["Content-Encoding"] = "gzip"
+    response["Vary"] = "Accept-Encoding"
+    response["ETag"] = shown_etag
     response["Link"] = (
         f'<{request.build_absolute_uri(reverse("export-schema"))}>; rel="describedby"'
     )
