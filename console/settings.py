@@ -177,17 +177,6 @@ STORAGES = {
     },
 }
 
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # export bodies, per approved version (a few MB each): bounded per process
-    "exports": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "exports",
-        "TIMEOUT": None,
-        "OPTIONS": {"MAX_ENTRIES": 16},
-    },
-}
-
 # --- production posture: HTTPS, proxy, cookies, CSP, sign-in throttling ---------------------------
 #: behind a TLS-terminating proxy that sets X-Forwarded-Proto (and X-Forwarded-For)
 BEHIND_PROXY = _flag("DJANGO_BEHIND_PROXY")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.core.cache import caches
+from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from questions import metrics, spec
@@ -88,12 +90,25 @@ class ExportBody:
     etag: str
 
 
+#: export bodies kept per process, the most recently served (a few MB each); a plain dict, as
+#: Django's local-memory cache would copy (pickle) a body on every request
+EXPORTS_KEPT = 16
+_EXPORTS: OrderedDict[str, ExportBody] = OrderedDict()
+_EXPORTS_LOCK = threading.Lock()
+
+
 def export_body(version: Version) -> ExportBody:
     """The export of an approved version, made once per version and process and then served
     from the cache: a request that finds it reads no document. The key holds every part of the
     body that can change apart from the document (an approved version's document never does):
     the set's slug, the version's status, model, revision and last change, and the approval."""
-    approval = approval_of(version)
+    username = f"actor__{get_user_model().USERNAME_FIELD}"
+    approval = (
+        version.events.filter(kind=ReviewEvent.Kind.APPROVED)
+        .order_by("-created_at", "-id")
+        .values_list("pk", "created_at", username)
+        .first()
+    )
     parts = (
         version.pk,
         version.question_set.slug,
@@ -101,22 +116,25 @@ def export_body(version: Version) -> ExportBody:
         version.approved_model,
         version.revision,
         version.sha256,
-        version.updated_at.isoformat(),
-        approval.pk if approval else None,
-        approval.actor.get_username() if approval else None,
-        approval.created_at.isoformat() if approval else None,
+        str(version.updated_at),
+        [str(part) for part in approval or ()],
     )
-    key = "export:" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-    cache = caches["exports"]
-    body = cache.get(key)
-    if body is None:
-        text = export_text(export_document(version)).encode("utf-8")
-        body = ExportBody(
-            text=text,
-            gzipped=gzip.compress(text, compresslevel=6, mtime=0),
-            etag=export_etag_of(text),
-        )
-        cache.set(key, body)
+    key = json.dumps(parts)
+    with _EXPORTS_LOCK:
+        body = _EXPORTS.get(key)
+        if body is not None:
+            _EXPORTS.move_to_end(key)
+            return body
+    text = export_text(export_document(version)).encode("utf-8")
+    body = ExportBody(
+        text=text,
+        gzipped=gzip.compress(text, compresslevel=6, mtime=0),
+        etag=export_etag_of(text),
+    )
+    with _EXPORTS_LOCK:
+        _EXPORTS[key] = body
+        while len(_EXPORTS) > EXPORTS_KEPT:
+            _EXPORTS.popitem(last=False)
     return body
 
 
