@@ -58,6 +58,7 @@ def heartbeat(worker_id: str) -> Iterator[None]:
         nonlocal running
         with lock:
             running -= 1
+        beat()
 
     def beat() -> None:
         try:
@@ -75,12 +76,12 @@ def heartbeat(worker_id: str) -> Iterator[None]:
 
     def loop() -> None:
         try:
-            while True:
+            while not stop.wait(HEARTBEAT_SECONDS):
                 beat()
-                if stop.wait(HEARTBEAT_SECONDS):
-                    break
         finally:
             connection.close()
+
+    beat()  # alive from the start, before the first interval has passed
 
     task_started.connect(started, weak=False)
     task_finished.connect(finished, weak=False)
