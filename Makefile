@@ -51,9 +51,10 @@ serve: $(VENV)/.synced
 	    echo "make serve: set $$name (see README, Run it for a team)." >&2; exit 2; \
 	  fi; \
 	done
-	DJANGO_DEBUG=0 $(VENV)/bin/python manage.py migrate --noinput
-	DJANGO_DEBUG=0 $(VENV)/bin/python manage.py collectstatic --noinput --verbosity 0
-	HOST=$(HOST) PORT=$(PORT) exec bin/serve
+	@# stdout is for the JSON log lines; what set-up says goes to stderr
+	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py migrate --noinput >&2
+	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py collectstatic --noinput --verbosity 0 >&2
+	@HOST=$(HOST) PORT=$(PORT) exec bin/serve
 
 test: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest

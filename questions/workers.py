@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Literal
 
-from django.db import connection
 from django.utils import timezone
 from django_tasks_db.compat import task_finished, task_started
 
+from questions import batches
 from questions.models import WorkerHeartbeat
 
 log = logging.getLogger("questions.workers")
@@ -41,12 +41,11 @@ def worker_health() -> WorkerHealth:
 
 @contextmanager
 def heartbeat(worker_id: str) -> Iterator[None]:
-    """Beat for this process while the block runs (a thread of its own), and remove its row
-    when the block ends."""
+    """Beat for this process while the block runs (in a thread of its own, and at each task's
+    start and end), and remove its row when the block ends."""
     worker_id = worker_id[:64]
     running = 0
     lock = threading.Lock()
-    stop = threading.Event()
 
     def started(**_: Any) -> None:
         nonlocal running
@@ -74,24 +73,16 @@ def heartbeat(worker_id: str) -> Iterator[None]:
         except Exception:  # the next beat tries again; the worker goes on regardless
             log.exception("worker heartbeat failed")
 
-    def loop() -> None:
-        try:
-            while not stop.wait(HEARTBEAT_SECONDS):
-                beat()
-        finally:
-            connection.close()
-
     beat()  # alive from the start, before the first interval has passed
-
     task_started.connect(started, weak=False)
     task_finished.connect(finished, weak=False)
-    thread = threading.Thread(target=loop, name="worker-heartbeat", daemon=True)
-    thread.start()
     try:
-        yield
+        with batches.beating(beat, every=HEARTBEAT_SECONDS):
+            yield
     finally:
-        stop.set()
-        thread.join(HEARTBEAT_SECONDS)
         task_started.disconnect(started)
         task_finished.disconnect(finished)
-        WorkerHeartbeat.objects.filter(worker_id=worker_id).delete()
+        try:
+            WorkerHeartbeat.objects.filter(worker_id=worker_id).delete()
+        except Exception:  # its beat goes stale instead
+            log.exception("removing the worker heartbeat failed")

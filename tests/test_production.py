@@ -46,19 +46,25 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def production_settings(*names: str, **env: str) -> dict:
-    code = (
-        "import json, django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'console.settings'; "
-        "from django.conf import settings as s; "
-        f"print(json.dumps({{n: getattr(s, n, None) for n in {list(names)!r}}}, default=str))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
+def python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter with the console's settings, in the production
+    environment (plus `env`)."""
+    setup = "import json, django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'console.settings'; "
+    return subprocess.run(
+        [sys.executable, "-c", setup + code],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         env={**PRODUCTION_ENV, **env},
+    )
+
+
+def production_settings(*names: str, **env: str) -> dict:
+    proc = python(
+        "from django.conf import settings as s; "
+        f"print(json.dumps({{n: getattr(s, n, None) for n in {list(names)!r}}}, default=str))",
+        **env,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -374,19 +380,11 @@ def test_healthz_is_503_when_a_migration_is_missing(client):
 
 
 def test_healthz_is_503_when_the_database_is_unreachable():
-    code = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'console.settings'; "
+    proc = python(
         "django.setup(); from django.test import Client; "
         "r = Client().get('/healthz', HTTP_HOST='console.example.com', secure=True); "
-        "print(r.status_code, r.content.decode())"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**PRODUCTION_ENV, "DATABASE_URL": "postgres://nobody:pw@127.0.0.1:9/nothing"},
+        "print(r.status_code, r.content.decode())",
+        DATABASE_URL="postgres://nobody:pw@127.0.0.1:9/nothing",
     )
     status, _, body = proc.stdout.partition(" ")
     assert status == "503", proc.stderr
