@@ -2,8 +2,8 @@
 
 Builds (through the services) an approved 32 × 255 question set whose export is about 2.4 MB,
 labels it `production` and makes an API token; starts `make serve` (gunicorn with
-WEB_CONCURRENCY=2, one task worker) on a free port; then 32 concurrent clients fetch, each for
---seconds:
+WEB_CONCURRENCY=2, one task worker) on a free port; then 32 concurrent clients fetch, the
+cases taking turns for --rounds rounds of --seconds each:
   static  a static file (the console's stylesheet, hashed name, as a browser gets it)
   304     GET /api/sets/<slug>/export.json?label=production with If-None-Match: <the ETag>
   200     the same without If-None-Match, gzip accepted (as the runtime's HTTP client does)
@@ -13,7 +13,7 @@ Targets (issue 10): 304 within 2× of the static file, 200 within 3×. The clien
 machine with the server (one asyncio process), so on a small machine they take some of its CPU.
 
 Run:  DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_export \
-      .venv/bin/python bench/export_api.py [--seconds 10] [--clients 32] [--port 8391]
+      .venv/bin/python bench/export_api.py [--seconds 5] [--rounds 3] [--clients 32] [--port 8391]
 The database is created when missing; the set `bench-export` is made once and reused.
 """
 
@@ -186,7 +186,8 @@ async def load(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=float, default=5, help="per case and round")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--port", type=int, default=8391)
     args = parser.parse_args()
@@ -207,8 +208,10 @@ def main() -> None:
         first.raise_for_status()
         etag = first.headers["ETag"]
         print(
-            f"export {len(first.content) / 1e6:.2f} MB ({SLUG}), static {css}; "
-            f"{args.clients} clients × {args.seconds:g} s each; make serve, WEB_CONCURRENCY=2, "
+            f"export {len(first.content) / 1e6:.2f} MB ({first.num_bytes_downloaded / 1e3:.0f} kB "
+            f"gzipped; {SLUG}), static {css}; "
+            f"{args.clients} clients; {args.rounds} rounds of {args.seconds:g} s per case, taking "
+            f"turns; make serve, WEB_CONCURRENCY=2, "
             f"{'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}"
         )
         cases = [
@@ -217,14 +220,21 @@ def main() -> None:
             ("200", export, {**auth, "Accept-Encoding": "gzip"}, 200),
             ("200-raw", export, {**auth, "Accept-Encoding": "identity"}, 200),
         ]
+        # the cases take turns, round after round, so that the load of anything else on the
+        # machine falls on all of them alike; the figures pool the rounds
+        pooled: dict[str, tuple[list[float], int]] = {name: ([], 0) for name, *_ in cases}
+        for _ in range(args.rounds):
+            for name, url, headers, expect in cases:
+                errors, lat = asyncio.run(
+                    load(url, headers, clients=args.clients, seconds=args.seconds, expect=expect)
+                )
+                latencies, failed = pooled[name]
+                pooled[name] = (latencies + lat, failed + errors)
         rows = {}
-        for name, url, headers, expect in cases:
-            errors, lat = asyncio.run(
-                load(url, headers, clients=args.clients, seconds=args.seconds, expect=expect)
-            )
+        for name, (lat, errors) in pooled.items():
             lat.sort()
             rows[name] = (
-                len(lat) / args.seconds,
+                len(lat) / (args.seconds * args.rounds),
                 statistics.median(lat),
                 lat[min(len(lat) - 1, int(len(lat) * 0.99))],
                 errors,
