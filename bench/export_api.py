@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import secrets
 import signal
 import socket
@@ -62,13 +63,23 @@ def setup_django(database_url: str) -> None:
 
 
 def big_document(questions: int = 32, options: int = 255) -> dict:
-    """A set at the contract's size: 32 choice questions of 255 options, each described."""
-    words = "which of these the person in the conversation most plausibly means right now "
+    """A set at the contract's size: 32 choice questions of 255 options, each described in
+    words drawn at random (seeded) from a vocabulary, so that it compresses like prose rather
+    than like one sentence repeated."""
+    rng = random.Random(32255)
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10)))
+        for _ in range(3000)
+    ]
+
+    def words(n: int) -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(n))
+
     return {
         f"q{i:02d}": {
             "type": "choice",
-            "instructions": f"Question {i}: {words * 3}",
-            "criteria": {f"option-{i}-{j:03d}": f"{j}: {words * 3}" for j in range(options)},
+            "instructions": f"Question {i}: {words(40)}?",
+            "criteria": {f"option-{i}-{j:03d}": words(36) for j in range(options)},
         }
         for i in range(questions)
     }
