@@ -33,13 +33,14 @@ class UploadLimitMiddleware:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
-        limit = (
-            settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            if request.user.is_authenticated
-            else settings.ANONYMOUS_UPLOAD_MAX_BYTES
-        )
-        if declared > limit:
-            return too_large(request, limit)
+        if declared > settings.ANONYMOUS_UPLOAD_MAX_BYTES:  # only then ask who is sending it
+            limit = (
+                settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+                if request.user.is_authenticated
+                else settings.ANONYMOUS_UPLOAD_MAX_BYTES
+            )
+            if declared > limit:
+                return too_large(request, limit)
         return self.get_response(request)
 
 
