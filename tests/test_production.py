@@ -390,3 +390,61 @@ def test_healthz_is_503_when_the_database_is_unreachable():
     assert status == "503", proc.stderr
     assert json.loads(body)["database"] == "unreachable"
     assert "pw" not in proc.stdout
+
+
+def test_make_serve_serves_and_stops_every_process_on_term(tmp_path):
+    """gunicorn and a task worker come up in production mode (static files hashed, the worker
+    heard from), and TERM to make stops every process it started."""
+    import signal
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **PRODUCTION_ENV,
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SSL_REDIRECT": "0",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'serve.sqlite3'}",
+    }
+    server = subprocess.Popen(
+        ["make", "--no-print-directory", "serve", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        health = None
+        for _ in range(120):
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
+                if health["worker"] != "none":
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        assert health == {"status": "ok", "database": "ok", "migrations": "ok", "worker": "idle"}
+        page = httpx.get(f"http://127.0.0.1:{port}/accounts/login/")
+        assert re.search(r'/static/console\.[0-9a-f]{12}\.css"', page.text)
+        assert "Content-Security-Policy" in page.headers
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+    for _ in range(60):  # every process in make's group has ended
+        try:
+            os.killpg(server.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.5)
+    else:
+        os.killpg(server.pid, signal.SIGKILL)
+        pytest.fail("make serve left processes running after TERM")
+    lines = [json.loads(line) for line in server.stdout.read().decode().splitlines()]
+    assert any(line["logger"] == "console.request" for line in lines)  # stdout: JSON lines only
