@@ -73,8 +73,10 @@ def production_settings(*names: str, **env: str) -> dict:
 # --- settings -------------------------------------------------------------------------------------
 
 
-def test_check_deploy_passes_under_the_documented_production_environment():
-    proc = manage("check", "--deploy", "--fail-level", "WARNING")
+@pytest.mark.parametrize("behind_proxy", [False, True], ids=["direct", "behind a proxy"])
+def test_check_deploy_passes_under_the_documented_production_environment(behind_proxy):
+    env = {} if behind_proxy else {"DJANGO_BEHIND_PROXY": "", "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
+    proc = manage("check", "--deploy", "--fail-level", "WARNING", **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no issues" in proc.stdout
 
