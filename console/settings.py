@@ -234,6 +234,10 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "console.reporting.SecretsFilter"
 # JSON lines on stdout: one per request (console.logs), every 500 with its traceback; values that
 # hold a secret are replaced before a line is written.
 LOG_LEVEL = _env("DJANGO_LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"DJANGO_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
+    )
 # Servers (gunicorn, runserver, db_worker) log to stdout; any other command keeps stdout for its
 # output (`questions export`, `questions token`, `--json`) and logs to stderr.
 _SERVING = "gunicorn" in Path(sys.argv[0]).name or sys.argv[1:2] in (["runserver"], ["db_worker"])

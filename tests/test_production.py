@@ -127,10 +127,20 @@ def test_production_defaults_and_their_switches():
     assert "whitenoise" not in local["STORAGES"]["staticfiles"]["BACKEND"]
 
 
-def test_a_trusted_origin_without_its_scheme_names_the_variable():
-    proc = manage("check", DJANGO_CSRF_TRUSTED_ORIGINS="console.example.com")
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DJANGO_CSRF_TRUSTED_ORIGINS", "console.example.com"),
+        ("DJANGO_LOG_LEVEL", "loud"),
+        ("DJANGO_HSTS_SECONDS", "-1"),
+        ("DJANGO_LOGIN_LOCKOUT_MINUTES", "0"),
+        ("DJANGO_BEHIND_PROXY", "maybe"),
+    ],
+)
+def test_a_bad_production_value_names_its_variable(variable, value):
+    proc = manage("check", **{variable: value})
     assert proc.returncode != 0
-    assert "DJANGO_CSRF_TRUSTED_ORIGINS" in proc.stderr
+    assert variable in proc.stderr.splitlines()[-1]
 
 
 def test_make_serve_refuses_to_start_without_its_variables():
