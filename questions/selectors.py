@@ -76,12 +76,6 @@ def export_text(document: dict[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
 
-def export_etag(text: str) -> str:
-    """The export's entity tag: the SHA-256 of its whole body, so any change of body changes
-    it (the `sha256` inside names the questions only)."""
-    return export_etag_of(text.encode("utf-8"))
-
-
 @dataclass(frozen=True)
 class ExportBody:
     """An export document's bytes as served: as they are, gzipped, and their entity tag."""
@@ -191,7 +185,7 @@ def export_body(ref: ExportRef) -> ExportBody:
     body = ExportBody(
         text=text,
         gzipped=gzip.compress(text, compresslevel=6, mtime=0),
-        etag=export_etag_of(text),
+        etag=export_etag(text),
     )
     with _EXPORTS_LOCK:
         _EXPORTS[ref.key] = body
@@ -200,7 +194,9 @@ def export_body(ref: ExportRef) -> ExportBody:
     return body
 
 
-def export_etag_of(text: bytes) -> str:
+def export_etag(text: bytes) -> str:
+    """The export's entity tag: the SHA-256 of its whole body, so any change of body changes
+    it (the `sha256` inside names the questions only)."""
     return hashlib.sha256(text).hexdigest()
 
 

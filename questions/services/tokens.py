@@ -65,7 +65,7 @@ def api_token_authenticate(raw: str) -> int | None:
     used = q(APIToken._meta.get_field("last_used_at").column)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {q('id')}, ({used} IS NULL OR {used} <= %s) FROM {table} "
+            f"SELECT {q(APIToken._meta.pk.column)}, ({used} IS NULL OR {used} <= %s) FROM {table} "
             f"WHERE {q(APIToken._meta.get_field('token_sha256').column)} = %s "
             f"AND {q(APIToken._meta.get_field('revoked_at').column)} IS NULL",
             [connection.ops.adapt_datetimefield_value(cutoff), digest],
