@@ -1,6 +1,8 @@
 # Two commands do all the set-up on a fresh machine with Python >= 3.11 and make:
 #   make run   — install from the lock, migrate, serve the console on http://127.0.0.1:8000
 #   make test  — install from the lock, run the whole suite
+# and one runs it for a team (README "Run it for a team"):
+#   make serve — production mode: gunicorn, whitenoise static files, task workers
 # Dependencies come from uv.lock into .venv; uv itself is pinned and kept in .uv.
 
 PYTHON ?= python3
@@ -14,7 +16,7 @@ STANDIN_PORT ?= 8765
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test lint format bench
+.PHONY: run serve test lint format bench
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -45,6 +47,17 @@ run: $(VENV)/.synced
 	echo "  Sign in as author (writes) or reviewer (reviews), password demo."; \
 	echo; \
 	$(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
+
+serve: $(VENV)/.synced
+	@for name in DJANGO_SECRET_KEY DJANGO_ALLOWED_HOSTS; do \
+	  if [ -z "$$(printenv $$name)" ]; then \
+	    echo "make serve: set $$name (see README, Run it for a team)." >&2; exit 2; \
+	  fi; \
+	done
+	@# stdout is for the JSON log lines; what set-up says goes to stderr
+	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py migrate --noinput >&2
+	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py collectstatic --noinput --verbosity 0 >&2
+	@HOST=$(HOST) PORT=$(PORT) exec bin/serve
 
 test: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest

@@ -4,9 +4,12 @@ Every variable the console reads is named here and in README.md; nothing else re
 """
 
 import os
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from questions.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
@@ -63,12 +66,15 @@ ALLOWED_HOSTS = [
 ]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.apps.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "csp",
+    "axes",
+    "console.apps.ConsoleConfig",  # after axes: its admin replaces axes' lockout page
     "django_htmx",
     "template_partials",
     # before django_tasks_db: its `db_worker` command is questions' own (which also takes over
@@ -79,16 +85,22 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "console.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.limits.UploadLimitMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "questions.middleware.ServiceErrorMiddleware",
+    # last: it answers a locked-out sign-in with the lockout page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -137,6 +149,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # first: it refuses a locked-out sign-in before a password is checked
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "set-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -149,21 +166,102 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Production serves what `collectstatic` wrote, compressed and under hashed names that are cached
+# for ever (whitenoise); DEBUG (`make run`) serves the files as they are, no collectstatic needed.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
+# --- production posture: HTTPS, proxy, cookies, CSP, sign-in throttling ---------------------------
+#: behind a TLS-terminating proxy that sets X-Forwarded-Proto (and X-Forwarded-For)
+BEHIND_PROXY = _flag("DJANGO_BEHIND_PROXY")
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [
+    origin.strip() for origin in _env("DJANGO_CSRF_TRUSTED_ORIGINS").split(",") if origin.strip()
+]
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if "://" not in _origin:
+        raise ImproperlyConfigured(
+            f"DJANGO_CSRF_TRUSTED_ORIGINS holds {_origin!r}; each origin starts with its scheme "
+            "(https://console.example.com)."
+        )
+# On by default outside DEBUG; each can be turned off for a plain-HTTP trial.
+SESSION_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = _flag("DJANGO_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's health check may speak plain HTTP
+SECURE_HSTS_SECONDS = int(
+    _number("DJANGO_HSTS_SECONDS", 0 if DEBUG else 31_536_000, allow_zero=True)
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = True
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
-if not DEBUG:
-    SESSION_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", default=False)
-    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# No inline script or style and no eval anywhere (htmx is configured for it in base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Five failed sign-ins for one user name from one address lock that pair out for a while.
+AXES_FAILURE_LIMIT = 5
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_COOLOFF_TIME = timedelta(minutes=_number("DJANGO_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "console.limits.client_address"
 
 # error reports (DEBUG pages above all) hide any value holding a key, not only names like one
 DEFAULT_EXCEPTION_REPORTER_FILTER = "console.reporting.SecretsFilter"
 
+# JSON lines on stdout: one per request (console.logs), every 500 with its traceback; values that
+# hold a secret are replaced before a line is written.
+LOG_LEVEL = _env("DJANGO_LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"DJANGO_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
+    )
+# Servers (gunicorn, runserver, db_worker) log to stdout; any other command keeps stdout for its
+# output (`questions export`, `questions token`, `--json`) and logs to stderr.
+_SERVING = "gunicorn" in Path(sys.argv[0]).name or sys.argv[1:2] in (["runserver"], ["db_worker"])
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"questions": {"handlers": ["console"], "level": "INFO"}},
+    "formatters": {"json": {"()": "console.logs.JSONFormatter"}},
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout" if _SERVING else "ext://sys.stderr",
+            "formatter": "json",
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": "WARNING"},
+    "loggers": {
+        "django": {"level": "INFO"},
+        # runserver's own access line: console.request says more
+        "django.server": {"level": "WARNING"},
+        "questions": {"level": LOG_LEVEL},
+        "console": {"level": LOG_LEVEL},
+        "django_tasks": {"level": LOG_LEVEL},
+        "django_tasks_db": {"level": LOG_LEVEL},
+    },
 }
 
 # --- decisions (DESIGN.md §2.1, §3) --------------------------------------------------------------
@@ -176,7 +274,13 @@ except ValueError as exc:
 DATA_UPLOAD_MAX_NUMBER_FIELDS = (
     DECISIONS_LIMITS.max_questions * (DECISIONS_LIMITS.max_options * 7 + 16) + 64
 )
-DATA_UPLOAD_MAX_MEMORY_SIZE = 32 * 1024 * 1024
+#: the largest document the console takes in one form field (editor, JSON view, check page)
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+# A form body holds at most a document and a sample state; URL-encoding can triple JSON's bytes
+# (`"` becomes %22), plus 1 MiB for the rest. A larger body gets the 413 page. Anonymous requests
+# (the sign-in form) get 64 KiB (console.limits).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * (MAX_DOCUMENT_BYTES + DECISIONS_LIMITS.max_state_bytes) + 2**20
+ANONYMOUS_UPLOAD_MAX_BYTES = 64 * 1024
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 DECISIONS_MODEL = _env("DECISIONS__MODEL") or "jev-latest"
 DECISIONS_API_KEY_ENV = _env("DECISIONS__API_KEY_ENV") or "TYPESAFE_API_KEY"

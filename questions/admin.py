@@ -103,10 +103,12 @@ class VersionAdmin(admin.ModelAdmin):
         return False  # versions are made by import or "new draft from this version"
 
     def has_change_permission(self, request, obj=None) -> bool:
-        return obj is None or obj.is_draft
+        # Django's permission as well: reviewers who are not staff reach the admin too
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (obj is None or obj.is_draft)
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return obj is not None and obj.is_draft
+        return super().has_delete_permission(request, obj) and obj is not None and obj.is_draft
 
     def save_model(self, request, obj, form, change) -> None:
         try:

@@ -73,26 +73,27 @@ class Cell:
 
     @property
     def bars(self) -> list[tuple[str, str]]:
-        """The answer's probabilities as bars in declared order, (title, height in %), at most
-        MAX_BARS: past that, the likeliest options and one bar for all the others."""
+        """The answer's probabilities as bars in declared order, (title, height in twentieths:
+        the stylesheet's class b0…b20, as the content security policy allows no inline style),
+        at most MAX_BARS: past that, the likeliest options and one bar for all the others."""
         if not self.answer:
             return []
         probabilities = self.answer.get("probabilities")
         if not probabilities:
             noul = self.answer.get("noul")
-            return [(f"P(true) {noul}", _percent(noul))] if isinstance(noul, int | float) else []
+            return [(f"P(true) {noul}", _step(noul))] if isinstance(noul, int | float) else []
         bars = list(probabilities.items())
         if len(bars) > MAX_BARS:
             kept = set(sorted(probabilities, key=probabilities.get, reverse=True)[: MAX_BARS - 1])
             rest = sum(p for k, p in bars if k not in kept)
             bars = [(k, p) for k, p in bars if k in kept]
             bars.append((f"{len(probabilities) - len(kept)} others", round(rest, 6)))
-        return [(f"{k} {p}", _percent(p)) for k, p in bars]
+        return [(f"{k} {p}", _step(p)) for k, p in bars]
 
 
-def _percent(p: Any) -> str:
-    """A height in whole percent, as text (a template would localize a number, 900 times)."""
-    return str(round(float(p) * 100)) if isinstance(p, int | float) else "0"
+def _step(p: Any) -> str:
+    """A height in twentieths (0…20), as text (a template would localize a number, 900 times)."""
+    return str(min(20, max(0, round(float(p) * 20)))) if isinstance(p, int | float) else "0"
 
 
 @dataclass

@@ -481,3 +481,17 @@ class WebhookAttempt(models.Model):
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class WorkerHeartbeat(models.Model):
+    """A task worker's sign of life (`questions.workers`), read by `/healthz`."""
+
+    worker_id = models.CharField(max_length=64, unique=True)
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    busy = models.BooleanField(default=False, help_text="running a task at the last beat")
+    started_at = models.DateTimeField(auto_now_add=True)
+    beat_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.worker_id} on {self.host} ({self.pid})"

@@ -4,6 +4,11 @@ throwaway secret key when none is set. DATABASE_URL passes through (CI sets it t
 import os
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-secret")
+# The suite runs without DEBUG over plain HTTP (test client, live server): no HTTPS redirect,
+# no Secure-only cookies. tests/test_production.py checks the production defaults themselves.
+os.environ.setdefault("DJANGO_SSL_REDIRECT", "0")
+os.environ.setdefault("DJANGO_SECURE_COOKIES", "0")
+os.environ.setdefault("DJANGO_HSTS_SECONDS", "0")
 
 from console.settings import *  # noqa: F403
 
@@ -18,3 +23,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"decision-console-test-{os.getpid()}.sqlite3")
     }
+
+# No collectstatic before the suite: templates name the files as they are.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

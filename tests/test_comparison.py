@@ -244,5 +244,5 @@ def test_a_cell_draws_at_most_eight_bars(two_runs):
     bars = comparison.Cell({"type": "choice", "probabilities": probabilities}).bars
     assert len(bars) == comparison.MAX_BARS
     assert [title.split()[0] for title, _ in bars[:-1]] == [f"o{i}" for i in range(13, 20)]
-    assert bars[-1][0].startswith("13 others") and bars[-1][1] == str(round(sum(range(13))))
-    assert comparison.Cell({"type": "noul", "noul": 0.25}).bars == [("P(true) 0.25", "25")]
+    assert bars[-1][0].startswith("13 others") and bars[-1][1] == str(round(sum(range(13)) / 5))
+    assert comparison.Cell({"type": "noul", "noul": 0.25}).bars == [("P(true) 0.25", "5")]

@@ -110,6 +110,29 @@ def mapping_for(provider_status: int, wire: str = "") -> Mapping_:
     return ERROR_TABLE[kind]
 
 
+#: a state's strings at least this long are hidden where a provider may echo them
+STATE_STRING_MIN = 8
+
+
+def state_strings(state: Any) -> list[str]:
+    """The strings a sample state holds (values and keys, longest first; the whole state when
+    it is a string), of STATE_STRING_MIN characters or more: what is hidden from a provider's
+    words, which reach a page or a log line. Shorter ones are words any message may hold."""
+    found: set[str] = set()
+    pending = [state]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if len(value) >= STATE_STRING_MIN:
+                found.add(value)
+        elif isinstance(value, Mapping):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
+    return sorted(found, key=len, reverse=True)
+
+
 def provider_text(body: Any) -> str:
     """The provider's own words, by the official SDK's precedence: error (string) →
     error.message → message → detail.message → detail[] items as `loc: msg` → detail."""
@@ -513,10 +536,10 @@ class Wire:
     def _provider_error(self, outcome, response, parsed, text, ask, started) -> Outcome:
         row = mapping_for(response.status_code, self.name)
         words = scrub(
-            provider_text(parsed) or ("" if parsed is not None else text[:200]),
-            self.secret,
-            ask.state if isinstance(ask.state, str) else "",
+            provider_text(parsed) or ("" if parsed is not None else text[:200]), self.secret
         )
+        for piece in state_strings(ask.state):  # as written: a state is no secret to encode
+            words = words.replace(piece, "[state]")
         if row.about_the_key:
             # what the provider says about the key stays in the server log, without the key
             log.warning(

@@ -7,9 +7,6 @@ from django.views.decorators.http import require_http_methods
 
 from questions import spec
 
-#: Pasted documents larger than this are refused before parsing (a state alone may be 256 KiB).
-MAX_PASTE_BYTES = 4 * 1024 * 1024
-
 
 @require_http_methods(["GET", "POST"])
 def document_check(request: HttpRequest) -> HttpResponse:
@@ -22,8 +19,9 @@ def document_check(request: HttpRequest) -> HttpResponse:
             context["problem"] = (
                 "Paste a question set document: a questions map, a request body or an export."
             )
-        elif len(text.encode()) > MAX_PASTE_BYTES:
-            context["problem"] = f"The document is larger than {MAX_PASTE_BYTES // 2**20} MiB."
+        elif len(text.encode()) > settings.MAX_DOCUMENT_BYTES:
+            limit = settings.MAX_DOCUMENT_BYTES // 2**20
+            context["problem"] = f"The document is larger than {limit} MiB."
         else:
             try:
                 context["result"] = spec.validate(

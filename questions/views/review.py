@@ -124,39 +124,44 @@ def label_move(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _export_response(
-    request: HttpRequest, version: Version, *, download: bool, if_none_match: str = ""
+    request: HttpRequest, ref: selectors.ExportRef, *, download: bool, if_none_match: str = ""
 ) -> HttpResponse:
     """The export document; its ETag is the hash of these very bytes, so any change of body
-    changes it, and an `If-None-Match` that holds it gets a 304."""
-    text = selectors.export_text(selectors.export_document(version))
-    etag = f'"{selectors.export_etag(text)}"'
+    changes it, and an `If-None-Match` that holds it gets a 304. A client that accepts gzip
+    gets the body gzipped (made once per version), its ETag marked weak as Django's own gzip
+    does; either form of the tag matches."""
+    body = selectors.export_body(ref)
+    etag = f'"{body.etag}"'
+    gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
+    shown_etag = f"W/{etag}" if gzipped else etag
     if _etag_matches(if_none_match, etag):
         response = HttpResponse(status=304)
-        response["ETag"] = etag
+        response["ETag"] = shown_etag
+        response["Vary"] = "Accept-Encoding"
         return response
-    response = HttpResponse(text, content_type="application/json; charset=utf-8")
-    response["ETag"] = etag
+    response = HttpResponse(
+        body.gzipped if gzipped else body.text, content_type="application/json; charset=utf-8"
+    )
+    if gzipped:
+        response["Content-Encoding"] = "gzip"
+    response["Vary"] = "Accept-Encoding"
+    response["ETag"] = shown_etag
     response["Link"] = (
         f'<{request.build_absolute_uri(reverse("export-schema"))}>; rel="describedby"'
     )
     response["Cache-Control"] = "no-cache"
     if download:
-        response["Content-Disposition"] = (
-            f'attachment; filename="{version.question_set.slug}-v{version.number}.json"'
-        )
+        response["Content-Disposition"] = f'attachment; filename="{ref.slug}-v{ref.number}.json"'
     return response
 
 
 @require_GET
 def version_export(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Download the export document of an approved version."""
-    version = get_object_or_404(
-        Version.objects.select_related("question_set"),
-        question_set__slug=slug,
-        number=number,
-        status=Version.Status.APPROVED,
-    )
-    return _export_response(request, version, download=True)
+    ref = selectors.export_ref(slug, number=number)
+    if ref is None:
+        raise Http404("No such approved version.")
+    return _export_response(request, ref, download=True)
 
 
 @login_not_required
@@ -206,14 +211,12 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         )
     if label is not None and "\x00" in label:
         return JsonResponse({"detail": "label holds a NUL character (\\x00)."}, status=400)
-    version = selectors.exportable_version(
-        slug, label=label, number=int(number) if number else None
-    )
-    if version is None:
+    ref = selectors.export_ref(slug, label=label, number=int(number) if number else None)
+    if ref is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)
     return _export_response(
-        request, version, download=False, if_none_match=request.headers.get("If-None-Match", "")
+        request, ref, download=False, if_none_match=request.headers.get("If-None-Match", "")
     )
 
 

@@ -41,13 +41,34 @@ def browser():
         browser.close()
 
 
+# Every page the tests open reports what its content security policy blocked (the browser's
+# `securitypolicyviolation` event, and its console message); a test that caused one fails.
+REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"}`);
+});
+"""
+
+
+def csp_violations(messages: list[str]) -> list[str]:
+    return [m for m in messages if "CSP violation" in m or "Content Security Policy" in m]
+
+
 @pytest.fixture
-def page(browser):
+def console_messages() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def page(browser, console_messages):
     context = browser.new_context()
+    context.add_init_script(REPORT_VIOLATIONS)
     page = context.new_page()
+    page.on("console", lambda message: console_messages.append(message.text))
     page.set_default_timeout(10_000)
     yield page
     context.close()
+    assert not csp_violations(console_messages), "the content security policy blocked something"
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from typing import Any
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands import db_worker
 
-from questions import batches, services
+from questions import batches, services, workers
 
 log = logging.getLogger("questions.batches")
 
@@ -63,7 +63,10 @@ class Command(db_worker.Command):
         batches.stopping.clear()
         plain, db_worker.Worker = db_worker.Worker, Worker  # the command builds the worker
         try:
-            with batches.beating(sweep, every=services.batches.sweep_seconds()):
+            with (
+                workers.heartbeat(options["worker_id"]),
+                batches.beating(sweep, every=services.batches.sweep_seconds()),
+            ):
                 return super().handle(*args, **options)
         finally:
             db_worker.Worker = plain
