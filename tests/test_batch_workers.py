@@ -98,10 +98,17 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
 # --- real worker processes sharing one PostgreSQL -----------------------------------------------
 
 
+#: how the worker processes' database sessions name themselves, so teardown waits for theirs only
+WORKERS_APP = "console-workers-test"
+
+
 def _workers_env(provider: FlakyProvider) -> dict[str, str]:
     db = connection.settings_dict  # the test database the suite made
     password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    url = f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = (
+        f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+        f"?application_name={WORKERS_APP}"
+    )
     return {
         **os.environ,
         "DATABASE_URL": url,
@@ -148,7 +155,8 @@ def workers(provider):
             lambda: (
                 not cursor.execute(
                     "select 1 from pg_stat_activity "
-                    "where datname = current_database() and pid <> pg_backend_pid()"
+                    "where datname = current_database() and application_name = %s",
+                    [WORKERS_APP],
                 )
                 or not cursor.fetchall()
             ),
