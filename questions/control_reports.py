@@ -46,7 +46,8 @@ def control_summary(run: BatchRun) -> dict[str, Any]:
     calls) and, per question, what the control found."""
     report = control_report(run)
     return {
-        **selectors.run_summary(run),
+        **selectors.run_summary(run),  # "answered" and "failed" count calls
+        "states": run.items.filter(variant=0).count(),
         "control": {
             "kind": run.kind,
             "title": controls.TITLES[run.kind],

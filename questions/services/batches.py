@@ -241,8 +241,8 @@ def _take(run_id: int) -> BatchRun | None:
 
 def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision, int]]:
     """Claim up to `n` pending items of a run in one transaction: (item id, its revision with
-    the state, its variant). Rows another executor holds are skipped (PostgreSQL); SQLite's write lock
-    serializes claims."""
+    the state, its variant). Rows another executor holds are skipped (PostgreSQL); SQLite's
+    write lock serializes claims."""
     with transaction.atomic():
         rows = list(
             BatchItem.objects.filter(run_id=run_id, status=BatchItem.Status.PENDING)
@@ -319,7 +319,9 @@ class _Execution:
         questions = self._questions(item[2])
         return refused or backends.Ask(questions=questions, state=state, model=self.model)
 
-    async def ask_async(self, item: tuple[int, SampleStateRevision, int], client):
+    async def ask_async(
+        self, item: tuple[int, SampleStateRevision, int], client
+    ) -> backends.Outcome:
         asked = self._asked(item)
         if isinstance(asked, backends.Outcome):
             return asked
