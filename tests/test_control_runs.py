@@ -320,3 +320,75 @@ def test_drift_refuses_a_version_that_is_not_approved(provider):
     with pytest.raises(services.Invalid, match="not approved"):
         control_services.drift_create(version=version, model="m-new", user=writer)
     assert not BatchRun.objects.exists()
+
+
+def test_the_controls_page_starts_a_control_and_a_drift_run(provider, client, settings):
+    provider(reads_the_words)
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    version, writer = a_set(approved_label="production")
+    slug = version.question_set.slug
+    client.force_login(writer)
+    page = client.get(f"/sets/{slug}/controls/")
+    assert page.status_code == 200 and "Start a control" in page.content.decode()
+    response = client.post(
+        f"/sets/{slug}/controls/start/",
+        {
+            "version": version.number,
+            "kind": "orders",
+            "count": "2",
+            "seed": "9",
+            "backend": "typesafe",
+        },
+    )
+    run = BatchRun.objects.get(kind="orders")
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+    assert (run.control_count, run.control_seed, run.items.count()) == (2, 9, 12)
+    response = client.post(f"/sets/{slug}/drift/start/", {"label": "production", "model": "m-new"})
+    assert response.status_code == 302 and not BatchRun.objects.filter(kind="drift").exists()
+    assert (
+        "run it on the approved model first"
+        in client.get(f"/sets/{slug}/controls/").content.decode()
+    )
+    base = services.batch_create(
+        version=version, backend="typesafe", user=writer, model="m-old", enqueue=False
+    )
+    services.batch_execute(base.pk)
+    response = client.post(f"/sets/{slug}/drift/start/", {"label": "production", "model": "m-new"})
+    drift_run = BatchRun.objects.get(kind="drift")
+    assert response["Location"] == f"/runs/{drift_run.pk}/" and drift_run.baseline == base
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"version": "x", "kind": "shuffle", "count": "2", "backend": "typesafe"},
+        {"version": "1", "kind": "jiggle", "count": "2", "backend": "typesafe"},
+        {"version": "1", "kind": "shuffle", "count": "99", "backend": "typesafe"},
+        {
+            "version": "1",
+            "kind": "shuffle",
+            "count": "2",
+            "seed": "99999999999",
+            "backend": "typesafe",
+        },
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "recorded"},
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "nope"},
+    ],
+)
+def test_bad_control_input_says_what_is_wrong_and_starts_nothing(provider, client, form):
+    provider(reads_the_words)
+    version, writer = a_set()
+    client.force_login(writer)
+    response = client.post(f"/sets/{version.question_set.slug}/controls/start/", form, follow=True)
+    assert response.status_code == 200 and not BatchRun.objects.exists()
+    assert 'class="message error"' in response.content.decode()
+
+
+def test_a_viewer_starts_no_control(provider, client):
+    version, _ = a_set()
+    client.force_login(factories.user("viewer"))
+    response = client.post(
+        f"/sets/{version.question_set.slug}/controls/start/",
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
+    )
+    assert response.status_code == 403 and not BatchRun.objects.exists()
