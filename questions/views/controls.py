@@ -88,5 +88,3 @@ def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("set-controls", slug)
     return redirect("run-detail", run.pk)
-
-
