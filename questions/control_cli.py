@@ -184,6 +184,7 @@ class ControlCommands:
                 f"{summary['flips']}/{summary['compared']} answers flipped "
                 f"({_rate(rate)}), pass rate {_rate(base['pass_rate'])} → "
                 f"{_rate(summary['pass_rate'])} ({_signed(summary['pass_rate_delta'])})"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
             )
             for name, c in summary["calibration"].items():
                 if c["delta"] is not None:
