@@ -29,7 +29,7 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
-	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1}; \
+	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)}; \
 	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
 	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \

@@ -126,3 +126,10 @@ def client_for(role: str) -> Client:
     }[role]()
     client.force_login(user)
     return client
+
+
+def token_form(client: Client) -> dict[str, str]:
+    """What the tokens page's create form carries besides the name: its one-time value (the
+    page hands one out each time it is shown; a form sent twice makes no second token)."""
+    client.get("/tokens/")
+    return {"once": client.session["token_form"]}

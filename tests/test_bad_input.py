@@ -17,7 +17,7 @@ from questions.models import (
     Version,
 )
 from tests import factories
-from tests.helpers import AU, R, V, client_for
+from tests.helpers import AU, R, V, client_for, token_form
 
 pytestmark = pytest.mark.django_db
 
@@ -297,7 +297,7 @@ def test_a_nul_in_a_text_field_is_refused_naming_it(world, url, data, words):
 def test_a_nul_in_reviewer_fields_is_refused(world):
     reviewer = client_for(R)
     before = snapshot()
-    token = reviewer.post("/tokens/", {"name": "a\x00"})
+    token = reviewer.post("/tokens/", {"name": "a\x00", **token_form(reviewer)})
     assert token.status_code == 422 and "name holds a NUL" in token.content.decode()
     label = reviewer.post(
         "/sets/s/labels/", {"name": "production\x00", "version": "1"}, follow=True

@@ -20,6 +20,7 @@ from console.logs import JSONFormatter
 from questions import roles, services
 from questions.models import SampleState
 from tests import factories
+from tests.helpers import token_form
 from tests.providers import KEY, Provider, point_every_wire_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,7 +92,8 @@ def test_a_run_through_every_path_logs_json_lines_without_secrets(captured, prov
     services.batch_execute(run.pk, sleep=lambda s: None)
     # a token made by a reviewer and used on the export API
     client.force_login(checker)
-    page = client.post(reverse("token-list"), {"name": "runtime"}).content.decode()
+    page = client.post(reverse("token-list"), {"name": "runtime", **token_form(client)})
+    page = page.content.decode()
     token = re.search(r"dct_[A-Za-z0-9_-]{20,}", page).group(0)
     api = reverse("api-export", args=[qs.slug])
     export = client.get(api, {"label": "production"}, headers={"Authorization": f"Bearer {token}"})

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from questions import roles, selectors, services, spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
+from tests.helpers import token_form
 from tests.test_cli_validate import run, write
 from tests.test_spec_properties import question_maps
 
@@ -378,7 +379,7 @@ def test_tokens_are_stored_hashed():
 
 def test_the_page_showing_a_new_token_is_never_cached(client):
     client.force_login(factories.reviewer())
-    response = client.post(reverse("token-list"), {"name": "ci runtime"})
+    response = client.post(reverse("token-list"), {"name": "ci runtime", **token_form(client)})
     token = APIToken.objects.get(name="ci runtime")
     assert response.status_code == 200 and token.prefix in response.content.decode()
     directives = {d.strip() for d in response["Cache-Control"].split(",")}

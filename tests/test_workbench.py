@@ -9,6 +9,7 @@ from django.utils import timezone
 from questions import services
 from questions.templatetags.console import ago, code
 from tests import factories
+from tests.helpers import token_form
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +67,9 @@ def test_a_new_token_comes_with_a_copy_button_and_a_curl_that_works(client, peop
     writer, checker = people
     _approved("triage", writer, checker, label="staging")
     client.force_login(checker)
-    page = client.post(reverse("token-list") + "?set=triage", {"name": "runtime"})
+    page = client.post(
+        reverse("token-list") + "?set=triage", {"name": "runtime", **token_form(client)}
+    )
     body = page.content.decode()
     assert 'data-copy="#new-token"' in body and 'data-copy="#new-curl"' in body
     curl = body.split('id="new-curl">')[1].split("</code>")[0]
@@ -229,3 +232,31 @@ def test_the_two_statements_lint_spares_an_or_inside_one_statement(statement, tw
     doc = {"churn": {"type": "noul", "instructions": statement}}
     codes = [w.code for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]
     assert ("compound_statement" in codes) is two
+
+
+def test_a_token_form_sent_twice_makes_one_token(client, people):
+    from questions.models import APIToken
+
+    client.force_login(people[1])
+    form = {"name": "runtime", **token_form(client)}
+    first = client.post(reverse("token-list"), form)
+    assert first.status_code == 200 and 'id="new-token"' in first.content.decode()
+    again = client.post(reverse("token-list"), form)  # the browser's reload
+    body = again.content.decode()
+    assert again.status_code == 409 and "no second token was made" in body
+    assert 'id="new-token"' not in body and 'value="runtime"' in body
+    assert APIToken.objects.filter(name="runtime").count() == 1
+
+
+def test_revoking_a_token_and_removing_a_webhook_ask_first(client, people):
+    from questions.services.webhooks import webhook_create
+
+    writer, checker = people
+    qs, _ = _approved("triage", writer, checker)
+    client.force_login(checker)
+    client.post(reverse("token-list"), {"name": "runtime", **token_form(client)})
+    tokens = client.get(reverse("token-list")).content.decode()
+    assert 'data-confirm="Revoke runtime?' in tokens
+    webhook_create(question_set=qs, url="https://runtime.example/hook", user=checker)
+    hooks = client.get(reverse("set-webhooks", args=["triage"])).content.decode()
+    assert 'data-confirm="Remove the webhook to https://runtime.example/hook?' in hooks

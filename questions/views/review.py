@@ -3,6 +3,7 @@ HTTP export with bearer tokens, the published JSON Schema, and the tokens page."
 
 from __future__ import annotations
 
+import secrets
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -230,7 +231,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     once."""
     require(request.user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
     created = None
-    problem = None
+    problem, status = None, 200
     if request.method == "POST":
         if request.POST.get("revoke"):
             raw = request.POST["revoke"]
@@ -241,12 +242,21 @@ def token_list(request: HttpRequest) -> HttpResponse:
             services.api_token_revoke(token=token, user=request.user)
             messages.success(request, f"Revoked {token.name}.")
             return redirect("token-list")
-        try:
-            token, created = services.api_token_create(
-                name=request.POST.get("name", ""), user=request.user
+        if request.POST.get("once") != request.session.pop(TOKEN_FORM, None):
+            # a reload (or a second tab) sends the create form again: it makes no second token
+            problem, status = (
+                "This form was sent already, so no second token was made (the first was shown "
+                "once). To make another, fill in the form below.",
+                409,
             )
-        except services.ServiceError as exc:
-            problem = str(exc)
+        else:
+            try:
+                token, created = services.api_token_create(
+                    name=request.POST.get("name", ""), user=request.user
+                )
+            except services.ServiceError as exc:
+                problem, status = str(exc), exc.status
+    request.session[TOKEN_FORM] = once = secrets.token_urlsafe(16)
     return render(
         request,
         "questions/token_list.html",
@@ -255,9 +265,15 @@ def token_list(request: HttpRequest) -> HttpResponse:
             "created": created,
             "problem": problem,
             "example": _export_example(request),
+            "once": once,
+            "name": request.POST.get("name", "") if problem else "",
         },
-        status=422 if problem else 200,
+        status=status,
     )
+
+
+#: the session key of the create-token form's one-time value
+TOKEN_FORM = "token_form"
 
 
 def _export_example(request: HttpRequest) -> str | None:
