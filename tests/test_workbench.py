@@ -1,5 +1,6 @@
 """The product owner's workbench: what the lists and navigation show at a glance."""
 
+import html
 from datetime import timedelta
 
 import pytest
@@ -260,3 +261,23 @@ def test_revoking_a_token_and_removing_a_webhook_ask_first(client, people):
     webhook_create(question_set=qs, url="https://runtime.example/hook", user=checker)
     hooks = client.get(reverse("set-webhooks", args=["triage"])).content.decode()
     assert 'data-confirm="Remove the webhook to https://runtime.example/hook?' in hooks
+
+
+@pytest.mark.parametrize(
+    ("slug", "words"),
+    [
+        ("bad slug/../x", "not 'bad slug/../x'; 'bad-slugx' would do"),
+        ("Refunds", "not 'Refunds'; 'refunds' would do"),
+        ("x" * 1000, "at most 64 characters; this one has 1000"),
+        ("  ", "A set needs a slug"),
+    ],
+)
+def test_a_slug_that_cannot_name_a_set_is_refused_never_changed(client, people, slug, words):
+    from questions.models import QuestionSet
+
+    client.force_login(people[0])
+    response = client.post(reverse("set-create"), {"name": "Refunds", "slug": slug})
+    body = html.unescape(response.content.decode())
+    assert response.status_code == 422 and words in body
+    assert f'value="{slug.strip()}"' in body  # what was typed stays in the form
+    assert not QuestionSet.objects.exists()

@@ -8,6 +8,7 @@ with `StaleRevision`, and nothing is written.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.conf import settings
@@ -86,9 +87,7 @@ def question_set_create(
     require(owner, roles.may_write, WRITERS_ONLY)
     storable(name, "The set's name")
     storable(description, "The set's description")
-    slug = slugify(slug)
-    if not slug:
-        raise Invalid("A set needs a slug: letters, digits, hyphens or underscores.")
+    slug = check_slug(slug)
     if QuestionSet.objects.filter(slug=slug).exists():
         raise Conflict(f"A set called {slug} exists already.")
     question_set = QuestionSet(slug=slug, name=name or slug, description=description, owner=owner)
@@ -102,6 +101,27 @@ def question_set_create(
     except IntegrityError as exc:
         raise Conflict(f"A set called {slug} exists already.") from exc
     return question_set
+
+
+SLUG = re.compile(r"[a-z0-9_-]+")
+
+
+def check_slug(slug: str) -> str:
+    """`slug` when it can name a set (lower-case letters, digits, `-` and `_`, at most 64);
+    otherwise `Invalid`, with a slug that would do. Nothing is changed silently."""
+    slug = (slug or "").strip()
+    if not slug:
+        raise Invalid("A set needs a slug: lower-case letters, digits, hyphens or underscores.")
+    limit = QuestionSet._meta.get_field("slug").max_length
+    if len(slug) > limit:
+        raise Invalid(f"A slug has at most {limit} characters; this one has {len(slug)}.")
+    if not SLUG.fullmatch(slug):
+        suggestion = slugify(slug)[:limit]
+        hint = f"; {suggestion!r} would do" if suggestion else ""
+        raise Invalid(
+            f"A slug is lower-case letters, digits, hyphens and underscores, not {slug!r}{hint}."
+        )
+    return slug
 
 
 STARTER_DOCUMENT: dict[str, Any] = {
@@ -345,7 +365,7 @@ def version_import(*, slug: str, value: Any, author: Any, name: str = "") -> Ver
     if result.document is None:
         raise InvalidContent("document", result.errors)
     with transaction.atomic():
-        question_set = QuestionSet.objects.filter(slug=slugify(slug)).first()
+        question_set = QuestionSet.objects.filter(slug=check_slug(slug)).first()
         if question_set is None:
             question_set = question_set_create(slug=slug, name=name, owner=author)
         return version_create(
