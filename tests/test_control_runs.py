@@ -344,11 +344,9 @@ def test_the_controls_page_starts_a_control_and_a_drift_run(provider, client, se
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
     assert (run.control_count, run.control_seed, run.items.count()) == (2, 9, 12)
     response = client.post(f"/sets/{slug}/drift/start/", {"label": "production", "model": "m-new"})
-    assert response.status_code == 302 and not BatchRun.objects.filter(kind="drift").exists()
-    assert (
-        "run it on the approved model first"
-        in client.get(f"/sets/{slug}/controls/").content.decode()
-    )
+    assert response.status_code == 409 and not BatchRun.objects.filter(kind="drift").exists()
+    body = response.content.decode()
+    assert "Nothing was started." in body and "run it on the approved model first" in body
     base = services.batch_create(
         version=version, backend="typesafe", user=writer, model="m-old", enqueue=False
     )
@@ -379,9 +377,11 @@ def test_bad_control_input_says_what_is_wrong_and_starts_nothing(provider, clien
     provider(reads_the_words)
     version, writer = a_set()
     client.force_login(writer)
-    response = client.post(f"/sets/{version.question_set.slug}/controls/start/", form, follow=True)
-    assert response.status_code == 200 and not BatchRun.objects.exists()
-    assert 'class="message error"' in response.content.decode()
+    response = client.post(f"/sets/{version.question_set.slug}/controls/start/", form)
+    body = response.content.decode()
+    assert response.status_code == 422 and not BatchRun.objects.exists()
+    assert 'class="message error"' in body and "Nothing was started." in body
+    assert f'name="count" min="1" max="20" value="{form["count"]}"' in body  # kept as sent
 
 
 def test_a_viewer_starts_no_control(provider, client):

@@ -4,7 +4,6 @@ and the list of those runs, each with its report on the run page."""
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -20,7 +19,11 @@ SHOWN_RUNS = 30
 
 @require_GET
 def set_controls(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    return _page(request, get_object_or_404(QuestionSet, slug=slug))
+
+
+def _page(request, question_set, *, problem: str = "", values: dict | None = None, status=422):
+    """The page; after a refused start, with what was wrong and the form as it was sent."""
     runs = (
         question_set.batch_runs.exclude(kind="run")
         .select_related("version", "created_by", "baseline")
@@ -36,20 +39,37 @@ def set_controls(request: HttpRequest, slug: str) -> HttpResponse:
         "max_variants": controls.MAX_VARIANTS,
         "can_run": roles.may_ask_live(request.user),
         "no_signal": controls.NO_SIGNAL,
+        "problem": problem,
+        "values": values or {"count": "3", "seed": "0"},
     }
-    return render(request, "questions/set_controls.html", context)
+    return render(
+        request, "questions/set_controls.html", context, status=status if problem else 200
+    )
 
 
 @require_POST
 def control_start(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    number = whole_number(request.POST.get("version", ""))
-    count = whole_number(request.POST.get("count", ""))
-    seed = whole_number(request.POST.get("seed") or "0", digits=10)
+    sent = {k: request.POST.get(k, "") for k in ("version", "kind", "count", "seed", "backend")}
+    number = whole_number(sent["version"])
+    count = whole_number(sent["count"])
+    seed = whole_number(sent["seed"] or "0", digits=10)
     version = question_set.versions.filter(number=number).first() if number else None
-    if version is None or count is None or seed is None:
-        messages.error(request, "Pick a version, and give the count and seed as whole numbers.")
-        return redirect("set-controls", slug)
+    problem = ""
+    if version is None:
+        problem = "Pick a version of the set to ask."
+    elif count is None:
+        problem = (
+            f"The number of shuffles, orders or calls is a whole number from 1 to "
+            f"{controls.MAX_VARIANTS}, not {sent['count']!r}."
+        )
+    elif seed is None:
+        problem = (
+            f"The seed is a whole number from 0 to {control_services.MAX_SEED}, "
+            f"not {sent['seed']!r}."
+        )
+    if problem:
+        return _page(request, question_set, problem=problem, values=sent)
     try:
         run = control_services.control_create(
             version=version,
@@ -60,8 +80,7 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
             seed=seed,
         )
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("set-controls", slug)
+        return _page(request, question_set, problem=str(exc), values=sent, status=exc.status)
     return redirect("run-detail", run.pk)
 
 
@@ -75,8 +94,7 @@ def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
     )
     model = request.POST.get("model", "").strip()
     if chosen is None or not model:
-        messages.error(request, "Pick a label and name the model to set against it.")
-        return redirect("set-controls", slug)
+        return _page(request, question_set, problem="Pick a label and name the model to ask.")
     try:
         run = control_services.drift_create(
             version=chosen.version,
@@ -85,6 +103,5 @@ def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
             backend=request.POST.get("backend") or None,
         )
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("set-controls", slug)
+        return _page(request, question_set, problem=str(exc), status=exc.status)
     return redirect("run-detail", run.pk)
