@@ -145,7 +145,8 @@ class Selection:
             selection.errors.append("The page starts at a whole number of states; from the first.")
         selection.start = start or 0
         if not selection.columns:
-            runs = list(question_set.batch_runs.order_by("-id").values_list("pk", flat=True)[:2])
+            plain = question_set.batch_runs.filter(kind=BatchRun.PLAIN)  # not a control's
+            runs = list(plain.order_by("-id").values_list("pk", flat=True)[:2])
             selection.columns = [f"run:{pk}" for pk in reversed(runs)]
         return selection
 

@@ -367,6 +367,8 @@ class BatchRun(models.Model):
     #: a plain run, a control (`questions.controls`: each state asked once per variant) or a
     #: drift run (the approved version on another model, set against `baseline`)
     kind = models.CharField(max_length=10, default="run")
+    #: the kind of a plain run: the one the pages take by default (latest run, compare, advice)
+    PLAIN = "run"
     control_count = models.PositiveSmallIntegerField(
         default=0, help_text="shuffles, orders or repeats of a control"
     )

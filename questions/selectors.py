@@ -352,7 +352,11 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
 def latest_run(version: Version | None) -> BatchRun | None:
     if version is None:
         return None
-    return version.batch_runs.filter(status=BatchRun.Status.DONE).order_by("-id").first()
+    return (
+        version.batch_runs.filter(kind=BatchRun.PLAIN, status=BatchRun.Status.DONE)
+        .order_by("-id")
+        .first()
+    )
 
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:

@@ -392,3 +392,29 @@ def test_a_viewer_starts_no_control(provider, client):
         {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
     )
     assert response.status_code == 403 and not BatchRun.objects.exists()
+
+
+def test_a_control_is_never_taken_for_the_latest_run(provider, client):
+    """Compare's default columns, the review's evidence and the advice designer's default take
+    plain runs: a control's shuffled calls say nothing about the version as written."""
+    from questions import selectors
+
+    provider(reads_the_words)
+    version, writer = a_set()
+    first = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    services.batch_execute(first.pk)
+    second = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    services.batch_execute(second.pk)
+    control = control_services.control_create(
+        version=version, backend="typesafe", user=writer, kind="shuffle", count=2, seed=1
+    )
+    services.batch_execute(control.pk)
+    assert selectors.latest_run(version) == second
+    client.force_login(writer)
+    compare = client.get(f"/sets/{version.question_set.slug}/compare/")
+    assert compare.status_code == 200
+    heads = [h.split("</th>")[0] for h in compare.content.decode().split('class="col-head"')[1:]]
+    assert any(f"run {second.pk} ·" in h for h in heads)
+    assert not any(f"run {control.pk} ·" in h for h in heads)
+    advice = client.get(f"/sets/{version.question_set.slug}/v{version.number}/advice/")
+    assert f'value="{control.pk}" selected' not in advice.content.decode()

@@ -53,7 +53,9 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
 
 
 def labelled_runs(version: Version):
-    return version.batch_runs.filter(status=BatchRun.Status.DONE).order_by("-id")
+    return version.batch_runs.filter(kind=BatchRun.PLAIN, status=BatchRun.Status.DONE).order_by(
+        "-id"
+    )
 
 
 @require_http_methods(["GET", "POST"])
