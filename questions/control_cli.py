@@ -217,6 +217,8 @@ def _line(kind: str, q: dict[str, Any]) -> str:
             text += f" — {controls.NO_SIGNAL}"
         elif q["real_pass_rate"] is None:
             text += " (no expected answers)"
+        if q["few_answers"]:
+            text += f" (only {q['real_checked']} labelled answers)"
         return text
     if kind == controls.ORDERS:
         distance = q["largest_distance"]

@@ -39,6 +39,8 @@ MAX_VARIANTS = 20  # K shuffles, K orders or R repeats: at most this many
 #: a real pass rate this far above the shuffled floor, at least, is "clearly above" it
 CLEAR_MARGIN = 0.15
 NO_SIGNAL = "the words carry no signal here"
+#: below this many labelled real answers a shuffle verdict is said with its sample size
+FEW_ANSWERS = 10
 
 
 def variants(kind: str, count: int) -> int:
@@ -162,6 +164,12 @@ class QuestionControl:
             return None
         return self.real_pass_rate - self.floor < CLEAR_MARGIN
 
+    @property
+    def few_answers(self) -> bool:
+        """Shuffle control: whether the verdict rests on fewer than FEW_ANSWERS labelled real
+        answers (a difference of a few states moves it)."""
+        return self.no_signal is not None and self.real_checked < FEW_ANSWERS
+
     def as_json(self) -> dict[str, Any]:
         return {
             "type": self.qtype,
@@ -171,6 +179,7 @@ class QuestionControl:
             "floor": self.floor,
             "floor_checked": self.floor_checked,
             "no_signal": self.no_signal,
+            "few_answers": self.few_answers,
             "flip_rate": self.flip_rate,
             "compared": self.compared,
             "largest_distance": self.largest_distance,

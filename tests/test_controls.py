@@ -148,3 +148,13 @@ def test_drift_reports_flips_and_pass_rate_and_calibration_deltas():
     assert controls.delta(found.before.pass_rate, found.after.pass_rate) == pytest.approx(-1 / 3)
     brier = found.calibration()["choice_brier"]
     assert brier["delta"] == pytest.approx(brier["after"] - brier["before"]) and brier["delta"] > 0
+
+
+def test_a_shuffle_verdict_on_few_answers_says_so():
+    finding = controls.QuestionControl("q", "choice", controls.SHUFFLE, varied=True)
+    finding.real_passed, finding.real_checked = 1, 2
+    finding.floor_passed, finding.floor_checked = 3, 6
+    assert finding.no_signal is True and finding.few_answers is True
+    assert finding.as_json()["few_answers"] is True
+    finding.real_passed, finding.real_checked = 9, 10
+    assert finding.no_signal is False and finding.few_answers is False

@@ -23,6 +23,7 @@ def run_control(run: BatchRun) -> dict[str, Any]:
             "title": controls.TITLES[run.kind],
             "questions": list(report.values()),
             "no_signal": [q.question for q in report.values() if q.no_signal],
+            "few": any(q.few_answers for q in report.values() if q.no_signal),
             "no_signal_words": controls.NO_SIGNAL,
             "margin": controls.CLEAR_MARGIN,
         }
