@@ -281,3 +281,30 @@ def test_a_slug_that_cannot_name_a_set_is_refused_never_changed(client, people, 
     assert response.status_code == 422 and words in body
     assert f'value="{slug.strip()}"' in body  # what was typed stays in the form
     assert not QuestionSet.objects.exists()
+
+
+def test_long_free_text_is_refused_with_its_length_and_changes_nothing(client, people):
+    from questions.models import QuestionSet, ReviewEvent
+
+    writer, checker = people
+    client.force_login(writer)
+    too_long = client.post(
+        reverse("set-create"), {"name": "Long", "slug": "long", "description": "x" * 4001}
+    )
+    assert too_long.status_code == 422
+    assert "description has 4,001 characters; at most 4,000" in too_long.content.decode()
+    assert not QuestionSet.objects.exists()
+    qs = factories.question_set("triage", owner=writer)
+    with pytest.raises(services.Invalid, match="A tag has 300 characters; at most 64"):
+        services.sample_state_create(
+            question_set=qs, name="s", state=None, author=writer, tags=["t" * 300]
+        )
+    with pytest.raises(services.Invalid, match="at most 20 tags"):
+        services.sample_state_create(
+            question_set=qs, name="s", state=None, author=writer, tags=[f"t{i}" for i in range(21)]
+        )
+    v1 = services.version_submit(version=factories.draft(qs), author=writer)
+    before = ReviewEvent.objects.count()
+    with pytest.raises(services.Invalid, match="comment has 20,000 characters"):
+        services.version_comment(version=v1, actor=checker, note="c" * 20_000)
+    assert ReviewEvent.objects.count() == before and not qs.sample_states.exists()

@@ -74,11 +74,18 @@ class NotAllowed(Refusal, PermissionDenied):
 MODEL_NAME_LIMIT = 200  # Decision.model_asked, DecisionAnswer.model, BatchRun.model
 
 
-def storable(text: str, what: str) -> str:
+#: the longest free text a person writes here: a set's description, a review note or comment
+TEXT_LIMIT = 4000
+
+
+def storable(text: str, what: str, limit: int | None = None) -> str:
     """`text` unchanged, or `Invalid` naming `what` when it holds a NUL character, which no text
-    here may hold (PostgreSQL refuses it; SQLite would keep it, so both refuse it alike)."""
+    here may hold (PostgreSQL refuses it; SQLite would keep it, so both refuse it alike), or
+    when it is longer than `limit` characters."""
     if "\x00" in text:
         raise Invalid(f"{what} holds a NUL character (\\x00); remove it.", code="nul_character")
+    if limit is not None and len(text) > limit:
+        raise Invalid(f"{what} has {len(text):,} characters; at most {limit:,}.", code="too_long")
     return text
 
 

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from questions import roles, webhooks
 from questions.models import Label, LabelMove, QuestionSet, ReviewEvent, Version
-from questions.services.errors import Conflict, Invalid, NotAllowed, require, storable
+from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
 from questions.services.webhooks import webhook_event
 
@@ -53,7 +53,7 @@ def version_approve(*, version: Version, reviewer: Any, note: str = "", label: s
     """A reviewer approves a submitted version — never one they wrote or edited, unless
     single-person teams are allowed — and may point a label at it in the same step."""
     require(reviewer, roles.may_review, REVIEWERS_ONLY)
-    storable(note, "The note")
+    storable(note, "The note", TEXT_LIMIT)
     locked = _in_review(version)
     if not settings.DECISIONS_ALLOW_SELF_APPROVAL and wrote(reviewer, locked):
         raise NotAllowed(
@@ -83,7 +83,7 @@ def version_request_changes(*, version: Version, reviewer: Any, note: str) -> Ve
     require(reviewer, roles.may_review, REVIEWERS_ONLY)
     if not note.strip():
         raise Invalid("Say what should change: the note is what the author works from.")
-    storable(note, "The note")
+    storable(note, "The note", TEXT_LIMIT)
     locked = _in_review(version)
     return move(
         locked,
@@ -99,7 +99,7 @@ def version_comment(*, version: Version, actor: Any, note: str) -> ReviewEvent:
     require(actor, roles.may_comment, "Only authors and reviewers comment on a review.")
     if not note.strip():
         raise Invalid("A comment needs words.")
-    storable(note, "The comment")
+    storable(note, "The comment", TEXT_LIMIT)
     return ReviewEvent.objects.create(
         version=version, kind=ReviewEvent.Kind.COMMENTED, actor=actor, note=note.strip()
     )
@@ -119,7 +119,7 @@ def label_move(
     require(actor, roles.may_review, REVIEWERS_ONLY)
     if not LABEL_NAME.match(name or ""):
         raise Invalid(f"A label name is 1 to 36 of a-z, 0-9, _ . - (got {name!r}).")
-    storable(note, "The note")
+    storable(note, "The note", TEXT_LIMIT)
     if version.question_set_id != question_set.pk:
         raise Invalid("A label points at a version of its own set.")
     if version.status != Version.Status.APPROVED:

@@ -22,6 +22,12 @@ from questions.services.versions import (
 NAME_LIMIT = SampleState._meta.get_field("name").max_length
 
 
+#: a sample state's tags: at most this many, each at most this many characters (a run's tag
+#: filter names one)
+MAX_TAGS = 20
+TAG_LIMIT = 64
+
+
 def _clean_state_fields(
     *, name: str, state: Any, expected: dict[str, Any] | None, tags: Iterable[str] | None
 ) -> tuple[str, str, dict[str, Any], list[str]]:
@@ -45,8 +51,10 @@ def _clean_state_fields(
         if isinstance(answer, str):
             storable(answer, f"The expected answer for `{qid}`")
     tags = sorted({t.strip() for t in (tags or []) if t and t.strip()})
+    if len(tags) > MAX_TAGS:
+        raise Invalid(f"A sample state has at most {MAX_TAGS} tags; this one has {len(tags)}.")
     for tag in tags:
-        storable(tag, f"The tag {tag!r}")
+        storable(tag, "A tag" if len(tag) > TAG_LIMIT else f"The tag {tag!r}", TAG_LIMIT)
     return name, document_text(state), expected, tags
 
 

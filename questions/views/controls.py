@@ -80,7 +80,7 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
             seed=seed,
         )
     except services.ServiceError as exc:
-        return _page(request, question_set, problem=str(exc), values=sent, status=exc.status)
+        return _page(request, question_set, problem=str(exc), values=sent, status=_status(exc))
     return redirect("run-detail", run.pk)
 
 
@@ -103,5 +103,11 @@ def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
             backend=request.POST.get("backend") or None,
         )
     except services.ServiceError as exc:
-        return _page(request, question_set, problem=str(exc), status=exc.status)
+        return _page(request, question_set, problem=str(exc), status=_status(exc))
     return redirect("run-detail", run.pk)
+
+
+def _status(exc: services.ServiceError) -> int:
+    """A refused start answers with the refusal's status; a backend that is not configured is a
+    choice on this form that cannot be made (422), not the server failing."""
+    return exc.status if exc.status < 500 else 422
