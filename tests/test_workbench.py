@@ -308,3 +308,17 @@ def test_long_free_text_is_refused_with_its_length_and_changes_nothing(client, p
     with pytest.raises(services.Invalid, match="comment has 20,000 characters"):
         services.version_comment(version=v1, actor=checker, note="c" * 20_000)
     assert ReviewEvent.objects.count() == before and not qs.sample_states.exists()
+
+
+def test_a_refused_step_and_a_missing_page_read_as_pages_not_bare_codes(client, people, settings):
+    settings.DEBUG = False
+    writer, _ = people
+    qs = factories.question_set("triage", owner=writer)
+    services.version_submit(version=factories.draft(qs), author=writer)
+    client.force_login(writer)
+    refused = client.post(reverse("version-review", args=["triage", 1]), {"action": "approve"})
+    body = refused.content.decode()
+    assert refused.status_code == 403 and "You may not do that" in body
+    assert "Only reviewers do that." in body and 'href="/"' in body
+    missing = client.get("/sets/nothing-here/")
+    assert missing.status_code == 404 and "There is nothing here" in missing.content.decode()
