@@ -198,6 +198,11 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
         return "—" if v is None else f"{v:.2f}"
 
     desc = "no labelled answers"
+    if points and chosen is None:
+        desc = (
+            f"{len(points)} thresholds from {points[0].threshold:.2f} to "
+            f"{points[-1].threshold:.2f}; no advice chosen yet"
+        )
     if chosen is not None:
         desc = (
             f"at {chosen.threshold:.2f}: precision {fmt(chosen.precision)}, recall "
