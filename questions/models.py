@@ -364,6 +364,14 @@ class BatchRun(models.Model):
         related_name="reruns",
         help_text="the run whose failed states this run asks again",
     )
+    # the run's summary, stored when it finishes (services.run_summary_store): None before
+    checked = models.PositiveIntegerField(
+        null=True, blank=True, help_text="question-state pairs with an expected answer"
+    )
+    passed = models.PositiveIntegerField(null=True, blank=True, help_text="of those, passed")
+    failed_states = models.PositiveIntegerField(
+        null=True, blank=True, help_text="states that got no answer"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -374,6 +382,19 @@ class BatchRun(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.CANCELLED, self.Status.FAILED)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """The stored pass rate of a finished run; None before, or with nothing checked."""
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def outcome(self) -> str:
+        """The status as colours show it: `partial` for a finished run some of whose states
+        failed (`failed` when every one did)."""
+        if self.status != self.Status.FAILED and self.finished and self.failed_states:
+            return "partial"
+        return self.status
 
 
 class BatchItem(models.Model):
@@ -399,6 +420,9 @@ class BatchItem(models.Model):
     error_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error_detail = models.TextField(blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    misses = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
+    )
 
     class Meta:
         ordering = ["id"]

@@ -30,8 +30,9 @@ from questions.models import (
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
-    """Sets with their newest version's number and status, the version under `production` and
-    how many versions wait for review, last edited first; those whose slug, name or description
+    """Sets with their newest version's number and status, the version under `production`,
+    how many versions wait for review and the last finished run's checked and passed pairs
+    (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name or description
     holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
@@ -42,11 +43,17 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
         .annotate(n=Count("pk"))
         .values("n")
     )
+    last_run = BatchRun.objects.filter(question_set=OuterRef("pk"), checked__isnull=False).order_by(
+        "-finished_at", "-pk"
+    )
     sets = QuestionSet.objects.select_related("owner").annotate(
         newest_number=Subquery(newest.values("number")[:1]),
         newest_status=Subquery(newest.values("status")[:1]),
         production_number=Subquery(production.values("version__number")[:1]),
         in_review=Coalesce(Subquery(waiting), 0),
+        last_checked=Subquery(last_run.values("checked")[:1]),
+        last_passed=Subquery(last_run.values("passed")[:1]),
+        last_run_id=Subquery(last_run.values("pk")[:1]),
     )
     if "\x00" in search:
         return QuestionSet.objects.none()  # no set's text holds a NUL character

@@ -127,13 +127,44 @@ def test_compare_runs_lists_regressions_and_fixes_first():
         Case("s3", "n", "noul", noul(0.8), True),
         Case("s4", "n", "noul", noul(0.2), True),
     ]
-    changes = metrics.compare_runs(before, after)
-    assert [(c.state, c.kind) for c in changes] == [
-        ("s1", "regression"),
-        ("s2", "fix"),
-        ("s4", "fail"),
-        ("s3", "pass"),
+    delta = metrics.compare_runs(before, after)
+    # s3 and s4 did not flip nor change their check: not listed
+    assert [(c.state, c.kind) for c in delta.changes] == [("s1", "regression"), ("s2", "fix")]
+    assert (delta.checked, delta.passed_before, delta.passed_after) == (4, 2, 2)
+    assert delta.delta == 0
+    assert metrics.shown("noul", delta.changes[0].before) == "true 0.90"
+    assert metrics.shown("noul", delta.changes[0].after) == "false 0.10"
+
+
+def test_compare_runs_lists_flips_without_expected_answers_after_the_fixes():
+    before = [
+        Case("s1", "c", "choice", choice("a", a=0.8, b=0.2)),
+        Case("s2", "n", "noul", noul(0.9), True),
     ]
+    after = [
+        Case("s1", "c", "choice", choice("b", a=0.3, b=0.7)),
+        Case("s2", "n", "noul", noul(0.2), True),
+    ]
+    delta = metrics.compare_runs(before, after)
+    assert [(c.state, c.kind) for c in delta.changes] == [("s2", "regression"), ("s1", "flip")]
+    assert delta.delta == -1.0
+    assert metrics.shown("choice", delta.changes[1].after) == "b 0.70"
+
+
+def test_a_score_gets_a_confusion_matrix_over_its_levels():
+    r = metrics.report([Case("s1", "s", "score", score(1.6, 0, 0.4, 0.6), 1)])
+    assert r.questions["s"].confusion == {"1": {"2": 1}}
+
+
+def test_summarize_counts_checks_misses_and_failed_states():
+    rows = [
+        (1, "answered", {"n": True, "c": "a"}, {"n": noul(0.9), "c": choice("b", a=0.4, b=0.6)}),
+        (2, "answered", {}, {"n": noul(0.1)}),
+        (3, "failed", {"n": True}, None),
+    ]
+    s = metrics.summarize(rows)
+    assert (s.checked, s.passed, s.failed_states) == (2, 1, 1)
+    assert s.misses == {1: 1, 2: 0}
 
 
 @pytest.mark.parametrize(("s", "level"), [(0.5, 1), (1.5, 2), (2.5, 3)])

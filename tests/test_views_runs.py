@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, services
+from questions import roles, selectors, services
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC
@@ -53,8 +53,33 @@ def test_start_a_run_and_watch_it(setup):
     assert partial["HX-Refresh"] == "true"
     assert "4</span> / 4 states" in body
     page = client.get(response.url).content.decode()
-    assert "Pass rate" in page and "Confusion matrix" in page and "Brier" in page
-    assert page.count('class="chart reliability"') == 2
+    assert "Pass rate" in page and "Confusion of" in page and "Brier" in page
+    # 4 answers a type: too few for a reliability diagram, and the page says why
+    assert page.count('class="chart reliability"') == 0
+    assert page.count("Not enough answers: a bin of the diagram needs 5 or more") == 2
+    # the results: a row per state and question with an expected answer, each linked to compare
+    results = page.split('id="results-heading"')[1]
+    assert results.count('<tr class="fail">') + results.count('<tr class="pass">') == 8
+    assert results.index('<tr class="fail">') < results.index('<tr class="pass">')
+    state = version.question_set.sample_states.get(name="s0")
+    assert f"col=run:{run.pk}&amp;filter=all&amp;state={state.pk}#row-{state.pk}-desk" in results
+    assert "Open in compare" in page
+    run.refresh_from_db()
+    assert (run.checked, run.failed_states) == (8, 0) and run.passed is not None
+
+
+def test_the_confusion_matrix_keeps_declared_order_with_zeros_and_the_diagonal(setup):
+    from questions import metrics
+    from questions.views.runs import confusion_table
+
+    q = metrics.QuestionReport("desk", "choice", confusion={"sales": {"billing": 2}})
+    table = confusion_table(q, ["billing", "technical", "sales"])
+    assert table["columns"] == ["billing", "technical", "sales"]
+    assert table["rows"] == [
+        ("billing", [(0, True), (0, False), (0, False)]),
+        ("technical", [(0, False), (0, True), (0, False)]),
+        ("sales", [(2, False), (0, False), (0, True)]),
+    ]
 
 
 def test_compare_two_runs_lists_regressions_first(setup):
@@ -69,8 +94,12 @@ def test_compare_two_runs_lists_regressions_first(setup):
     services.batch_execute(second.pk)
     page = client.get(reverse("run-detail", args=[second.pk]), {"against": first.pk})
     body = page.content.decode()
-    assert "Compared with another run" in body
-    assert body.count('<tr class="change-') == 8  # 4 states × 2 questions with expectations
+    assert "Against another run" in body
+    delta = body.split('id="vs-heading"')[1]
+    kinds = [k.split('"')[0] for k in delta.split('<tr class="change-')[1:]]
+    assert kinds and kinds == sorted(kinds, key=["regression", "fix", "flip"].index)
+    assert "→ <strong>false " in delta  # before → after values of the noul read at 0.99
+    assert "points</strong>" in delta
 
 
 def test_cancel_from_the_page(setup):
@@ -185,13 +214,32 @@ def test_a_run_where_every_state_failed_says_so_in_red(setup, settings):
     run = services.batch_execute(run.pk)
     assert run.status == "failed"
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert '<strong class="run-status error">failed</strong>' in page
+    assert '<span class="run-status run-failed">failed</span>' in page
+    assert 'class="run-progress run-failed"' in page  # the progress bar turns red
     assert (
         '<p class="message error">Every state failed: 502: The provider could not be reached.</p>'
         in page
     )
     assert "has expected answers" not in page
     assert "No state of this run was answered" in page
+
+
+def test_a_run_some_of_whose_states_failed_is_amber_on_its_page_and_the_set_page(setup):
+    client, version = setup
+    run = _a_run_with_a_failure(version)
+    services.run_summary_store(run)
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<span class="run-status run-partial">done, some failed</span>' in page
+    assert 'class="run-progress run-partial' in page
+    # the failed state comes first in the results, with what went wrong
+    results = page.split('id="results-heading"')[1]
+    assert results.index("s1") < results.index("s0")
+    assert "no answer: 502: The provider failed." in results
+    set_page = client.get(reverse("set-detail", args=["s"])).content.decode()
+    assert '<span class="run-status run-partial">done, some failed</span>' in set_page
+    run.refresh_from_db()
+    assert f"{round(100 * run.passed / run.checked)}% ({run.passed} / {run.checked})" in set_page
+    assert run.checked == 6  # the failed state's two checks are not counted
 
 
 def test_the_no_expectations_note_needs_answered_states(setup):
@@ -213,3 +261,40 @@ def test_the_no_expectations_note_needs_answered_states(setup):
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "No answered state of this run has expected answers" in page
     assert "Every state failed" not in page
+
+
+def test_a_finished_run_stores_its_summary_and_the_set_list_shows_the_last_pass_rate(setup):
+    client, version = setup
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(first.pk)
+    second = services.batch_create(
+        version=version, backend="typesafe", threshold=0.99, user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(second.pk)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    report = selectors.run_report(second)
+    assert (second.checked, second.passed) == (report.checked, report.passed) == (8, report.passed)
+    assert second.pass_rate == report.pass_rate
+    assert first.passed != second.passed  # the threshold moved some nouls
+    body = client.get(reverse("set-list")).content.decode()
+    assert f"{round(100 * second.passed / 8)}% ({second.passed} / 8)" in body
+    assert reverse("run-detail", args=[second.pk]) in body
+
+
+def test_the_migration_fills_the_summary_of_runs_finished_before_it(setup):
+    import importlib
+
+    from django.apps import apps
+
+    client, version = setup
+    run = _a_run_with_a_failure(version)
+    BatchRun.objects.filter(pk=run.pk).update(checked=None, passed=None, failed_states=None)
+    run.items.update(misses=None)
+    migration = importlib.import_module("questions.migrations.0013_run_summary")
+    migration.fill_finished_runs(apps, None)
+    run.refresh_from_db()
+    assert (run.checked, run.failed_states) == (6, 1)
+    assert run.items.filter(misses__isnull=True).count() == 1  # the failed state's

@@ -45,6 +45,7 @@ from questions.services.states import (
     sample_state_update,
     sample_states_import,
 )
+from questions.services.summaries import store_summary as run_summary_store
 from questions.services.tokens import api_token_authenticate, api_token_create, api_token_revoke
 from questions.services.versions import (
     DraftExists,
@@ -109,6 +110,7 @@ __all__ = [
     "sample_state_duplicate",
     "sample_state_update",
     "sample_states_import",
+    "run_summary_store",
     "version_approve",
     "version_comment",
     "version_create",

@@ -42,6 +42,7 @@ from questions.services.decisions import (
     decision_state_refusal,
     decisions_record,
 )
+from questions.services.summaries import store_summary
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -504,6 +505,7 @@ def batch_execute(
         **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
+    store_summary(run)
     if on_progress:
         on_progress(run)
     return run

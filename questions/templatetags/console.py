@@ -12,6 +12,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from questions import metrics
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -121,3 +122,25 @@ def advice_curves(version):
         "run": run,
         "items": designer_items(version, run) if version.advice else [],
     }
+
+
+@register.simple_tag
+def percent(part, whole) -> str:
+    """`part / whole` as a whole percentage with its counts: `67% (4 / 6)`; `—` when whole is 0."""
+    if not whole:
+        return "—"
+    return f"{round(100 * part / whole)}% ({part} / {whole})"
+
+
+@register.simple_tag
+def run_outcome(run) -> SafeString:
+    """A run's status as a coloured word: red when failed, amber when some states failed."""
+    outcome = run.outcome
+    word = {"partial": "done, some failed"}.get(outcome, outcome)
+    return format_html('<span class="run-status run-{}">{}</span>', outcome, word)
+
+
+@register.simple_tag
+def shown(qtype: str, answer, threshold: float = 0.5) -> str:
+    """An answer as reports show it (`metrics.shown`): `billing 0.71`, `2 (2.05)`, `true 0.66`."""
+    return metrics.shown(qtype, answer, threshold)
