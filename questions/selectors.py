@@ -32,8 +32,8 @@ from questions.models import (
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     """Sets with their newest version's number and status, the version under `production`,
     how many versions wait for review and the last finished run's checked and passed pairs
-    (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name or description
-    holds `search`, when given."""
+    (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name
+    or description holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
     waiting = (

@@ -289,7 +289,7 @@ def test_the_migration_fills_the_summary_of_runs_finished_before_it(setup):
 
     from django.apps import apps
 
-    client, version = setup
+    _client, version = setup
     run = _a_run_with_a_failure(version)
     BatchRun.objects.filter(pk=run.pk).update(checked=None, passed=None, failed_states=None)
     run.items.update(misses=None)

@@ -42,7 +42,6 @@ from questions.services.decisions import (
     decision_state_refusal,
     decisions_record,
 )
-from questions.services.summaries import store_summary
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -51,6 +50,7 @@ from questions.services.errors import (
     model_name,
     require,
 )
+from questions.services.summaries import store_summary
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
