@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from questions import backends, metrics, spec
@@ -362,16 +362,57 @@ def latest_run(version: Version | None) -> BatchRun | None:
 
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
-    """What a review shows of a run: pass rate, answered/failed, cost per call."""
+    """What a review shows of a run: its stored pass rate, answered/failed, cost per call
+    (a few aggregate queries, whatever the number of states)."""
     if run is None:
         return None
-    summary = run_summary(run)
-    costs = [
-        c
-        for c in run.items.exclude(decision=None).values_list("decision__cost", flat=True)
-        if c is not None
-    ]
-    return {**summary, "run_obj": run, "cost_per_call": sum(costs) / len(costs) if costs else None}
+    if run.checked is None and run.finished:  # finished before summaries were stored
+        from questions.services.summaries import store_summary
+
+        store_summary(run)
+    counts = run_counts(run)
+    cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
+    return {
+        "run": run.pk,
+        "run_obj": run,
+        "backend": run.backend,
+        "calibrated": backends.calibrated(run.backend),
+        "states": counts["total"],
+        "answered": counts["answered"],
+        "failed": counts["failed"],
+        "checked": run.checked,
+        "passed": run.passed,
+        "pass_rate": run.pass_rate,
+        "cost_per_call": cost,
+    }
+
+
+#: the flipped cells a review lists inline (the rest are in the compare grid)
+REVIEW_FLIPS_SHOWN = 50
+
+
+def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:
+    """This version's latest finished run against the baseline's on the same states: both
+    pass rates, and the cells that flipped (regressions first). The comparison of two
+    finished runs never changes, so it is worked out once per process and kept in the cache."""
+    this, base = latest_run(version), latest_run(baseline)
+    evidence: dict[str, Any] = {
+        "this": run_evidence(this),
+        "base": run_evidence(base),
+        "delta": None,
+        "flips_shown": REVIEW_FLIPS_SHOWN,
+    }
+    if this and base:
+        stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
+        key = "run-delta:" + ":".join(map(str, stamps))
+        delta = cache.get(key)
+        if delta is None:
+            delta = metrics.compare_runs(
+                run_cases(base), run_cases(this), this.threshold, threshold_before=base.threshold
+            )
+            cache.set(key, delta, timeout=None)
+        evidence["delta"] = delta
+    return evidence
 
 
 def version_named(

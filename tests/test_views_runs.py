@@ -298,3 +298,87 @@ def test_the_migration_fills_the_summary_of_runs_finished_before_it(setup):
     run.refresh_from_db()
     assert (run.checked, run.failed_states) == (6, 1)
     assert run.items.filter(misses__isnull=True).count() == 1  # the failed state's
+
+
+def _reviewed_v2(version, *, v2_threshold, reword=True):
+    """v1 run and approved under production; v2 (desk descriptions reworded, a question
+    added) run at `v2_threshold` and submitted."""
+    checker = factories.reviewer("checker")
+    writer = version.author
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(first.pk)
+    services.version_submit(version=version, author=writer)
+    services.version_approve(version=version, reviewer=checker, label="production")
+    v2 = services.version_draft_from(version=version, author=writer)
+    document = dict(v2.document)
+    if reword:
+        document["desk"] = {
+            **document["desk"],
+            "criteria": {**document["desk"]["criteria"], "tech": "bugs and outages"},
+        }
+    document["tone"] = {"type": "score", "instructions": "How calm?", "criteria": ["calm", "cross"]}
+    services.version_save(version=v2, document=document, base_revision=v2.revision, author=writer)
+    second = services.batch_create(
+        version=v2, backend="typesafe", threshold=v2_threshold, user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(second.pk)
+    services.version_submit(version=v2, author=writer)
+    return checker, first, second, v2
+
+
+def test_the_review_page_shows_every_question_in_full_with_both_diffs_and_the_flips(setup, client):
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.99)
+    client.force_login(checker)
+    body = client.get(f"/sets/s/v{v2.number}/review/").content.decode()
+    # the whole content, added question included
+    for text in ("Is it urgent?", "Which desk?", "money", "anything else", "How calm?", "cross"):
+        assert text in body
+    assert 'id="q-tone"' in body and "added since v1" in body
+    assert "bugs <ins>and outages</ins>" in body or "and outages" in body
+    # the evidence inline: both pass rates, the change in points, the flipped cells listed
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (
+        f"{round(100 * second.passed / second.checked)}% ({second.passed} / {second.checked})"
+        in body
+    )
+    evidence = body.split('id="evidence-heading"')[1]
+    assert "cells flipped" in evidence or "cell flipped" in evidence
+    assert '<tr class="change-regression">' in evidence and "→ <strong>false " in evidence
+
+
+def test_approving_a_version_that_passes_less_than_production_needs_a_confirmation(setup, client):
+    from questions.models import ReviewEvent, Version
+
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.99)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.pass_rate < first.pass_rate
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    page = client.get(url).content.decode()
+    assert 'name="confirm_weak"' in page and "less than the baseline" in page
+    refused = client.post(url, {"action": "approve", "note": "fine"})
+    assert refused.status_code == 422 and "Approve anyway" in refused.content.decode()
+    assert Version.objects.get(pk=v2.pk).status == "in_review"
+    done = client.post(url, {"action": "approve", "note": "fine", "confirm_weak": "yes"})
+    assert done.status_code == 302
+    event = ReviewEvent.objects.filter(version=v2, kind="approved").get()
+    assert event.note.startswith("Approved although this version passes ")
+    assert event.note.endswith("(confirmed). fine")
+
+
+def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, client):
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.pass_rate == first.pass_rate  # the same questions asked the same way
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    assert 'name="confirm_weak"' not in client.get(url).content.decode()
+    assert client.post(url, {"action": "approve", "note": "fine"}).status_code == 302
