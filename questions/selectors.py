@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -15,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
 from questions import backends, metrics, spec
@@ -391,10 +393,50 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
 REVIEW_FLIPS_SHOWN = 50
 
 
+#: what a comparison needs of an answer, by question type (its reading and its check)
+READING_KEYS = {"choice": "choice", "score": "score", "noul": "noul"}
+
+
+def run_readings(run: BatchRun, qtypes: dict[str, str]) -> list[metrics.Case]:
+    """A run's answered cases reduced to what a comparison reads — the chosen option, the
+    score, P(true) — each extracted by the database from the stored answers, so that no
+    answer's probabilities are decoded. `qtypes` maps the questions to read to their types."""
+    qids = [qid for qid, qtype in qtypes.items() if qtype in READING_KEYS]
+    fields = {  # explicit transforms: a question id may hold "__"
+        f"r{i}": KeyTextTransform(READING_KEYS[qtypes[qid]], KeyTransform(qid, "answers"))
+        for i, qid in enumerate(qids)
+    }
+    rows = (
+        run.items.filter(status=BatchItem.Status.ANSWERED)
+        .annotate(**fields)
+        .values_list("sample_state__name", "sample_state__expected", *fields)
+    )
+    cases = []
+    for name, expected, *values in rows:
+        expected = expected or {}
+        for qid, value in zip(qids, values, strict=True):
+            if value is None:
+                continue
+            qtype = qtypes[qid]
+            key = READING_KEYS[qtype]
+            answer = {"type": qtype, key: str(value) if qtype == "choice" else float(value)}
+            cases.append(metrics.Case(name, qid, qtype, answer, expected.get(qid)))
+    return cases
+
+
+def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
+    return dict(
+        run.items.filter(
+            status=BatchItem.Status.ANSWERED, sample_state__name__in=states
+        ).values_list("sample_state__name", "answers")
+    )
+
+
 def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:
     """This version's latest finished run against the baseline's on the same states: both
-    pass rates, and the cells that flipped (regressions first). The comparison of two
-    finished runs never changes, so it is worked out once per process and kept in the cache."""
+    pass rates, and the cells that flipped (regressions first), the first `REVIEW_FLIPS_SHOWN`
+    with their whole answers. Two finished runs never change, so their comparison is worked
+    out once per process and kept in the cache."""
     this, base = latest_run(version), latest_run(baseline)
     evidence: dict[str, Any] = {
         "this": run_evidence(this),
@@ -407,9 +449,27 @@ def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any
         key = "run-delta:" + ":".join(map(str, stamps))
         delta = cache.get(key)
         if delta is None:
+            types = {
+                qid: q.get("type", "") if isinstance(q, dict) else ""
+                for qid, q in version.document.items()
+            }
             delta = metrics.compare_runs(
-                run_cases(base), run_cases(this), this.threshold, threshold_before=base.threshold
+                run_readings(base, types),
+                run_readings(this, types),
+                this.threshold,
+                threshold_before=base.threshold,
             )
+            shown = delta.changes[:REVIEW_FLIPS_SHOWN]
+            states = {c.state for c in shown}
+            before, after = _full_answers(base, states), _full_answers(this, states)
+            delta.changes[: len(shown)] = [
+                dataclasses.replace(
+                    c,
+                    before=(before.get(c.state) or {}).get(c.question) or c.before,
+                    after=(after.get(c.state) or {}).get(c.question) or c.after,
+                )
+                for c in shown
+            ]
             cache.set(key, delta, timeout=None)
         evidence["delta"] = delta
     return evidence
