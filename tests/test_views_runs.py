@@ -382,3 +382,26 @@ def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, cl
     url = f"/sets/s/v{v2.number}/review/"
     assert 'name="confirm_weak"' not in client.get(url).content.decode()
     assert client.post(url, {"action": "approve", "note": "fine"}).status_code == 302
+
+
+def test_a_large_review_writes_out_changed_questions_and_loads_the_others_when_opened(
+    setup, client, monkeypatch
+):
+    from questions.views import review
+
+    _client, version = setup
+    checker, _first, _second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)
+    client.force_login(checker)
+    monkeypatch.setattr(review, "INLINE_ENTRIES", 0)
+    url = f"/sets/s/v{v2.number}/review/"
+    body = client.get(url).content.decode()
+    tone = body.split('id="q-tone"')[1].split("</article>")[0]
+    assert "cross" in tone  # added: written out
+    desk = body.split('id="q-desk"')[1].split("</article>")[0]
+    assert "Which desk?" in desk and "anything else" not in desk  # unchanged: on opening
+    assert 'class="lazy-entries" hx-get="?question=desk"' in desk
+    part = client.get(url, {"question": "desk"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in part and "anything else" in part
+    assert client.get(url, {"question": "nope"}).status_code == 404
+    full = client.get(url, {"full": "1"}).content.decode()
+    assert 'class="lazy-entries"' not in full and "anything else" in full

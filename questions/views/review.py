@@ -40,6 +40,16 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         question_set__slug=slug,
         number=number,
     )
+    if request.method == "GET" and request.GET.get("question"):  # one question's entries
+        qid = request.GET["question"]
+        question = version.document.get(qid)
+        if question is None:
+            raise Http404("No such question in this version.")
+        return render(
+            request,
+            "questions/version_review.html#question-entries",
+            {"content": diff.question_content(qid, question)},
+        )
     problem = None
     if request.method == "POST":
         action = request.POST.get("action")
@@ -88,7 +98,12 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "baseline_name": baseline_name,
         "parent": parent,
         "diff": against_baseline,
-        "questions": review_questions(document, against_baseline, against_parent),
+        "questions": review_questions(
+            document,
+            against_baseline,
+            against_parent,
+            inline_all=request.GET.get("full") == "1" or entry_count(document) <= INLINE_ENTRIES,
+        ),
         "removed": [
             q
             for d in (against_baseline, against_parent)
@@ -121,19 +136,48 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
     return render(request, "questions/version_review.html", context, status=422 if problem else 200)
 
 
-def review_questions(document: dict, against_baseline, against_parent) -> list[dict]:
+#: up to this many options, levels and cases in all, the review page writes every question's
+#: out; above, those of unchanged questions load when opened (or all with ?full=1)
+INLINE_ENTRIES = 400
+
+
+def entry_count(document: dict) -> int:
+    return sum(
+        len(q["criteria"])
+        for q in document.values()
+        if isinstance(q, dict) and isinstance(q.get("criteria"), dict | list)
+    )
+
+
+def review_questions(
+    document: dict, against_baseline, against_parent, *, inline_all: bool = True
+) -> list[dict]:
     """Every question of the version with its whole content, and what changed in it against
-    the baseline (production) and against the parent version, when that is another."""
+    the baseline (production) and against the parent version, when that is another. The entries
+    of a question added, retyped or with changed entries are always written out; others' when
+    `inline_all`."""
     by_baseline = {q.id: q for q in against_baseline.questions}
     by_parent = {q.id: q for q in against_parent.questions} if against_parent else {}
-    return [
-        {
-            "content": diff.question_content(qid, question),
-            "baseline": by_baseline.get(qid),
-            "parent": by_parent.get(qid),
-        }
-        for qid, question in document.items()
-    ]
+    questions = []
+    for qid, question in document.items():
+        base, parent = by_baseline.get(qid), by_parent.get(qid)
+        changed = any(
+            d is not None
+            and (
+                d.status in ("added", "retyped")
+                or any(c.label != "instructions" for c in d.changes)
+            )
+            for d in (base, parent)
+        )
+        questions.append(
+            {
+                "content": diff.question_content(qid, question),
+                "baseline": base,
+                "parent": parent,
+                "inline": inline_all or changed,
+            }
+        )
+    return questions
 
 
 def weak_evidence(version: Version, evidence: dict | None = None) -> str:
