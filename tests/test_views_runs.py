@@ -82,16 +82,25 @@ def test_the_confusion_matrix_keeps_declared_order_with_zeros_and_the_diagonal(s
     ]
 
 
+def _two_runs(version):
+    """Two finished runs of `version`: the second reads its nouls at 0.99."""
+    runs = []
+    for threshold in (0.5, 0.99):
+        run = services.batch_create(
+            version=version,
+            backend="typesafe",
+            threshold=threshold,
+            user=roles.OPERATOR,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk)
+        runs.append(run)
+    return runs
+
+
 def test_compare_two_runs_lists_regressions_first(setup):
     client, version = setup
-    first = services.batch_create(
-        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(first.pk)
-    second = services.batch_create(
-        version=version, backend="typesafe", threshold=0.99, user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(second.pk)
+    first, second = _two_runs(version)
     page = client.get(reverse("run-detail", args=[second.pk]), {"against": first.pk})
     body = page.content.decode()
     assert "Against another run" in body
@@ -265,14 +274,7 @@ def test_the_no_expectations_note_needs_answered_states(setup):
 
 def test_a_finished_run_stores_its_summary_and_the_set_list_shows_the_last_pass_rate(setup):
     client, version = setup
-    first = services.batch_create(
-        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(first.pk)
-    second = services.batch_create(
-        version=version, backend="typesafe", threshold=0.99, user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(second.pk)
+    first, second = _two_runs(version)
     first.refresh_from_db()
     second.refresh_from_db()
     report = selectors.run_report(second)
