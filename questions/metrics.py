@@ -332,6 +332,48 @@ def compare_runs(
     return delta
 
 
+def compare_readings(
+    before: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = 0.5,
+    threshold_before: float | None = None,
+) -> RunDelta:
+    """`compare_runs` over two runs' readings without a `Case` per cell (a review compares
+    12,000 cells at 2,000 states): `before` and `after` map a state's name to its expected
+    answers and its readings — per question of `qtypes`, in order, the chosen option, the
+    score or P(true), or None. The same rules, through `passes` and `_reading`."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())  # an answer's reading sits under its type's name
+    delta = RunDelta(0, 0, 0, [])
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            if a is None or b is None:
+                continue
+            answer_b, answer_a = {qtype: b}, {qtype: a}
+            wanted = expected.get(qid)
+            checked = wanted is not None and expected_fits(qtype, wanted)
+            ok_before = passes(qtype, answer_b, wanted, t_before) if checked else None
+            ok_after = passes(qtype, answer_a, wanted, threshold) if checked else None
+            if checked:
+                delta.checked += 1
+                delta.passed_before += ok_before
+                delta.passed_after += ok_after
+            if ok_before != ok_after or _reading(qtype, answer_b, t_before) != _reading(
+                qtype, answer_a, threshold
+            ):
+                delta.changes.append(
+                    Change(state, qid, qtype, wanted, answer_b, answer_a, ok_before, ok_after)
+                )
+    order = {"regression": 0, "fix": 1, "flip": 2}
+    delta.changes.sort(key=lambda c: (order[c.kind], c.state, c.question))
+    return delta
+
+
 # --- advisory thresholds ------------------------------------------------------------------------
 
 #: the thresholds a curve is drawn at: 0.00, 0.05, … 1.00

@@ -397,31 +397,31 @@ REVIEW_FLIPS_SHOWN = 50
 READING_KEYS = {"choice": "choice", "score": "score", "noul": "noul"}
 
 
-def run_readings(run: BatchRun, qtypes: dict[str, str]) -> list[metrics.Case]:
-    """A run's answered cases reduced to what a comparison reads — the chosen option, the
-    score, P(true) — each extracted by the database from the stored answers, so that no
-    answer's probabilities are decoded. `qtypes` maps the questions to read to their types."""
-    qids = [qid for qid, qtype in qtypes.items() if qtype in READING_KEYS]
+def run_readings(run: BatchRun, qtypes: dict[str, str]) -> dict[str, tuple[Any, tuple]]:
+    """A run's answered states reduced to what a comparison reads: state name → (expected
+    answers, per question of `qtypes` the chosen option, the score or P(true), or None), each
+    extracted by the database from the stored answers, so no answer's probabilities are
+    decoded (see `metrics.compare_readings`)."""
     fields = {  # explicit transforms: a question id may hold "__"
-        f"r{i}": KeyTextTransform(READING_KEYS[qtypes[qid]], KeyTransform(qid, "answers"))
-        for i, qid in enumerate(qids)
+        f"r{i}": KeyTextTransform(READING_KEYS.get(qtype, "noul"), KeyTransform(qid, "answers"))
+        for i, (qid, qtype) in enumerate(qtypes.items())
     }
     rows = (
         run.items.filter(status=BatchItem.Status.ANSWERED)
         .annotate(**fields)
         .values_list("sample_state__name", "sample_state__expected", *fields)
     )
-    cases = []
-    for name, expected, *values in rows:
-        expected = expected or {}
-        for qid, value in zip(qids, values, strict=True):
-            if value is None:
-                continue
-            qtype = qtypes[qid]
-            key = READING_KEYS[qtype]
-            answer = {"type": qtype, key: str(value) if qtype == "choice" else float(value)}
-            cases.append(metrics.Case(name, qid, qtype, answer, expected.get(qid)))
-    return cases
+    kinds = [qtype == "choice" for qtype in qtypes.values()]
+    return {
+        name: (
+            expected,
+            tuple(
+                None if v is None else str(v) if choice else float(v)
+                for v, choice in zip(values, kinds, strict=True)
+            ),
+        )
+        for name, expected, *values in rows
+    }
 
 
 def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
@@ -450,12 +450,14 @@ def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any
         delta = cache.get(key)
         if delta is None:
             types = {
-                qid: q.get("type", "") if isinstance(q, dict) else ""
+                qid: q["type"]
                 for qid, q in version.document.items()
+                if isinstance(q, dict) and q.get("type") in READING_KEYS
             }
-            delta = metrics.compare_runs(
+            delta = metrics.compare_readings(
                 run_readings(base, types),
                 run_readings(this, types),
+                types,
                 this.threshold,
                 threshold_before=base.threshold,
             )

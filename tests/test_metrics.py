@@ -180,3 +180,43 @@ def test_the_chart_marks_the_level_the_metrics_count_at_halves(s, level):
     assert metrics.nearest_level(s) == level
     assert f"▶ {level} L{level}<" in svg
     assert svg.count("▶") == 1
+
+
+def test_comparing_readings_agrees_with_comparing_whole_answers():
+    qtypes = {"c": "choice", "s": "score", "n": "noul"}
+    before_answers = {
+        "s1": {"c": choice("a", a=0.8, b=0.2), "s": score(1.2, 0, 0.8, 0.2), "n": noul(0.9)},
+        "s2": {"c": choice("b", a=0.4, b=0.6), "s": score(0.4, 0.6, 0.4, 0), "n": noul(0.3)},
+    }
+    after_answers = {
+        "s1": {"c": choice("b", a=0.3, b=0.7), "s": score(1.6, 0, 0.4, 0.6), "n": noul(0.6)},
+        "s2": {"c": choice("b", a=0.1, b=0.9), "s": score(0.2, 0.8, 0.2, 0), "n": noul(0.8)},
+    }
+    expected = {"s1": {"c": "a", "s": 1, "n": True}, "s2": {"c": "b", "n": False}}
+
+    def cases(answers):
+        return [
+            Case(state, qid, qtypes[qid], answer, expected[state].get(qid))
+            for state, by_q in answers.items()
+            for qid, answer in by_q.items()
+        ]
+
+    def readings(answers):
+        return {
+            state: (expected[state], tuple(by_q[q][t] for q, t in qtypes.items()))
+            for state, by_q in answers.items()
+        }
+
+    whole = metrics.compare_runs(cases(before_answers), cases(after_answers), 0.7, 0.5)
+    read = metrics.compare_readings(
+        readings(before_answers), readings(after_answers), qtypes, 0.7, 0.5
+    )
+    assert (read.checked, read.passed_before, read.passed_after) == (
+        whole.checked,
+        whole.passed_before,
+        whole.passed_after,
+    )
+    assert [(c.state, c.question, c.kind) for c in read.changes] == [
+        (c.state, c.question, c.kind) for c in whole.changes
+    ]
+    assert len(read.changes) >= 3
