@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.db.models import Case, F, Q, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from questions import charts, metrics, roles, selectors, services
@@ -172,9 +173,10 @@ def _items_context(run: BatchRun, request: HttpRequest) -> dict:
 
 
 def _compare_base(run: BatchRun) -> str:
-    """The compare screen's query for this run (and the one it is compared with), `state=`
-    last so a state id completes it."""
-    return f"col=run:{run.pk}&filter=all&state="
+    """The compare screen's address for this run, `state=` last so a state id completes it
+    (worked out once a page, not once a row)."""
+    url = reverse("set-compare", args=[run.question_set.slug])
+    return f"{url}?col=run:{run.pk}&filter=all&state="
 
 
 def _progress_context(run: BatchRun) -> dict:
