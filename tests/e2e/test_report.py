@@ -153,10 +153,16 @@ def test_the_run_report_lists_results_failures_first_and_links_each_to_compare(
     expect(page.get_by_text("points")).to_be_visible()
 
 
-def test_the_review_page_shows_the_content_and_the_evidence(page, live_server, world):
+def test_the_review_page_shows_the_content_and_the_evidence(page, live_server, world, monkeypatch):
+    from questions.views import review
+
+    monkeypatch.setattr(review, "INLINE_ENTRIES", 0)  # as in a large version
     _sign_in(page, live_server.url, "checker")
     page.goto(f"{live_server.url}/sets/refund-triage/v{world['v2'].number}/review/")
     card = page.locator("#q-urgency")
+    expect(card).to_contain_text(DOC["urgency"]["instructions"])
+    expect(card).not_to_contain_text(DOC["urgency"]["criteria"][4])  # unchanged: on opening
+    card.locator("summary").click()
     for level in DOC["urgency"]["criteria"]:
         expect(card).to_contain_text(level)
     expect(page.locator("#q-refund_action")).to_contain_text("Refuse, kindly.")
