@@ -158,6 +158,14 @@ def calibration_figure(name: str, what: str, calibration) -> dict[str, Any]:
     return figure
 
 
+def _count(n: int) -> str:
+    """A bin's count in at most four characters, so that neighbours never run together:
+    `987`, `1.2k`, `12k`."""
+    if n < 1000:
+        return str(n)
+    return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+
+
 def reliability_diagram(title: str, calibration) -> SafeString:
     """Observed frequency against mean predicted probability per bin, with the diagonal; only
     bins with `metrics.SPARSE_BIN` answers or more (a bin observed at 0 shows as a line on the
@@ -191,8 +199,8 @@ def reliability_diagram(title: str, calibration) -> SafeString:
             f'width="{width - 2:.1f}" height="{h:.1f}">'
             f"<title>{b.low:.1f}–{b.high:.1f}: {b.count} answers, observed "
             f"{b.frequency:.2f}</title></rect>"
-            f'<text x="{x + width / 2:.1f}" y="{pad - 8}" text-anchor="middle" font-size="15">'
-            f"{b.count}</text>"
+            f'<text x="{x + width / 2:.1f}" y="{pad - 8}" text-anchor="middle" font-size="11">'
+            f"{_count(b.count)}</text>"
         )
     parts.append(
         f'<text x="{pad + inner / 2}" y="{size - 8}" text-anchor="middle" font-size="16">'

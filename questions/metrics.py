@@ -286,6 +286,15 @@ class RunDelta:
         return (self.passed_after - self.passed_before) / self.checked if self.checked else None
 
     @property
+    def points(self) -> str:
+        """The change of pass rate in percentage points, signed, one decimal: `+2.5`, `-0.1`,
+        `0.0`; "" with nothing checked in both."""
+        if not self.checked:
+            return ""
+        points = round(100 * (self.passed_after - self.passed_before) / self.checked, 1)
+        return f"{points:+.1f}" if points else "0.0"
+
+    @property
     def flips(self) -> int:
         return len(self.changes)
 

@@ -432,49 +432,62 @@ def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
     )
 
 
+def run_delta(
+    base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
+) -> metrics.RunDelta:
+    """Run `this` against run `base` on the states both answered (the questions of
+    `document`): pass rates over the pairs both checked and the cells that moved, regressions
+    first, the first `shown` of them with their whole answers (the others with their
+    readings). Two finished runs never change, so their comparison is worked out once per
+    process and kept in the cache."""
+    key = None
+    if base.finished_at and this.finished_at and base.finished and this.finished:
+        stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
+        key = f"run-delta:{shown}:" + ":".join(map(str, stamps))
+        delta = cache.get(key)
+        if delta is not None:
+            return delta
+    types = {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+    delta = metrics.compare_readings(
+        run_readings(base, types),
+        run_readings(this, types),
+        types,
+        this.threshold,
+        threshold_before=base.threshold,
+    )
+    listed = delta.changes[:shown]
+    states = {c.state for c in listed}
+    before, after = _full_answers(base, states), _full_answers(this, states)
+    delta.changes[: len(listed)] = [
+        dataclasses.replace(
+            c,
+            before=(before.get(c.state) or {}).get(c.question) or c.before,
+            after=(after.get(c.state) or {}).get(c.question) or c.after,
+        )
+        for c in listed
+    ]
+    if key:
+        cache.set(key, delta, timeout=None)
+    return delta
+
+
 def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:
     """This version's latest finished run against the baseline's on the same states: both
     pass rates, and the cells that flipped (regressions first), the first `REVIEW_FLIPS_SHOWN`
-    with their whole answers. Two finished runs never change, so their comparison is worked
-    out once per process and kept in the cache."""
+    listed."""
     this, base = latest_run(version), latest_run(baseline)
-    evidence: dict[str, Any] = {
+    return {
         "this": run_evidence(this),
         "base": run_evidence(base),
-        "delta": None,
+        "delta": run_delta(base, this, version.document, REVIEW_FLIPS_SHOWN)
+        if this and base
+        else None,
         "flips_shown": REVIEW_FLIPS_SHOWN,
     }
-    if this and base:
-        stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
-        key = "run-delta:" + ":".join(map(str, stamps))
-        delta = cache.get(key)
-        if delta is None:
-            types = {
-                qid: q["type"]
-                for qid, q in version.document.items()
-                if isinstance(q, dict) and q.get("type") in READING_KEYS
-            }
-            delta = metrics.compare_readings(
-                run_readings(base, types),
-                run_readings(this, types),
-                types,
-                this.threshold,
-                threshold_before=base.threshold,
-            )
-            shown = delta.changes[:REVIEW_FLIPS_SHOWN]
-            states = {c.state for c in shown}
-            before, after = _full_answers(base, states), _full_answers(this, states)
-            delta.changes[: len(shown)] = [
-                dataclasses.replace(
-                    c,
-                    before=(before.get(c.state) or {}).get(c.question) or c.before,
-                    after=(after.get(c.state) or {}).get(c.question) or c.after,
-                )
-                for c in shown
-            ]
-            cache.set(key, delta, timeout=None)
-        evidence["delta"] = delta
-    return evidence
 
 
 def version_named(

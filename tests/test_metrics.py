@@ -220,3 +220,10 @@ def test_comparing_readings_agrees_with_comparing_whole_answers():
         (c.state, c.question, c.kind) for c in whole.changes
     ]
     assert len(read.changes) >= 3
+
+
+def test_the_change_of_pass_rate_reads_in_signed_points():
+    assert metrics.RunDelta(6000, 1609, 1604, []).points == "-0.1"
+    assert metrics.RunDelta(4, 1, 2, []).points == "+25.0"
+    assert metrics.RunDelta(4, 2, 2, []).points == "0.0"
+    assert metrics.RunDelta(0, 0, 0, []).points == ""

@@ -65,6 +65,9 @@ RUN_ITEM_FIELDS = (
 #: the results table shows this many states at a time; the next load as it scrolls
 ITEMS_PAGE = 100
 
+#: the changed cells the run-vs-run table lists (the compare grid has them all)
+CHANGES_SHOWN = 200
+
 #: the results filters: (value, label)
 SHOWS = (("all", "every answer"), ("failing", "failures only"))
 
@@ -232,12 +235,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if other_pk and other_pk.isdigit():
         other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
         if other:
-            delta = metrics.compare_runs(
-                selectors.run_cases(other),
-                selectors.run_cases(run),
-                run.threshold,
-                threshold_before=other.threshold,
-            )
+            delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
     context = {
         **_progress_context(run),
@@ -270,6 +268,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "reruns": run.reruns.order_by("pk"),
         "other": other,
         "delta": delta,
+        "changes_shown": CHANGES_SHOWN,
         "can_run": roles.may_ask_live(request.user),
     }
     return render(request, "questions/run_detail.html", context)
