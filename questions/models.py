@@ -364,6 +364,21 @@ class BatchRun(models.Model):
         related_name="reruns",
         help_text="the run whose failed states this run asks again",
     )
+    #: a plain run, a control (`questions.controls`: each state asked once per variant) or a
+    #: drift run (the approved version on another model, set against `baseline`)
+    kind = models.CharField(max_length=10, default="run")
+    control_count = models.PositiveSmallIntegerField(
+        default=0, help_text="shuffles, orders or repeats of a control"
+    )
+    control_seed = models.PositiveIntegerField(default=0)
+    baseline = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="drift_runs",
+        help_text="a drift run's last run on the approved model",
+    )
     # the run's summary, stored when it finishes (services.run_summary_store): None before
     checked = models.PositiveIntegerField(
         null=True, blank=True, help_text="question-state pairs with an expected answer"
@@ -420,6 +435,8 @@ class BatchItem(models.Model):
     error_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error_detail = models.TextField(blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    #: which of a control's calls about the state this is (`questions.controls`); 0 otherwise
+    variant = models.PositiveSmallIntegerField(default=0)
     misses = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
     )
@@ -427,7 +444,9 @@ class BatchItem(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "sample_state"], name="one_item_per_state")
+            models.UniqueConstraint(
+                fields=["run", "sample_state", "variant"], name="one_item_per_state_variant"
+            )
         ]
 
     def __str__(self) -> str:

@@ -296,9 +296,10 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
 
 
 def run_cases(run: BatchRun) -> list[metrics.Case]:
-    """Every answered (state, question) of a run with what its state expected."""
+    """Every answered (state, question) of a run with what its state expected: a control's
+    real calls (variant 0) only."""
     cases = []
-    items = run.items.filter(status=BatchItem.Status.ANSWERED).values_list(
+    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
         "sample_state__name", "sample_state__expected", "answers"
     )  # not the states' contents: a report needs names and expected answers only
     for name, expected, answers in items:
@@ -407,7 +408,7 @@ def run_readings(run: BatchRun, qtypes: dict[str, str]) -> dict[str, tuple[Any, 
         for i, (qid, qtype) in enumerate(qtypes.items())
     }
     rows = (
-        run.items.filter(status=BatchItem.Status.ANSWERED)
+        run.items.filter(status=BatchItem.Status.ANSWERED, variant=0)  # a control's real calls
         .annotate(**fields)
         .values_list("sample_state__name", "sample_state__expected", *fields)
     )
@@ -427,7 +428,7 @@ def run_readings(run: BatchRun, qtypes: dict[str, str]) -> dict[str, tuple[Any, 
 def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
     return dict(
         run.items.filter(
-            status=BatchItem.Status.ANSWERED, sample_state__name__in=states
+            status=BatchItem.Status.ANSWERED, variant=0, sample_state__name__in=states
         ).values_list("sample_state__name", "answers")
     )
 

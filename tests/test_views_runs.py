@@ -295,7 +295,7 @@ def test_the_migration_fills_the_summary_of_runs_finished_before_it(setup):
     run = _a_run_with_a_failure(version)
     BatchRun.objects.filter(pk=run.pk).update(checked=None, passed=None, failed_states=None)
     run.items.update(misses=None)
-    migration = importlib.import_module("questions.migrations.0013_run_summary")
+    migration = importlib.import_module("questions.migrations.0014_run_summary")
     migration.fill_finished_runs(apps, None)
     run.refresh_from_db()
     assert (run.checked, run.failed_states) == (6, 1)

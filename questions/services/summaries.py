@@ -12,8 +12,11 @@ from questions import metrics
 
 
 def summary_rows(run: Any):
-    """A run's items as `metrics.summarize` reads them (not the states' contents)."""
-    return run.items.values_list("pk", "status", "sample_state__expected", "answers")
+    """A run's items as `metrics.summarize` reads them (not the states' contents): a control's
+    real calls (variant 0) only, as its report counts them."""
+    return run.items.filter(variant=0).values_list(
+        "pk", "status", "sample_state__expected", "answers"
+    )
 
 
 def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:

@@ -143,7 +143,9 @@ def _items_context(run: BatchRun, request: HttpRequest) -> dict:
     questions = declared_questions(run.version.document)
     only = request.GET.get("question", "")
     only = only if only in questions else ""
-    items = run.items.select_related("sample_state").only(*RUN_ITEM_FIELDS)
+    items = (  # a control's real calls (variant 0), as its report counts them
+        run.items.filter(variant=0).select_related("sample_state").only(*RUN_ITEM_FIELDS)
+    )
     if show == "failing":
         items = items.filter(Q(status=BatchItem.Status.FAILED) | Q(misses__gt=0))
     if search:

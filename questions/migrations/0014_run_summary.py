@@ -15,7 +15,7 @@ def fill_finished_runs(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0012_worker_heartbeat"),
+        ("questions", "0013_batch_controls_and_drift"),
     ]
 
     operations = [
