@@ -54,6 +54,7 @@ TARGETS = {
 
 def setup_django(database_url: str) -> None:
     os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
+    os.environ.setdefault("DJANGO_SSL_REDIRECT", "0")  # the test client speaks plain HTTP
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     os.environ.pop("DJANGO_DEBUG", None)
@@ -62,6 +63,12 @@ def setup_django(database_url: str) -> None:
     import django
 
     django.setup()
+    from django.conf import settings
+
+    # pages name their static files as they are (no collectstatic manifest here)
+    settings.STORAGES["staticfiles"]["BACKEND"] = (
+        "django.contrib.staticfiles.storage.StaticFilesStorage"
+    )
     logging.disable(logging.INFO)  # one log line per decision would drown the figures
 
 
@@ -311,11 +318,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="", help="measure only pages whose name holds this")
     parser.add_argument("--rebuild", action="store_true", help="SQLite: build the data again")
+    parser.add_argument("--sqlite", default="", help="SQLite: this file, not the shared /tmp one")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     database_url = os.environ.get("DATABASE_URL", "")
     if not database_url.startswith("postgres"):
-        path = Path(f"/tmp/scale-pages-{args.scale:g}.sqlite3")
+        path = Path(args.sqlite or f"/tmp/scale-pages-{args.scale:g}.sqlite3")
         if args.rebuild and not args.measure:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -13,47 +13,54 @@ from django.utils.safestring import SafeString, mark_safe
 
 from questions import metrics
 
-WIDTH = 560
-LABEL_W = 190
-VALUE_W = 56
-BAR_W = WIDTH - LABEL_W - VALUE_W - 8
-ROW_H = 22
-DENSE_ROW_H = 13  # many options: thinner rows, smaller text, still one row each
+#: a bar chart fills its card's width and draws its text at the card's text size: lengths are
+#: in em and percent, never in a viewBox that would scale the text with the chart
+ROW_EM = 1.9  # a row: its label and value on the bar, with a gap
+DENSE_ROW_EM = 1.25  # many options: thinner rows, still one row each
+DENSE_ROWS = 40
+#: a label longer than this is shortened with an ellipsis (its whole text is in the row's
+#: <title> and the chart's <desc>); the start — a level's number — always stays. At this
+#: length label and value fit side by side at a phone's width (the browser test checks)
+LABEL_CHARS = 34
 
 
 def _pct(p: float) -> str:
     return f"{p:.2f}"
 
 
-def _label(text: str, limit: int = 30) -> str:
+def _label(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _em(value: float) -> str:
+    return f"{value:.2f}em"
+
+
 def _bars(rows: list[tuple[str, float, bool]], title: str, desc: str) -> SafeString:
-    """Horizontal bars, one per (label, probability, marked) row, in the given order."""
-    row_h = ROW_H if len(rows) <= 40 else DENSE_ROW_H
-    font = 12 if row_h == ROW_H else 9
-    height = row_h * len(rows) + 6
+    """Horizontal bars, one per (label, probability, marked) row, in the given order: the
+    label at the bar's start, the value at its end, over a track the width of the card."""
+    dense = len(rows) > DENSE_ROWS
+    row = DENSE_ROW_EM if dense else ROW_EM
     parts = [
-        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<svg class="chart bars{" dense" if dense else ""}" role="img" width="100%" '
+        f'height="{_em(row * len(rows) + 0.2)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>",
     ]
     for i, (label, p, marked) in enumerate(rows):
-        y = 3 + i * row_h
-        w = max(0.0, min(1.0, p)) * BAR_W
+        top = 0.1 + i * row
+        width = max(0.0, min(1.0, p)) * 100
         cls = "bar chosen" if marked else "bar"
         mark = "▶ " if marked else ""
+        base = _em(top + row * 0.66)
         parts.append(
             f'<g class="row{" chosen" if marked else ""}">'
-            f'<text x="{LABEL_W - 6}" y="{y + row_h * 0.7:.1f}" text-anchor="end" '
-            f'font-size="{font}">{escape(mark + _label(label))}</text>'
-            f'<rect class="track" x="{LABEL_W}" y="{y + 2}" width="{BAR_W}" '
-            f'height="{row_h - 4}" rx="2"/>'
-            f'<rect class="{cls}" x="{LABEL_W}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
-            f'rx="2"><title>{escape(label)}: {_pct(p)}</title></rect>'
-            f'<text class="value" x="{WIDTH - 4}" y="{y + row_h * 0.7:.1f}" text-anchor="end" '
-            f'font-size="{font}">{_pct(p)}</text></g>'
+            f'<rect class="track" x="0" y="{_em(top + 0.05)}" width="100%" '
+            f'height="{_em(row - 0.25)}" rx="3"/>'
+            f'<rect class="{cls}" x="0" y="{_em(top + 0.05)}" width="{width:.1f}%" '
+            f'height="{_em(row - 0.25)}" rx="3"><title>{escape(label)}: {_pct(p)}</title></rect>'
+            f'<text x="0.4em" y="{base}">{escape(mark + _label(label))}</text>'
+            f'<text class="value" x="100%" dx="-0.4em" y="{base}" text-anchor="end">'
+            f"{_pct(p)}</text></g>"
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every text above is escaped
@@ -87,34 +94,37 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
         f"level {r[0]} {_pct(r[1])}" for r in rows
     )
     bars = _bars(rows, f"{qid}: score", desc)
-    # the axis 0 … n−1 with the score marked
-    height = 34
-    scale = BAR_W / (levels - 1)
-    x = LABEL_W + score * scale
+
+    # the axis 0 … n−1 across the card, with the score marked and written above its marker;
+    # the end labels are anchored inwards so that none pokes out of the chart
+    def anchor(fraction: float) -> str:
+        return "start" if fraction < 0.12 else "end" if fraction > 0.88 else "middle"
+
+    at = max(0.0, min(1.0, score / (levels - 1)))
     ticks = "".join(
-        f'<line x1="{LABEL_W + i * scale:.1f}" y1="12" x2="{LABEL_W + i * scale:.1f}" y2="18"/>'
-        f'<text x="{LABEL_W + i * scale:.1f}" y="30" text-anchor="middle" font-size="10">{i}'
-        "</text>"
+        f'<line x1="{100 * i / (levels - 1):.2f}%" y1="1.45em" x2="{100 * i / (levels - 1):.2f}%" '
+        f'y2="1.95em"/><text x="{100 * i / (levels - 1):.2f}%" y="3.0em" '
+        f'text-anchor="{anchor(i / (levels - 1))}">{i}</text>'
         for i in range(levels)
     )
     axis = (
-        f'<svg class="chart axis" role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-        f'height="{height}" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg class="chart axis" role="img" width="100%" height="3.3em" '
+        f'xmlns="http://www.w3.org/2000/svg">'
         f"<title>{escape(qid)}: score {score:.2f} on the 0 to {levels - 1} axis</title>"
-        f'<text x="{LABEL_W - 6}" y="18" text-anchor="end" font-size="12">score</text>'
-        f'<line class="axis-line" x1="{LABEL_W}" y1="15" x2="{LABEL_W + BAR_W}" y2="15"/>'
+        f'<line class="axis-line" x1="0" y1="1.7em" x2="100%" y2="1.7em"/>'
         f'<g class="ticks">{ticks}</g>'
-        f'<path class="marker" d="M{x:.1f} 15 l-5 -9 h10 z"/>'
-        f'<text class="value" x="{WIDTH - 4}" y="18" text-anchor="end" font-size="12">'
-        f"{score:.2f}</text></svg>"
+        f'<circle class="marker" cx="{100 * at:.2f}%" cy="1.7em" r="0.35em"/>'
+        f'<text class="value" x="{100 * at:.2f}%" y="1.0em" text-anchor="{anchor(at)}">'
+        f"score {score:.2f}</text></svg>"
     )
     return mark_safe(bars + axis)  # escaped above
 
 
-def noul_bar_chart(qid: str, answer: dict[str, Any]) -> SafeString:
-    """P(true) as one bar."""
+def noul_bar_chart(qid: str, answer: dict[str, Any], threshold: float = 0.5) -> SafeString:
+    """P(true) against P(false), the side the answer reads as marked."""
     p = float(answer["noul"])
-    return _bars([("P(true)", p, p >= 0.5)], f"{qid}: noul", f"P(true) {_pct(p)}")
+    rows = [("P(true)", p, p >= threshold), ("P(false)", 1 - p, p < threshold)]
+    return _bars(rows, f"{qid}: noul", f"P(true) {_pct(p)}, P(false) {_pct(1 - p)}")
 
 
 def chart_for(question, answer: dict[str, Any]) -> SafeString:
@@ -125,50 +135,80 @@ def chart_for(question, answer: dict[str, Any]) -> SafeString:
     return noul_bar_chart(question.id, answer)
 
 
+def calibration_figure(name: str, what: str, calibration) -> dict[str, Any]:
+    """A reliability diagram of a run's answers, or why there is none: a bin's observed rate
+    says something only over `metrics.SPARSE_BIN` answers or more, so bins with fewer are left
+    out, and with none left there is no diagram."""
+    full = [b for b in calibration.bins if b.count >= metrics.SPARSE_BIN]
+    figure: dict[str, Any] = {"name": name, "what": what, "calibration": calibration}
+    if not calibration.count:
+        figure["reason"] = f"No {name} answer has an expected answer to check it against."
+    elif not full:
+        most = max(b.count for b in calibration.bins)
+        figure["reason"] = (
+            f"Not enough answers: a bin of the diagram needs {metrics.SPARSE_BIN} or more to "
+            f"say something, and this run's {calibration.count} {name} answer"
+            f"{'s' if calibration.count != 1 else ''} hold at most {most} in one bin."
+        )
+    else:
+        figure["svg"] = reliability_diagram(f"{name}: {what}", calibration)
+        figure["left_out"] = sum(
+            b.count for b in calibration.bins if 0 < b.count < metrics.SPARSE_BIN
+        )
+    return figure
+
+
+def _count(n: int) -> str:
+    """A bin's count in at most four characters, so that neighbours never run together:
+    `987`, `1.2k`, `12k`."""
+    if n < 1000:
+        return str(n)
+    return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+
+
 def reliability_diagram(title: str, calibration) -> SafeString:
-    """Observed frequency against mean predicted probability per bin, with the diagonal;
-    sparse bins (few answers) are drawn hollow and say so."""
-    size, pad = 240, 34
+    """Observed frequency against mean predicted probability per bin, with the diagonal; only
+    bins with `metrics.SPARSE_BIN` answers or more (a bin observed at 0 shows as a line on the
+    floor). Drawn in a 400-unit square scaled to the card, its text 16 units."""
+    size, pad = 400, 48
     inner = size - 2 * pad
+    shown = [b for b in calibration.bins if b.count >= metrics.SPARSE_BIN]
     parts = [
-        f'<svg class="chart reliability" role="img" viewBox="0 0 {size} {size}" width="{size}" '
-        f'height="{size}" xmlns="http://www.w3.org/2000/svg">',
+        f'<svg class="chart reliability" role="img" viewBox="0 0 {size} {size}" '
+        f'xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title><desc>",
         escape(
             "; ".join(
                 f"{b.low:.1f}-{b.high:.1f}: {b.count} answers, mean p {b.confidence:.2f}, "
-                f"observed {b.frequency:.2f}{' (sparse)' if b.sparse else ''}"
-                for b in calibration.bins
-                if b.count
+                f"observed {b.frequency:.2f}"
+                for b in shown
             )
-            or "no answers"
+            or "no bin with enough answers"
         ),
         "</desc>",
         f'<rect class="track" x="{pad}" y="{pad}" width="{inner}" height="{inner}"/>',
         f'<line class="diagonal" x1="{pad}" y1="{pad + inner}" x2="{pad + inner}" y2="{pad}"/>',
     ]
     width = inner / len(calibration.bins)
-    for i, b in enumerate(calibration.bins):
-        if not b.count:
-            continue
-        h = b.frequency * inner
+    for b in shown:
+        i = calibration.bins.index(b)
+        h = max(2.0, b.frequency * inner)
         x = pad + i * width
-        cls = "bar sparse" if b.sparse else "bar"
         parts.append(
-            f'<rect class="{cls}" x="{x + 1:.1f}" y="{pad + inner - h:.1f}" '
+            f'<rect class="bar" x="{x + 1:.1f}" y="{pad + inner - h:.1f}" '
             f'width="{width - 2:.1f}" height="{h:.1f}">'
             f"<title>{b.low:.1f}–{b.high:.1f}: {b.count} answers, observed "
-            f"{b.frequency:.2f}{' (sparse)' if b.sparse else ''}</title></rect>"
-            f'<text x="{x + width / 2:.1f}" y="{pad - 4}" text-anchor="middle" font-size="8">'
-            f"{b.count}{'*' if b.sparse else ''}</text>"
+            f"{b.frequency:.2f}</title></rect>"
+            f'<text x="{x + width / 2:.1f}" y="{pad - 8}" text-anchor="middle" font-size="11">'
+            f"{_count(b.count)}</text>"
         )
     parts.append(
-        f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" font-size="10">predicted p'
-        f'</text><text x="10" y="{size / 2}" font-size="10" transform="rotate(-90 10 '
-        f'{size / 2})" text-anchor="middle">observed</text>'
-        f'<text x="{pad}" y="{pad + inner + 12}" font-size="9">0</text>'
-        f'<text x="{pad + inner}" y="{pad + inner + 12}" font-size="9" text-anchor="end">1</text>'
-        "</svg>"
+        f'<text x="{pad + inner / 2}" y="{size - 8}" text-anchor="middle" font-size="16">'
+        f'predicted p</text><text x="18" y="{pad + inner / 2}" font-size="16" '
+        f'transform="rotate(-90 18 {pad + inner / 2})" text-anchor="middle">observed</text>'
+        f'<text x="{pad}" y="{pad + inner + 18}" font-size="15">0</text>'
+        f'<text x="{pad + inner}" y="{pad + inner + 18}" font-size="15" text-anchor="end">1'
+        "</text></svg>"
     )
     return mark_safe("".join(parts))  # every text above is escaped or a number
 

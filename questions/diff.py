@@ -262,6 +262,39 @@ def question_diff(qid: str, before: Any, after: Any) -> QuestionDiff:
     return diff
 
 
+@dataclass
+class Content:
+    """A question's whole content as a reviewer reads it: its instructions, and its options,
+    levels or cases each with its description in words."""
+
+    id: str
+    type: str
+    instructions: str
+    entries: list[tuple[str, str]]
+    note: str = ""
+
+
+def question_content(qid: str, question: Any) -> Content:
+    q = question if isinstance(question, dict) else {}
+    qtype, criteria = str(q.get("type", "")), q.get("criteria", spec.ABSENT)
+    instructions = q.get("instructions", spec.ABSENT)
+    text = "" if instructions in (spec.ABSENT, None) else str(instructions)
+    content = Content(qid, qtype, text, [])
+    if qtype == "choice" and isinstance(criteria, dict):
+        content.entries = [(name, entry_words(entry)) for name, entry in criteria.items()]
+    elif qtype == "score" and isinstance(criteria, list):
+        content.entries = [(f"level {i}", entry_words(entry)) for i, entry in enumerate(criteria)]
+    elif qtype == "noul" and isinstance(criteria, dict) and criteria:
+        content.entries = [
+            (case, entry_words(criteria.get(case, spec.ABSENT)))
+            for case in ("true", "false")
+            if case in criteria
+        ]
+    elif qtype == "noul":
+        content.note = "no criteria: the statement is read by its instructions alone"
+    return content
+
+
 def document_diff(before: dict[str, Any], after: dict[str, Any]) -> DocumentDiff:
     """Every question of both documents, in the order of `after` then the removed ones."""
     ids = list(after) + [qid for qid in before if qid not in after]

@@ -128,7 +128,8 @@ class QuestionReport:
     checked: int = 0
     passed: int = 0
     absolute_errors: list[float] = field(default_factory=list)  # score
-    confusion: dict[str, dict[str, int]] = field(default_factory=dict)  # expected → chosen
+    # expected → chosen (a score's levels as strings: expected level → nearest level)
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float | None:
@@ -175,49 +176,211 @@ def report(cases: Iterable[Case], threshold: float = 0.5) -> Report:
             choice_pairs.append((float(case.answer["probabilities"][case.answer["choice"]]), ok))
         elif case.qtype == "score":
             q.absolute_errors.append(abs(float(case.answer["score"]) - int(case.expected)))
+            row = q.confusion.setdefault(str(case.expected), {})
+            level = str(nearest_level(float(case.answer["score"])))
+            row[level] = row.get(level, 0) + 1
         else:
             noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
     return Report(checked, passed, questions, calibration(noul_pairs), calibration(choice_pairs))
 
 
+@dataclass
+class Summary:
+    """What a finished run stores about itself: its checked and passed pairs, its failed
+    states, and per answered item how many of its answers missed the expected one."""
+
+    checked: int = 0
+    passed: int = 0
+    failed_states: int = 0
+    misses: dict[int, int] = field(default_factory=dict)
+
+
+def summarize(
+    items: Iterable[tuple[int, str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+    threshold: float = 0.5,
+) -> Summary:
+    """A run's summary from its items as (id, status, expected, answers) rows."""
+    summary = Summary()
+    for pk, status, expected, answers in items:
+        if status == "failed":
+            summary.failed_states += 1
+        if status != "answered":
+            continue
+        misses = 0
+        for qid, answer in (answers or {}).items():
+            case = Case("", qid, answer.get("type", ""), answer, (expected or {}).get(qid))
+            if case.checked:
+                ok = passes(case.qtype, answer, case.expected, threshold)
+                summary.checked += 1
+                summary.passed += ok
+                misses += not ok
+        summary.misses[pk] = misses
+    return summary
+
+
+def shown(qtype: str, answer: Mapping[str, Any] | None, threshold: float = 0.5) -> str:
+    """An answer as a report shows it: the value it reads as, then the number behind it —
+    `billing 0.71`, `2 (2.05)`, `true 0.66`; `—` for no answer."""
+    if not answer:
+        return "—"
+    if qtype == "choice":
+        p = (answer.get("probabilities") or {}).get(answer["choice"])
+        return f"{answer['choice']} {float(p):.2f}" if p is not None else str(answer["choice"])
+    if qtype == "score":
+        return f"{nearest_level(float(answer['score']))} ({float(answer['score']):.2f})"
+    p = float(answer["noul"])
+    return f"{'true' if p >= threshold else 'false'} {p:.2f}"
+
+
 @dataclass(frozen=True)
 class Change:
+    """One (state, question) cell whose answer moved or whose check changed between two runs."""
+
     state: str
     question: str
-    before: bool
-    after: bool
+    qtype: str
+    expected: Any
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    passed_before: bool | None  # None: not checked (no expected answer)
+    passed_after: bool | None
 
     @property
     def kind(self) -> str:
-        if self.before and not self.after:
+        if self.passed_before and self.passed_after is False:
             return "regression"
-        if self.after and not self.before:
+        if self.passed_after and self.passed_before is False:
             return "fix"
-        return "pass" if self.after else "fail"
+        return "flip"
+
+
+def _reading(qtype: str, answer: Mapping[str, Any], threshold: float) -> Any:
+    """What an answer reads as: the option, the nearest level, or the side of the threshold."""
+    if qtype == "choice":
+        return answer["choice"]
+    if qtype == "score":
+        return nearest_level(float(answer["score"]))
+    return float(answer["noul"]) >= threshold
+
+
+@dataclass
+class RunDelta:
+    """Two runs over the states both answered: pass rates over the pairs checked in both, and
+    every changed cell, regressions first, then fixes, then other flips."""
+
+    checked: int
+    passed_before: int
+    passed_after: int
+    changes: list[Change]
+
+    @property
+    def rate_before(self) -> float | None:
+        return self.passed_before / self.checked if self.checked else None
+
+    @property
+    def rate_after(self) -> float | None:
+        return self.passed_after / self.checked if self.checked else None
+
+    @property
+    def delta(self) -> float | None:
+        return (self.passed_after - self.passed_before) / self.checked if self.checked else None
+
+    @property
+    def points(self) -> str:
+        """The change of pass rate in percentage points, signed, one decimal: `+2.5`, `-0.1`,
+        `0.0`; "" with nothing checked in both."""
+        if not self.checked:
+            return ""
+        points = round(100 * (self.passed_after - self.passed_before) / self.checked, 1)
+        return f"{points:+.1f}" if points else "0.0"
+
+    @property
+    def flips(self) -> int:
+        return len(self.changes)
 
 
 def compare_runs(
-    before: Iterable[Case], after: Iterable[Case], threshold: float = 0.5
-) -> list[Change]:
-    """Every (state, question) checked in both runs: regressions first, then fixes, then the
-    unchanged failures and passes."""
-    old = {
-        (c.state, c.question): passes(c.qtype, c.answer, c.expected, threshold)
-        for c in before
-        if c.checked
-    }
-    changes = [
-        Change(
-            c.state,
-            c.question,
-            old[(c.state, c.question)],
-            passes(c.qtype, c.answer, c.expected, threshold),
-        )
-        for c in after
-        if c.checked and (c.state, c.question) in old
-    ]
-    order = {"regression": 0, "fix": 1, "fail": 2, "pass": 3}
-    return sorted(changes, key=lambda c: (order[c.kind], c.state, c.question))
+    before: Iterable[Case],
+    after: Iterable[Case],
+    threshold: float = 0.5,
+    threshold_before: float | None = None,
+) -> RunDelta:
+    """What moved from run `before` to run `after` on the (state, question) cells both
+    answered: a cell is listed when its answer flipped or its check changed. Each run reads
+    its nouls at its own threshold (`threshold_before`, by default the same)."""
+    t_before = threshold if threshold_before is None else threshold_before
+    old = {(c.state, c.question): c for c in before}
+    delta = RunDelta(0, 0, 0, [])
+    for c in after:
+        b = old.get((c.state, c.question))
+        if b is None or b.qtype != c.qtype:
+            continue
+        ok_before = passes(c.qtype, b.answer, c.expected, t_before) if c.checked else None
+        ok_after = passes(c.qtype, c.answer, c.expected, threshold) if c.checked else None
+        if c.checked:
+            delta.checked += 1
+            delta.passed_before += ok_before
+            delta.passed_after += ok_after
+        if ok_before != ok_after or _reading(c.qtype, b.answer, t_before) != _reading(
+            c.qtype, c.answer, threshold
+        ):
+            delta.changes.append(
+                Change(
+                    c.state,
+                    c.question,
+                    c.qtype,
+                    c.expected,
+                    b.answer,
+                    c.answer,
+                    ok_before,
+                    ok_after,
+                )
+            )
+    order = {"regression": 0, "fix": 1, "flip": 2}
+    delta.changes.sort(key=lambda c: (order[c.kind], c.state, c.question))
+    return delta
+
+
+def compare_readings(
+    before: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = 0.5,
+    threshold_before: float | None = None,
+) -> RunDelta:
+    """`compare_runs` over two runs' readings without a `Case` per cell (a review compares
+    12,000 cells at 2,000 states): `before` and `after` map a state's name to its expected
+    answers and its readings — per question of `qtypes`, in order, the chosen option, the
+    score or P(true), or None. The same rules, through `passes` and `_reading`."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())  # an answer's reading sits under its type's name
+    delta = RunDelta(0, 0, 0, [])
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            if a is None or b is None:
+                continue
+            answer_b, answer_a = {qtype: b}, {qtype: a}
+            wanted = expected.get(qid)
+            checked = wanted is not None and expected_fits(qtype, wanted)
+            ok_before = passes(qtype, answer_b, wanted, t_before) if checked else None
+            ok_after = passes(qtype, answer_a, wanted, threshold) if checked else None
+            if checked:
+                delta.checked += 1
+                delta.passed_before += ok_before
+                delta.passed_after += ok_after
+            if ok_before != ok_after or _reading(qtype, answer_b, t_before) != _reading(
+                qtype, answer_a, threshold
+            ):
+                delta.changes.append(
+                    Change(state, qid, qtype, wanted, answer_b, answer_a, ok_before, ok_after)
+                )
+    order = {"regression": 0, "fix": 1, "flip": 2}
+    delta.changes.sort(key=lambda c: (order[c.kind], c.state, c.question))
+    return delta
 
 
 # --- advisory thresholds ------------------------------------------------------------------------

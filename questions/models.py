@@ -381,6 +381,14 @@ class BatchRun(models.Model):
         related_name="drift_runs",
         help_text="a drift run's last run on the approved model",
     )
+    # the run's summary, stored when it finishes (services.run_summary_store): None before
+    checked = models.PositiveIntegerField(
+        null=True, blank=True, help_text="question-state pairs with an expected answer"
+    )
+    passed = models.PositiveIntegerField(null=True, blank=True, help_text="of those, passed")
+    failed_states = models.PositiveIntegerField(
+        null=True, blank=True, help_text="states that got no answer"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -391,6 +399,19 @@ class BatchRun(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.CANCELLED, self.Status.FAILED)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """The stored pass rate of a finished run; None before, or with nothing checked."""
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def outcome(self) -> str:
+        """The status as colours show it: `partial` for a finished run some of whose states
+        failed (`failed` when every one did)."""
+        if self.status != self.Status.FAILED and self.finished and self.failed_states:
+            return "partial"
+        return self.status
 
 
 class BatchItem(models.Model):
@@ -418,6 +439,9 @@ class BatchItem(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     #: which of a control's calls about the state this is (`questions.controls`); 0 otherwise
     variant = models.PositiveSmallIntegerField(default=0)
+    misses = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
+    )
 
     class Meta:
         ordering = ["id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -14,7 +15,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
 from questions import backends, metrics, spec
@@ -30,9 +32,10 @@ from questions.models import (
 
 
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
-    """Sets with their newest version's number and status, the version under `production` and
-    how many versions wait for review, last edited first; those whose slug, name or description
-    holds `search`, when given."""
+    """Sets with their newest version's number and status, the version under `production`,
+    how many versions wait for review and the last finished run's checked and passed pairs
+    (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name
+    or description holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
     waiting = (
@@ -42,11 +45,17 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
         .annotate(n=Count("pk"))
         .values("n")
     )
+    last_run = BatchRun.objects.filter(question_set=OuterRef("pk"), checked__isnull=False).order_by(
+        "-finished_at", "-pk"
+    )
     sets = QuestionSet.objects.select_related("owner").annotate(
         newest_number=Subquery(newest.values("number")[:1]),
         newest_status=Subquery(newest.values("status")[:1]),
         production_number=Subquery(production.values("version__number")[:1]),
         in_review=Coalesce(Subquery(waiting), 0),
+        last_checked=Subquery(last_run.values("checked")[:1]),
+        last_passed=Subquery(last_run.values("passed")[:1]),
+        last_run_id=Subquery(last_run.values("pk")[:1]),
     )
     if "\x00" in search:
         return QuestionSet.objects.none()  # no set's text holds a NUL character
@@ -360,16 +369,130 @@ def latest_run(version: Version | None) -> BatchRun | None:
 
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
-    """What a review shows of a run: pass rate, answered/failed, cost per call."""
+    """What a review shows of a run: its stored pass rate, answered/failed, cost per call
+    (a few aggregate queries, whatever the number of states)."""
     if run is None:
         return None
-    summary = run_summary(run)
-    costs = [
-        c
-        for c in run.items.exclude(decision=None).values_list("decision__cost", flat=True)
-        if c is not None
+    if run.checked is None and run.finished:  # finished before summaries were stored
+        from questions.services.summaries import store_summary
+
+        store_summary(run)
+    counts = run_counts(run)
+    cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
+    return {
+        "run": run.pk,
+        "run_obj": run,
+        "backend": run.backend,
+        "calibrated": backends.calibrated(run.backend),
+        "states": counts["total"],
+        "answered": counts["answered"],
+        "failed": counts["failed"],
+        "checked": run.checked,
+        "passed": run.passed,
+        "pass_rate": run.pass_rate,
+        "cost_per_call": cost,
+    }
+
+
+#: the flipped cells a review lists inline (the rest are in the compare grid)
+REVIEW_FLIPS_SHOWN = 50
+
+
+#: what a comparison needs of an answer, by question type (its reading and its check)
+READING_KEYS = {"choice": "choice", "score": "score", "noul": "noul"}
+
+
+def run_readings(run: BatchRun, qtypes: dict[str, str]) -> dict[str, tuple[Any, tuple]]:
+    """A run's answered states reduced to what a comparison reads: state name → (expected
+    answers, per question of `qtypes` the chosen option, the score or P(true), or None), each
+    extracted by the database from the stored answers, so no answer's probabilities are
+    decoded (see `metrics.compare_readings`)."""
+    fields = {  # explicit transforms: a question id may hold "__"
+        f"r{i}": KeyTextTransform(READING_KEYS.get(qtype, "noul"), KeyTransform(qid, "answers"))
+        for i, (qid, qtype) in enumerate(qtypes.items())
+    }
+    rows = (
+        run.items.filter(status=BatchItem.Status.ANSWERED, variant=0)  # a control's real calls
+        .annotate(**fields)
+        .values_list("sample_state__name", "sample_state__expected", *fields)
+    )
+    kinds = [qtype == "choice" for qtype in qtypes.values()]
+    return {
+        name: (
+            expected,
+            tuple(
+                None if v is None else str(v) if choice else float(v)
+                for v, choice in zip(values, kinds, strict=True)
+            ),
+        )
+        for name, expected, *values in rows
+    }
+
+
+def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
+    return dict(
+        run.items.filter(
+            status=BatchItem.Status.ANSWERED, variant=0, sample_state__name__in=states
+        ).values_list("sample_state__name", "answers")
+    )
+
+
+def run_delta(
+    base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
+) -> metrics.RunDelta:
+    """Run `this` against run `base` on the states both answered (the questions of
+    `document`): pass rates over the pairs both checked and the cells that moved, regressions
+    first, the first `shown` of them with their whole answers (the others with their
+    readings). Two finished runs never change, so their comparison is worked out once per
+    process and kept in the cache."""
+    key = None
+    if base.finished_at and this.finished_at and base.finished and this.finished:
+        stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
+        key = f"run-delta:{shown}:" + ":".join(map(str, stamps))
+        delta = cache.get(key)
+        if delta is not None:
+            return delta
+    types = {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+    delta = metrics.compare_readings(
+        run_readings(base, types),
+        run_readings(this, types),
+        types,
+        this.threshold,
+        threshold_before=base.threshold,
+    )
+    listed = delta.changes[:shown]
+    states = {c.state for c in listed}
+    before, after = _full_answers(base, states), _full_answers(this, states)
+    delta.changes[: len(listed)] = [
+        dataclasses.replace(
+            c,
+            before=(before.get(c.state) or {}).get(c.question) or c.before,
+            after=(after.get(c.state) or {}).get(c.question) or c.after,
+        )
+        for c in listed
     ]
-    return {**summary, "run_obj": run, "cost_per_call": sum(costs) / len(costs) if costs else None}
+    if key:
+        cache.set(key, delta, timeout=None)
+    return delta
+
+
+def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:
+    """This version's latest finished run against the baseline's on the same states: both
+    pass rates, and the cells that flipped (regressions first), the first `REVIEW_FLIPS_SHOWN`
+    listed."""
+    this, base = latest_run(version), latest_run(baseline)
+    return {
+        "this": run_evidence(this),
+        "base": run_evidence(base),
+        "delta": run_delta(base, this, version.document, REVIEW_FLIPS_SHOWN)
+        if this and base
+        else None,
+        "flips_shown": REVIEW_FLIPS_SHOWN,
+    }
 
 
 def version_named(

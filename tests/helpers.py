@@ -73,7 +73,7 @@ MATRIX = [
 ]
 
 POST_DATA = {
-    "approve": {"action": "approve"},
+    "approve": {"action": "approve", "confirm_weak": "yes"},
     "request changes": {"action": "request_changes", "note": "more words"},
     "comment": {"action": "comment", "note": "seen"},
     "move label": {"name": "staging", "version": "1"},

@@ -152,6 +152,8 @@ def test_the_page_and_its_downloads(client, two_runs):
     query = {"col": [f"run:{base.pk}", f"run:{new.pk}"], "filter": "changes"}
     page = client.get(url, query).content.decode()
     assert page.count('class="cell flipped') >= 3 and "flip" in page
+    grid = client.get(url, {"col": query["col"]}).content.decode()
+    assert "<td>true</td>" in grid and "<td>True</td>" not in grid  # as the contract writes it
     data = json.loads(client.get(url, {**query, "format": "json"}).getvalue())
     assert data["selection"]["filter"] == "changes" and len(data["rows"]) == 3
     text = client.get(url, {**query, "format": "csv"}).getvalue().decode()

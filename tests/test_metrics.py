@@ -127,13 +127,44 @@ def test_compare_runs_lists_regressions_and_fixes_first():
         Case("s3", "n", "noul", noul(0.8), True),
         Case("s4", "n", "noul", noul(0.2), True),
     ]
-    changes = metrics.compare_runs(before, after)
-    assert [(c.state, c.kind) for c in changes] == [
-        ("s1", "regression"),
-        ("s2", "fix"),
-        ("s4", "fail"),
-        ("s3", "pass"),
+    delta = metrics.compare_runs(before, after)
+    # s3 and s4 did not flip nor change their check: not listed
+    assert [(c.state, c.kind) for c in delta.changes] == [("s1", "regression"), ("s2", "fix")]
+    assert (delta.checked, delta.passed_before, delta.passed_after) == (4, 2, 2)
+    assert delta.delta == 0
+    assert metrics.shown("noul", delta.changes[0].before) == "true 0.90"
+    assert metrics.shown("noul", delta.changes[0].after) == "false 0.10"
+
+
+def test_compare_runs_lists_flips_without_expected_answers_after_the_fixes():
+    before = [
+        Case("s1", "c", "choice", choice("a", a=0.8, b=0.2)),
+        Case("s2", "n", "noul", noul(0.9), True),
     ]
+    after = [
+        Case("s1", "c", "choice", choice("b", a=0.3, b=0.7)),
+        Case("s2", "n", "noul", noul(0.2), True),
+    ]
+    delta = metrics.compare_runs(before, after)
+    assert [(c.state, c.kind) for c in delta.changes] == [("s2", "regression"), ("s1", "flip")]
+    assert delta.delta == -1.0
+    assert metrics.shown("choice", delta.changes[1].after) == "b 0.70"
+
+
+def test_a_score_gets_a_confusion_matrix_over_its_levels():
+    r = metrics.report([Case("s1", "s", "score", score(1.6, 0, 0.4, 0.6), 1)])
+    assert r.questions["s"].confusion == {"1": {"2": 1}}
+
+
+def test_summarize_counts_checks_misses_and_failed_states():
+    rows = [
+        (1, "answered", {"n": True, "c": "a"}, {"n": noul(0.9), "c": choice("b", a=0.4, b=0.6)}),
+        (2, "answered", {}, {"n": noul(0.1)}),
+        (3, "failed", {"n": True}, None),
+    ]
+    s = metrics.summarize(rows)
+    assert (s.checked, s.passed, s.failed_states) == (2, 1, 1)
+    assert s.misses == {1: 1, 2: 0}
 
 
 @pytest.mark.parametrize(("s", "level"), [(0.5, 1), (1.5, 2), (2.5, 3)])
@@ -149,3 +180,50 @@ def test_the_chart_marks_the_level_the_metrics_count_at_halves(s, level):
     assert metrics.nearest_level(s) == level
     assert f"▶ {level} L{level}<" in svg
     assert svg.count("▶") == 1
+
+
+def test_comparing_readings_agrees_with_comparing_whole_answers():
+    qtypes = {"c": "choice", "s": "score", "n": "noul"}
+    before_answers = {
+        "s1": {"c": choice("a", a=0.8, b=0.2), "s": score(1.2, 0, 0.8, 0.2), "n": noul(0.9)},
+        "s2": {"c": choice("b", a=0.4, b=0.6), "s": score(0.4, 0.6, 0.4, 0), "n": noul(0.3)},
+    }
+    after_answers = {
+        "s1": {"c": choice("b", a=0.3, b=0.7), "s": score(1.6, 0, 0.4, 0.6), "n": noul(0.6)},
+        "s2": {"c": choice("b", a=0.1, b=0.9), "s": score(0.2, 0.8, 0.2, 0), "n": noul(0.8)},
+    }
+    expected = {"s1": {"c": "a", "s": 1, "n": True}, "s2": {"c": "b", "n": False}}
+
+    def cases(answers):
+        return [
+            Case(state, qid, qtypes[qid], answer, expected[state].get(qid))
+            for state, by_q in answers.items()
+            for qid, answer in by_q.items()
+        ]
+
+    def readings(answers):
+        return {
+            state: (expected[state], tuple(by_q[q][t] for q, t in qtypes.items()))
+            for state, by_q in answers.items()
+        }
+
+    whole = metrics.compare_runs(cases(before_answers), cases(after_answers), 0.7, 0.5)
+    read = metrics.compare_readings(
+        readings(before_answers), readings(after_answers), qtypes, 0.7, 0.5
+    )
+    assert (read.checked, read.passed_before, read.passed_after) == (
+        whole.checked,
+        whole.passed_before,
+        whole.passed_after,
+    )
+    assert [(c.state, c.question, c.kind) for c in read.changes] == [
+        (c.state, c.question, c.kind) for c in whole.changes
+    ]
+    assert len(read.changes) >= 3
+
+
+def test_the_change_of_pass_rate_reads_in_signed_points():
+    assert metrics.RunDelta(6000, 1609, 1604, []).points == "-0.1"
+    assert metrics.RunDelta(4, 1, 2, []).points == "+25.0"
+    assert metrics.RunDelta(4, 2, 2, []).points == "0.0"
+    assert metrics.RunDelta(0, 0, 0, []).points == ""

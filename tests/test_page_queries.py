@@ -59,6 +59,7 @@ def pages(qs) -> dict[str, str]:
     compare = reverse("set-compare", args=[qs.slug])
     cols = f"col=run:{runs[0].pk}&col=run:{runs[1].pk}"
     return {
+        "set list": reverse("set-list"),  # every set with its last pass rate
         "set page": reverse("set-detail", args=[qs.slug]),
         "set history": reverse("set-history", args=[qs.slug]),
         "editor": reverse("version-edit", args=[qs.slug, newest]),
@@ -124,9 +125,23 @@ def test_the_run_page_lists_its_states_a_page_at_a_time(client, provider, monkey
     client.force_login(author)
     qs = world("listed", states=5, versions=1, runs=1, author=author, reviewer=reviewer)
     monkeypatch.setattr(runs, "ITEMS_PAGE", 2)
-    url = reverse("run-detail", args=[BatchRun.objects.get(question_set=qs).pk])
+    run = BatchRun.objects.get(question_set=qs)
+    url = reverse("run-detail", args=[run.pk])
+    # the states with the most missed answers come first, then the others, each by name
+    order = sorted(
+        run.items.select_related("sample_state"),
+        key=lambda i: (not i.misses, -(i.misses or 0), i.sample_state.name),
+    )
+    names = [i.sample_state.name for i in order]
+    assert any(i.misses for i in order) and not all(i.misses for i in order)
     first = client.get(url).content.decode()
-    assert "state-001" in first and "state-002" not in first and "items_from=2" in first
+    assert names[0] in first and names[1] in first and names[2] not in first
+    assert "items_from=2" in first
     nxt = client.get(url, {"items_from": "4"}, headers={"HX-Request": "true"}).content.decode()
-    assert "<html" not in nxt and "state-004" in nxt and "state-003" not in nxt
+    assert "<html" not in nxt and names[4] in nxt and names[3] not in nxt
     assert "items_from=" not in nxt
+    # the filter keeps to the failures, and its next page keeps the filter
+    failing = client.get(url, {"show": "failing"}).content.decode()
+    missed = [i.sample_state.name for i in order if i.misses]
+    assert all(n in failing for n in missed[:2])
+    assert all(n not in failing.split("results-heading")[-1] for n in names if n not in missed)

@@ -236,8 +236,30 @@ def test_choice_charts_keep_declared_order_and_stay_readable(n):
     assert positions == sorted(positions)
     assert svg.count('class="track"') == n
     assert f"{answer['probabilities'][names[-1]]:.2f}" in svg
-    height = int(svg.split('height="')[1].split('"')[0])
-    assert height >= n * 13  # at least 13 px a row, however many options
+    height = float(svg.split('height="')[1].split('em"')[0])
+    assert height >= n * 1.25  # at least 1.25 em a row (the text's height), however many
+    assert "viewBox" not in svg  # its text is drawn at the page's size, never scaled down
+
+
+def test_chart_labels_are_shortened_never_cut_and_keep_the_level_number():
+    legend = {"0": "Can wait: routine request, nothing at stake for anyone", "3": "Urgent"}
+    answer = {
+        "type": "score",
+        "score": 0.2,
+        "confidence": 0.5,
+        "probabilities": {"0": 0.7, "1": 0.1, "2": 0.1, "3": 0.1},
+        "legend": legend,
+    }
+    svg = str(charts.score_bar_chart("u", answer, 4))
+    assert "▶ 0 Can wait: routine request, noth…<" in svg  # the level number stays
+    assert f"0 {legend['0']}: 0.70" in svg  # the whole label in the bar's title
+    assert 'text-anchor="end"' in svg and 'x="100%"' in svg  # values at the card's edge
+
+
+def test_a_noul_chart_shows_p_true_against_p_false():
+    svg = str(charts.noul_bar_chart("n", {"type": "noul", "noul": 0.3}))
+    assert ">P(true)<" in svg and "▶ P(false)<" in svg
+    assert ">0.30<" in svg and ">0.70<" in svg
 
 
 def test_score_chart_marks_the_fractional_score_on_the_axis():

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, services
+from questions import roles, selectors, services
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC
@@ -53,24 +53,62 @@ def test_start_a_run_and_watch_it(setup):
     assert partial["HX-Refresh"] == "true"
     assert "4</span> / 4 states" in body
     page = client.get(response.url).content.decode()
-    assert "Pass rate" in page and "Confusion matrix" in page and "Brier" in page
-    assert page.count('class="chart reliability"') == 2
+    assert "Pass rate" in page and "Confusion of" in page and "Brier" in page
+    # 4 answers a type: too few for a reliability diagram, and the page says why
+    assert page.count('class="chart reliability"') == 0
+    assert page.count("Not enough answers: a bin of the diagram needs 5 or more") == 2
+    # the results: a row per state and question with an expected answer, each linked to compare
+    results = page.split('id="results-heading"')[1]
+    assert results.count('<tr class="fail">') + results.count('<tr class="pass">') == 8
+    assert results.index('<tr class="fail">') < results.index('<tr class="pass">')
+    state = version.question_set.sample_states.get(name="s0")
+    assert f"col=run:{run.pk}&amp;filter=all&amp;state={state.pk}#row-{state.pk}-desk" in results
+    assert "Open in compare" in page
+    run.refresh_from_db()
+    assert (run.checked, run.failed_states) == (8, 0) and run.passed is not None
+
+
+def test_the_confusion_matrix_keeps_declared_order_with_zeros_and_the_diagonal(setup):
+    from questions import metrics
+    from questions.views.runs import confusion_table
+
+    q = metrics.QuestionReport("desk", "choice", confusion={"sales": {"billing": 2}})
+    table = confusion_table(q, ["billing", "technical", "sales"])
+    assert table["columns"] == ["billing", "technical", "sales"]
+    assert table["rows"] == [
+        ("billing", [(0, True), (0, False), (0, False)]),
+        ("technical", [(0, False), (0, True), (0, False)]),
+        ("sales", [(2, False), (0, False), (0, True)]),
+    ]
+
+
+def _two_runs(version):
+    """Two finished runs of `version`: the second reads its nouls at 0.99."""
+    runs = []
+    for threshold in (0.5, 0.99):
+        run = services.batch_create(
+            version=version,
+            backend="typesafe",
+            threshold=threshold,
+            user=roles.OPERATOR,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk)
+        runs.append(run)
+    return runs
 
 
 def test_compare_two_runs_lists_regressions_first(setup):
     client, version = setup
-    first = services.batch_create(
-        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(first.pk)
-    second = services.batch_create(
-        version=version, backend="typesafe", threshold=0.99, user=roles.OPERATOR, enqueue=False
-    )
-    services.batch_execute(second.pk)
+    first, second = _two_runs(version)
     page = client.get(reverse("run-detail", args=[second.pk]), {"against": first.pk})
     body = page.content.decode()
-    assert "Compared with another run" in body
-    assert body.count('<tr class="change-') == 8  # 4 states × 2 questions with expectations
+    assert "Against another run" in body
+    delta = body.split('id="vs-heading"')[1]
+    kinds = [k.split('"')[0] for k in delta.split('<tr class="change-')[1:]]
+    assert kinds and kinds == sorted(kinds, key=["regression", "fix", "flip"].index)
+    assert "→ <strong>false " in delta  # before → after values of the noul read at 0.99
+    assert "points</strong>" in delta
 
 
 def test_cancel_from_the_page(setup):
@@ -185,13 +223,32 @@ def test_a_run_where_every_state_failed_says_so_in_red(setup, settings):
     run = services.batch_execute(run.pk)
     assert run.status == "failed"
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert '<strong class="run-status error">failed</strong>' in page
+    assert '<span class="run-status run-failed">failed</span>' in page
+    assert 'class="run-progress run-failed"' in page  # the progress bar turns red
     assert (
         '<p class="message error">Every state failed: 502: The provider could not be reached.</p>'
         in page
     )
     assert "has expected answers" not in page
     assert "No state of this run was answered" in page
+
+
+def test_a_run_some_of_whose_states_failed_is_amber_on_its_page_and_the_set_page(setup):
+    client, version = setup
+    run = _a_run_with_a_failure(version)
+    services.run_summary_store(run)
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<span class="run-status run-partial">done, some failed</span>' in page
+    assert 'class="run-progress run-partial' in page
+    # the failed state comes first in the results, with what went wrong
+    results = page.split('id="results-heading"')[1]
+    assert results.index("s1") < results.index("s0")
+    assert "no answer: 502: The provider failed." in results
+    set_page = client.get(reverse("set-detail", args=["s"])).content.decode()
+    assert '<span class="run-status run-partial">done, some failed</span>' in set_page
+    run.refresh_from_db()
+    assert f"{round(100 * run.passed / run.checked)}% ({run.passed} / {run.checked})" in set_page
+    assert run.checked == 6  # the failed state's two checks are not counted
 
 
 def test_the_no_expectations_note_needs_answered_states(setup):
@@ -213,3 +270,140 @@ def test_the_no_expectations_note_needs_answered_states(setup):
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "No answered state of this run has expected answers" in page
     assert "Every state failed" not in page
+
+
+def test_a_finished_run_stores_its_summary_and_the_set_list_shows_the_last_pass_rate(setup):
+    client, version = setup
+    first, second = _two_runs(version)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    report = selectors.run_report(second)
+    assert (second.checked, second.passed) == (report.checked, report.passed) == (8, report.passed)
+    assert second.pass_rate == report.pass_rate
+    assert first.passed != second.passed  # the threshold moved some nouls
+    body = client.get(reverse("set-list")).content.decode()
+    assert f"{round(100 * second.passed / 8)}% ({second.passed} / 8)" in body
+    assert reverse("run-detail", args=[second.pk]) in body
+
+
+def test_the_migration_fills_the_summary_of_runs_finished_before_it(setup):
+    import importlib
+
+    from django.apps import apps
+
+    _client, version = setup
+    run = _a_run_with_a_failure(version)
+    BatchRun.objects.filter(pk=run.pk).update(checked=None, passed=None, failed_states=None)
+    run.items.update(misses=None)
+    migration = importlib.import_module("questions.migrations.0014_run_summary")
+    migration.fill_finished_runs(apps, None)
+    run.refresh_from_db()
+    assert (run.checked, run.failed_states) == (6, 1)
+    assert run.items.filter(misses__isnull=True).count() == 1  # the failed state's
+
+
+def _reviewed_v2(version, *, v2_threshold, reword=True):
+    """v1 run and approved under production; v2 (desk descriptions reworded, a question
+    added) run at `v2_threshold` and submitted."""
+    checker = factories.reviewer("checker")
+    writer = version.author
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(first.pk)
+    services.version_submit(version=version, author=writer)
+    services.version_approve(version=version, reviewer=checker, label="production")
+    v2 = services.version_draft_from(version=version, author=writer)
+    document = dict(v2.document)
+    if reword:
+        document["desk"] = {
+            **document["desk"],
+            "criteria": {**document["desk"]["criteria"], "tech": "bugs and outages"},
+        }
+    document["tone"] = {"type": "score", "instructions": "How calm?", "criteria": ["calm", "cross"]}
+    services.version_save(version=v2, document=document, base_revision=v2.revision, author=writer)
+    second = services.batch_create(
+        version=v2, backend="typesafe", threshold=v2_threshold, user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(second.pk)
+    services.version_submit(version=v2, author=writer)
+    return checker, first, second, v2
+
+
+def test_the_review_page_shows_every_question_in_full_with_both_diffs_and_the_flips(setup, client):
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.99)
+    client.force_login(checker)
+    body = client.get(f"/sets/s/v{v2.number}/review/").content.decode()
+    # the whole content, added question included
+    for text in ("Is it urgent?", "Which desk?", "money", "anything else", "How calm?", "cross"):
+        assert text in body
+    assert 'id="q-tone"' in body and "added since v1" in body
+    assert "bugs <ins>and outages</ins>" in body or "and outages" in body
+    # the evidence inline: both pass rates, the change in points, the flipped cells listed
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (
+        f"{round(100 * second.passed / second.checked)}% ({second.passed} / {second.checked})"
+        in body
+    )
+    evidence = body.split('id="evidence-heading"')[1]
+    assert "cells flipped" in evidence or "cell flipped" in evidence
+    assert '<tr class="change-regression">' in evidence and "→ <strong>false " in evidence
+
+
+def test_approving_a_version_that_passes_less_than_production_needs_a_confirmation(setup, client):
+    from questions.models import ReviewEvent, Version
+
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.99)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.pass_rate < first.pass_rate
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    page = client.get(url).content.decode()
+    assert 'name="confirm_weak"' in page and "less than the baseline" in page
+    refused = client.post(url, {"action": "approve", "note": "fine"})
+    assert refused.status_code == 422 and "Approve anyway" in refused.content.decode()
+    assert Version.objects.get(pk=v2.pk).status == "in_review"
+    done = client.post(url, {"action": "approve", "note": "fine", "confirm_weak": "yes"})
+    assert done.status_code == 302
+    event = ReviewEvent.objects.filter(version=v2, kind="approved").get()
+    assert event.note.startswith("Approved although this version passes ")
+    assert event.note.endswith("(confirmed). fine")
+
+
+def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, client):
+    _client, version = setup
+    checker, first, second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.pass_rate == first.pass_rate  # the same questions asked the same way
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    assert 'name="confirm_weak"' not in client.get(url).content.decode()
+    assert client.post(url, {"action": "approve", "note": "fine"}).status_code == 302
+
+
+def test_a_large_review_writes_out_changed_questions_and_loads_the_others_when_opened(
+    setup, client, monkeypatch
+):
+    from questions.views import review
+
+    _client, version = setup
+    checker, _first, _second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)
+    client.force_login(checker)
+    monkeypatch.setattr(review, "INLINE_ENTRIES", 0)
+    url = f"/sets/s/v{v2.number}/review/"
+    body = client.get(url).content.decode()
+    tone = body.split('id="q-tone"')[1].split("</article>")[0]
+    assert "cross" in tone  # added: written out
+    desk = body.split('id="q-desk"')[1].split("</article>")[0]
+    assert "Which desk?" in desk and "anything else" not in desk  # unchanged: on opening
+    assert 'class="lazy-entries" hx-get="?question=desk"' in desk
+    part = client.get(url, {"question": "desk"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in part and "anything else" in part
+    assert client.get(url, {"question": "nope"}).status_code == 404
+    full = client.get(url, {"full": "1"}).content.decode()
+    assert 'class="lazy-entries"' not in full and "anything else" in full

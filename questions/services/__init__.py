@@ -45,6 +45,7 @@ from questions.services.states import (
     sample_state_update,
     sample_states_import,
 )
+from questions.services.summaries import store_summary as run_summary_store
 from questions.services.tokens import api_token_authenticate, api_token_create, api_token_revoke
 from questions.services.versions import (
     DraftExists,
@@ -104,6 +105,7 @@ __all__ = [
     "open_draft",
     "question_set_create",
     "question_set_start",
+    "run_summary_store",
     "sample_state_create",
     "sample_state_delete",
     "sample_state_duplicate",

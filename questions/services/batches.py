@@ -50,6 +50,7 @@ from questions.services.errors import (
     model_name,
     require,
 )
+from questions.services.summaries import store_summary
 from questions.services.versions import InvalidContent, limits
 
 log = logging.getLogger("questions.batches")
@@ -533,6 +534,7 @@ def batch_execute(
         **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
+    store_summary(run)
     if on_progress:
         on_progress(run)
     return run

@@ -12,6 +12,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from questions import metrics
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -121,3 +122,79 @@ def advice_curves(version):
         "run": run,
         "items": designer_items(version, run) if version.advice else [],
     }
+
+
+@register.simple_tag
+def percent(part, whole) -> str:
+    """`part / whole` as a whole percentage with its counts: `67% (4 / 6)`; `—` when whole is 0."""
+    if not whole:
+        return "—"
+    return f"{round(100 * part / whole)}% ({part} / {whole})"
+
+
+@register.simple_tag
+def run_outcome(run) -> SafeString:
+    """A run's status as a coloured word: red when failed, amber when some states failed."""
+    outcome = run.outcome
+    word = {"partial": "done, some failed"}.get(outcome, outcome)
+    return format_html('<span class="run-status run-{}">{}</span>', outcome, word)
+
+
+@register.simple_tag
+def shown(qtype: str, answer, threshold: float = 0.5) -> str:
+    """An answer as reports show it (`metrics.shown`): `billing 0.71`, `2 (2.05)`, `true 0.66`."""
+    return metrics.shown(qtype, answer, threshold)
+
+
+_MUTED_DASH = mark_safe('<span class="muted">—</span>')
+_CHECKS = {
+    True: mark_safe('<span class="ok" title="matches the expected answer">✓</span>'),
+    False: mark_safe('<span class="error" title="misses the expected answer">✗</span>'),
+    None: "",
+}
+
+
+@register.simple_tag
+def result_rows(rows, compare_base: str) -> SafeString:
+    """The run report's results rows (a hundred states × their questions a page), built here
+    rather than in the template: the page's largest part, a few times faster this way."""
+    out = []
+    for r in rows:
+        state = r.item.sample_state
+        name = format_html(
+            '<td>{} <small class="muted">r{}</small></td>', state.name, state.revision
+        )
+        cls = "fail" if r.passed is False else "pass" if r.passed else ""
+        if r.question:
+            expected = _MUTED_DASH if r.expected is None else answer(r.expected)
+            link = f"{compare_base}{state.sample_state_id}#row-{state.sample_state_id}-{r.question}"
+            out.append(
+                format_html(
+                    '<tr class="{}">{}<td><code>{}</code></td><td>{}</td><td>{}</td>'
+                    '<td class="check">{}</td><td><a href="{}">compare</a></td></tr>',
+                    cls,
+                    name,
+                    r.question,
+                    expected,
+                    r.answer,
+                    _CHECKS[r.passed],
+                    link,
+                )
+            )
+        else:
+            error = f": {r.error[:159] + '…' if len(r.error) > 160 else r.error}" if r.error else ""
+            attempts = r.item.attempts
+            out.append(
+                format_html(
+                    '<tr class="{}">{}<td colspan="3" class="error">no answer{} <small '
+                    'class="muted">({} attempt{})</small></td><td class="check">{}</td><td></td>'
+                    "</tr>",
+                    cls,
+                    name,
+                    error,
+                    attempts,
+                    "" if attempts == 1 else "s",
+                    _CHECKS[False],
+                )
+            )
+    return mark_safe("".join(out))  # every part above went through format_html

@@ -41,12 +41,30 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         question_set__slug=slug,
         number=number,
     )
+    if request.method == "GET" and request.GET.get("question"):  # one question's entries
+        qid = request.GET["question"]
+        question = version.document.get(qid)
+        if question is None:
+            raise Http404("No such question in this version.")
+        return render(
+            request,
+            "questions/version_review.html#question-entries",
+            {"content": diff.question_content(qid, question)},
+        )
     problem = None
     if request.method == "POST":
         action = request.POST.get("action")
         note = request.POST.get("note", "")
         try:
             if action == "approve":
+                weak = weak_evidence(version)
+                if weak and request.POST.get("confirm_weak") != "yes":
+                    raise services.Invalid(
+                        f"This version {weak}: tick “Approve anyway” to approve it, and say "
+                        "why in the note."
+                    )
+                if weak:
+                    note = f"Approved although this version {weak} (confirmed). {note}".strip()
                 services.version_approve(
                     version=version,
                     reviewer=request.user,
@@ -68,12 +86,32 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
     baseline, baseline_name = selectors.review_baseline(version)
     document = version.document
     lints = spec.validate(document, limits=settings.DECISIONS_LIMITS).warnings
+    parent = version.parent if version.parent_id else None
+    against_baseline = diff.document_diff(baseline.document if baseline else {}, document)
+    against_parent = None
+    if parent is not None and (baseline is None or parent.pk != baseline.pk):
+        against_parent = diff.document_diff(parent.document, document)
+    evidence = selectors.review_evidence(version, baseline)
     context = {
         "set": version.question_set,
         "version": version,
         "baseline": baseline,
         "baseline_name": baseline_name,
-        "diff": diff.document_diff(baseline.document if baseline else {}, document),
+        "parent": parent,
+        "diff": against_baseline,
+        "questions": review_questions(
+            document,
+            against_baseline,
+            against_parent,
+            inline_all=request.GET.get("full") == "1" or entry_count(document) <= INLINE_ENTRIES,
+        ),
+        "removed": [
+            q
+            for d in (against_baseline, against_parent)
+            if d
+            for q in d.questions
+            if q.status == "removed"
+        ],
         "lints": lints,
         "events": version.events.select_related("actor"),
         "can_review": roles.may_review(request.user),
@@ -81,19 +119,89 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "own_version": services.wrote(request.user, version),
         "labels": selectors.labels_of(version.question_set),
         "problem": problem,
-        "evidence": [
-            (
-                f"v{v.number}" + (" (this version)" if v == version else f" ({baseline_name})"),
-                selectors.run_evidence(selectors.latest_run(v)),
-            )
-            for v in (version, baseline)
-            if v is not None
+        "evidence": evidence,
+        "weak": weak_evidence(version, evidence) if version.status == "in_review" else "",
+        "evidence_rows": [
+            (f"v{version.number} (this version)", evidence["this"], version),
+            *(
+                [(f"v{baseline.number} ({baseline_name})", evidence["base"], baseline)]
+                if baseline
+                else []
+            ),
         ],
     }
-    runs = [e["run_obj"] for _, e in context["evidence"] if e]
-    if len(runs) == 2:
-        context["compare_query"] = f"col=run:{runs[1].pk}&col=run:{runs[0].pk}&filter=changes"
+    if evidence["this"] and evidence["base"]:
+        context["compare_query"] = (
+            f"col=run:{evidence['base']['run']}&col=run:{evidence['this']['run']}&filter=changes"
+        )
     return render(request, "questions/version_review.html", context, status=422 if problem else 200)
+
+
+#: up to this many options, levels and cases in all, the review page writes every question's
+#: out; above, those of unchanged questions load when opened (or all with ?full=1)
+INLINE_ENTRIES = 400
+
+
+def entry_count(document: dict) -> int:
+    return sum(
+        len(q["criteria"])
+        for q in document.values()
+        if isinstance(q, dict) and isinstance(q.get("criteria"), dict | list)
+    )
+
+
+def review_questions(
+    document: dict, against_baseline, against_parent, *, inline_all: bool = True
+) -> list[dict]:
+    """Every question of the version with its whole content, and what changed in it against
+    the baseline (production) and against the parent version, when that is another. The entries
+    of a question added, retyped or with changed entries are always written out; others' when
+    `inline_all`."""
+    by_baseline = {q.id: q for q in against_baseline.questions}
+    by_parent = {q.id: q for q in against_parent.questions} if against_parent else {}
+    questions = []
+    for qid, question in document.items():
+        base, parent = by_baseline.get(qid), by_parent.get(qid)
+        changed = any(
+            d is not None
+            and (
+                d.status in ("added", "retyped")
+                or any(c.label != "instructions" for c in d.changes)
+            )
+            for d in (base, parent)
+        )
+        questions.append(
+            {
+                "content": diff.question_content(qid, question),
+                "baseline": base,
+                "parent": parent,
+                "inline": inline_all or changed,
+            }
+        )
+    return questions
+
+
+def weak_evidence(version: Version, evidence: dict | None = None) -> str:
+    """Why approving `version` needs an explicit confirmation, or "": it has no finished run,
+    or its latest run passes less than the baseline's latest run."""
+    if evidence is None:
+        baseline, _name = selectors.review_baseline(version)
+        evidence = {
+            "this": selectors.run_evidence(selectors.latest_run(version)),
+            "base": selectors.run_evidence(selectors.latest_run(baseline)),
+        }
+    this, base = evidence["this"], evidence["base"]
+    if this is None:
+        return "has no finished batch run over the sample states"
+    if base and base["pass_rate"] is not None:
+        if this["pass_rate"] is None:
+            return "has no pass rate (nothing checked) while the baseline's run has one"
+        if this["pass_rate"] < base["pass_rate"]:
+            return (
+                f"passes {this['pass_rate']:.0%} of its checks, less than the baseline's "
+                f"{base['pass_rate']:.0%}"
+            )
+    return ""
 
 
 @require_POST

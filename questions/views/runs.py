@@ -3,13 +3,19 @@ it with another run, and re-run its failed states."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
 from django.contrib import messages
+from django.db.models import Case, F, Q, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from questions import charts, metrics, roles, selectors, services
-from questions.models import BatchRun, Version
+from questions.models import BatchItem, BatchRun, Version
 from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 from questions.views import whole_number
 
@@ -40,41 +46,170 @@ def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     return redirect("run-detail", run.pk)
 
 
-#: what the states table of a run shows (not the states' contents nor the answers)
+#: what the results table of a run reads of its items (not the states' contents)
 RUN_ITEM_FIELDS = (
     "run_id",
     "status",
     "attempts",
     "error_status",
     "error_detail",
+    "answers",
+    "misses",
     "sample_state__name",
     "sample_state__revision",
+    "sample_state__expected",
+    "sample_state__sample_state_id",
 )
 
 
-#: the states table shows this many rows at a time; the next load as it scrolls
+#: the results table shows this many states at a time; the next load as it scrolls
 ITEMS_PAGE = 100
+
+#: the changed cells the run-vs-run table lists (the compare grid has them all)
+CHANGES_SHOWN = 200
+
+#: the results filters: (value, label)
+SHOWS = (("all", "every answer"), ("failing", "failures only"))
+
+
+def declared_questions(document: Any) -> dict[str, tuple[str, list[str]]]:
+    """A version's questions in declared order: id → (type, the choice's options or the
+    score's levels as strings, in declared order)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for qid, q in (document if isinstance(document, dict) else {}).items():
+        if not isinstance(q, dict):
+            continue
+        criteria = q.get("criteria")
+        if q.get("type") == "choice" and isinstance(criteria, dict):
+            out[qid] = ("choice", list(criteria))
+        elif q.get("type") == "score" and isinstance(criteria, list):
+            out[qid] = ("score", [str(i) for i in range(len(criteria))])
+        else:
+            out[qid] = (str(q.get("type", "")), [])
+    return out
+
+
+@dataclass
+class ResultRow:
+    """One (state, question) of a run: expected, answer, ✓/✗ (None: nothing to check)."""
+
+    item: BatchItem
+    question: str
+    qtype: str
+    expected: Any
+    answer: str
+    passed: bool | None
+    error: str = ""
+
+
+def _result_rows(
+    item: BatchItem,
+    questions: dict[str, tuple[str, list[str]]],
+    run: BatchRun,
+    only: str,
+    show: str,
+) -> list[ResultRow]:
+    expected = item.sample_state.expected or {}
+    if item.status != BatchItem.Status.ANSWERED:
+        detail = f"{item.error_status}: {item.error_detail}" if item.error_status else ""
+        return [ResultRow(item, "", "", None, "no answer", False, detail or item.status)]
+    answers = item.answers or {}
+    rows = []
+    for qid in [*questions, *(q for q in answers if q not in questions)]:
+        if (only and qid != only) or qid not in answers:
+            continue
+        answer = answers[qid]
+        qtype = answer.get("type", questions.get(qid, ("",))[0])
+        case = metrics.Case("", qid, qtype, answer, expected.get(qid))
+        ok = metrics.passes(qtype, answer, case.expected, run.threshold) if case.checked else None
+        if show == "failing" and ok is not False:
+            continue
+        rows.append(
+            ResultRow(
+                item, qid, qtype, expected.get(qid), metrics.shown(qtype, answer, run.threshold), ok
+            )
+        )
+    rows.sort(key=lambda r: r.passed is not False)  # this state's failures first
+    return rows
 
 
 def _items_context(run: BatchRun, request: HttpRequest) -> dict:
+    """A page of the results table: failed states and states with a missed answer first,
+    then by name; filtered by outcome, state name and question."""
     start = whole_number(request.GET.get("items_from", "0"), digits=9) or 0
+    show = request.GET.get("show", "all")
+    show = show if show in dict(SHOWS) else "all"
+    search = request.GET.get("q", "").strip()[:100].replace("\x00", "")
+    questions = declared_questions(run.version.document)
+    only = request.GET.get("question", "")
+    only = only if only in questions else ""
+    items = (  # a control's real calls (variant 0), as its report counts them
+        run.items.filter(variant=0).select_related("sample_state").only(*RUN_ITEM_FIELDS)
+    )
+    if show == "failing":
+        items = items.filter(Q(status=BatchItem.Status.FAILED) | Q(misses__gt=0))
+    if search:
+        items = items.filter(sample_state__name__icontains=search)
     items = list(
-        run.items.select_related("sample_state")
-        .only(*RUN_ITEM_FIELDS)
-        .order_by("sample_state__name", "pk")[start : start + ITEMS_PAGE + 1]
+        items.annotate(
+            rank=Case(
+                When(status=BatchItem.Status.FAILED, then=Value(0)),
+                When(misses__gt=0, then=Value(1)),
+                default=Value(2),
+            )
+        ).order_by("rank", F("misses").desc(nulls_last=True), "sample_state__name", "pk")[
+            start : start + ITEMS_PAGE + 1
+        ]
     )
     more = len(items) > ITEMS_PAGE
+    rows = [r for i in items[:ITEMS_PAGE] for r in _result_rows(i, questions, run, only, show)]
+    filters = {k: v for k, v in (("show", show), ("q", search), ("question", only)) if v}
     return {
         "run": run,
-        "items": items[:ITEMS_PAGE],
+        "rows": rows,
         "items_next": start + ITEMS_PAGE if more else None,
         "items_page": ITEMS_PAGE,
+        "filters": filters,
+        "filter_query": urlencode(filters),
+        "question_ids": list(questions),
+        "shows": SHOWS,
+        "compare_base": _compare_base(run),
     }
+
+
+def _compare_base(run: BatchRun) -> str:
+    """The compare screen's address for this run, `state=` last so a state id completes it
+    (worked out once a page, not once a row)."""
+    url = reverse("set-compare", args=[run.question_set.slug])
+    return f"{url}?col=run:{run.pk}&filter=all&state="
 
 
 def _progress_context(run: BatchRun) -> dict:
     counts = selectors.run_counts(run)
     return {"run": run, "counts": counts}
+
+
+def confusion_table(q: metrics.QuestionReport, declared: list[str]) -> dict:
+    """A confusion matrix in the declared option (or level) order, then any other value met;
+    every cell a number (zeros too), the diagonal marked."""
+    seen = set(q.confusion) | {k for row in q.confusion.values() for k in row}
+    order = [*declared, *sorted(seen - set(declared))]
+    return {
+        "question": q.question,
+        "qtype": q.qtype,
+        "columns": order,
+        "rows": [
+            (
+                expected,
+                [
+                    (q.confusion.get(expected, {}).get(chosen, 0), chosen == expected)
+                    for chosen in order
+                ],
+            )
+            for expected in order
+            if expected in q.confusion or expected in declared
+        ],
+    }
 
 
 @require_GET
@@ -83,7 +218,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         BatchRun.objects.select_related("question_set", "version", "created_by", "rerun_of"),
         pk=pk,
     )
-    if request.htmx and request.GET.get("items_from"):  # the next rows of the states table
+    if request.htmx and request.GET.get("items_from"):  # the next rows of the results table
         return render(request, "questions/run_detail.html#run-items", _items_context(run, request))
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "questions/run_detail.html#run-progress", _progress_context(run))
@@ -91,39 +226,51 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             response["HX-Refresh"] = "true"  # the report is ready: show the whole page
         return response
     report = selectors.run_report(run)
-    other = None
-    changes = []
+    declared = declared_questions(run.version.document)
+    runs = list(
+        run.question_set.batch_runs.exclude(pk=run.pk)
+        .select_related("version")
+        .defer("version__document_text")[:30]
+    )
+    other, delta = None, None
     other_pk = request.GET.get("against")
     if other_pk and other_pk.isdigit():
         other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
         if other:
-            changes = metrics.compare_runs(
-                selectors.run_cases(other), selectors.run_cases(run), run.threshold
-            )
+            delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
+    previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
     context = {
         **_progress_context(run),
         "report": report,
         "questions": [
             {
                 "report": q,
-                "options": sorted(
-                    {k for row in q.confusion.values() for k in row} | set(q.confusion)
-                ),
+                "confusion": confusion_table(q, declared.get(q.question, ("", []))[1])
+                if q.confusion
+                else None,
             }
             for q in report.questions.values()
         ],
-        "noul_diagram": charts.reliability_diagram(
-            "noul: P(true) against outcomes", report.noul_calibration
-        ),
-        "choice_diagram": charts.reliability_diagram(
-            "choice: probability of the chosen option against correctness",
-            report.choice_calibration,
-        ),
+        "calibrations": [
+            charts.calibration_figure(
+                "noul",
+                "P(true) against how often the expected answer was true",
+                report.noul_calibration,
+            ),
+            charts.calibration_figure(
+                "choice",
+                "probability of the chosen option against how often it was right",
+                report.choice_calibration,
+            ),
+        ],
+        "sparse_bin": metrics.SPARSE_BIN,
         **_items_context(run, request),
-        "runs": run.question_set.batch_runs.exclude(pk=run.pk).select_related("version")[:30],
+        "runs": runs,
+        "previous": previous,
         "reruns": run.reruns.order_by("pk"),
         "other": other,
-        "changes": changes,
+        "delta": delta,
+        "changes_shown": CHANGES_SHOWN,
         "can_run": roles.may_ask_live(request.user),
     }
     return render(request, "questions/run_detail.html", context)

@@ -42,11 +42,27 @@ def test_submit_approve_with_production_and_download_a_valid_export(page, live_s
     review.get_by_role("link", name="Reviews").click()
     review.get_by_role("link", name="v1 — review").click()
     expect(review.get_by_role("heading", name="Review Routing · v1")).to_be_visible()
+    # the whole content of every question, though nothing was approved before
+    version = selectors.version_named("routing", number=1)
+    for qid, question in version.document.items():
+        card = review.locator(f"#q-{qid}")
+        expect(card).to_contain_text(question.get("instructions") or "(no instructions)")
+        if question["type"] == "choice":
+            for option in question["criteria"]:
+                expect(card.locator("dt", has_text=option).first).to_be_visible()
+    # no run: approving needs the explicit confirmation, which the server requires
+    review.get_by_label("Note").fill("Checked the options")
+    review.get_by_role("button", name="Approve").click()
+    expect(review.get_by_role("alert")).to_contain_text("has no finished batch run")
+    review.get_by_label("Approve anyway").check()
     review.get_by_label("Note").fill("Checked the options")
     review.get_by_label("Point a label at it on approval (optional)").fill("production")
     review.get_by_role("button", name="Approve").click()
     expect(review.get_by_text("Approved version 1.")).to_be_visible()
-    expect(review.get_by_text("Checked the options")).to_be_visible()
+    expect(review.locator(".events")).to_contain_text(
+        "Approved although this version has no finished batch run over the sample states "
+        "(confirmed). Checked the options"
+    )
 
     with review.expect_download() as download:
         review.get_by_role("button", name="Download export").click()
