@@ -57,6 +57,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         note = request.POST.get("note", "")
         try:
             if action == "approve":
+                require(request.user, roles.may_review, REVIEWERS_ONLY)  # who, before what
                 weak = weak_evidence(version)
                 if weak and request.POST.get("confirm_weak") != "yes":
                     raise services.Invalid(
