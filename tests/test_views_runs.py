@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import roles, selectors, services, standin
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC
@@ -13,8 +13,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def setup(client, settings):
-    from questions import standin
-
     server = standin.serve_in_thread()
     settings.TYPESAFE_API_KEY = "k"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
@@ -54,6 +52,8 @@ def test_start_a_run_and_watch_it(setup):
     assert "4</span> / 4 states" in body
     page = client.get(response.url).content.decode()
     assert "Pass rate" in page and "Confusion of" in page and "Brier" in page
+    # the stand-in answered, whatever model was asked: the header says so
+    assert f"(answered by {standin.MODEL})" in page
     # 4 answers a type: too few for a reliability diagram, and the page says why
     assert page.count('class="chart reliability"') == 0
     assert page.count("Not enough answers: a bin of the diagram needs 5 or more") == 2

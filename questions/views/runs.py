@@ -233,9 +233,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .defer("version__document_text")[:30]
     )
     other, delta = None, None
-    other_pk = request.GET.get("against")
-    if other_pk and other_pk.isdigit():
-        other = BatchRun.objects.filter(pk=int(other_pk), question_set=run.question_set).first()
+    other_pk = whole_number(request.GET.get("against", ""))
+    if other_pk is not None:
+        other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
         if other:
             delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
@@ -272,8 +272,22 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "delta": delta,
         "changes_shown": CHANGES_SHOWN,
         "can_run": roles.may_ask_live(request.user),
+        "answered_by": _answered_by(run),
     }
     return render(request, "questions/run_detail.html", context)
+
+
+def _answered_by(run: BatchRun) -> list[str]:
+    """The models that answered the run, where they are not the model it asked (a provider's
+    alias resolved, or the local stand-in)."""
+    answered = (
+        run.items.exclude(decision=None)
+        .exclude(decision__model_answered__in=("", run.model))
+        .values_list("decision__model_answered", flat=True)
+        .distinct()
+        .order_by()
+    )
+    return sorted(answered[:4])
 
 
 @require_POST
