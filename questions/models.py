@@ -364,6 +364,23 @@ class BatchRun(models.Model):
         related_name="reruns",
         help_text="the run whose failed states this run asks again",
     )
+    live_questions = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the question ids asked live; the rest are replayed from recordings "
+        "(null: every question is asked)",
+    )
+    question_hashes = models.JSONField(
+        default=dict, blank=True, help_text="question id → content sha256, as the run asked them"
+    )
+    baseline = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the run a try across states compares with (its answers are the 'before')",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -71,9 +71,13 @@ def batch_create(
     model: str | None = None,
     max_attempts: int | None = None,
     enqueue: bool = True,
+    live_questions: list[str] | None = None,
+    baseline: BatchRun | None = None,
 ) -> BatchRun:
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
-    its current revision. Enqueued for a worker after the commit unless `enqueue` is off."""
+    its current revision. Enqueued for a worker after the commit unless `enqueue` is off.
+    With `live_questions`, only those questions go to the backend; the others are replayed
+    from its recordings (a try across states, `questions.services.tries`)."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -86,6 +90,9 @@ def batch_create(
     result = spec.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("version", result.errors)
+    questions = result.document.questions
+    if live_questions is not None and not set(live_questions) <= set(questions):
+        raise Invalid("Only questions of the version are asked live.")
     states = list(version.question_set.sample_states.all())
     if tag:
         states = [s for s in states if tag in s.tags]
@@ -112,6 +119,9 @@ def batch_create(
         user=user,
         revisions=[revisions[s.pk] for s in states],
         enqueue=enqueue,
+        live_questions=live_questions,
+        question_hashes={qid: q.sha256 for qid, q in questions.items()},
+        baseline=baseline,
     )
 
 
@@ -154,6 +164,9 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
         user=user,
         revisions=failed,
         rerun_of=run,
+        live_questions=run.live_questions,
+        question_hashes=run.question_hashes,
+        baseline=run.baseline,
         enqueue=enqueue,
     )
 
@@ -259,7 +272,12 @@ class _Execution:
 
     def __init__(self, run: BatchRun, questions: dict[str, spec.Question], on_progress):
         self.run = run
-        self.questions = questions
+        live = run.live_questions
+        # a try asks the changed questions only: the others come from recordings (`_replay`)
+        self.questions = {q: v for q, v in questions.items() if live is None or q in live}
+        self.replayed = {q: v for q, v in questions.items() if q not in self.questions}
+        self.order = list(questions)
+        self.recordings: dict[int, dict[str, Any]] = {}
         self.on_progress = on_progress
         self.user = run.created_by or roles.OPERATOR
         self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
@@ -282,7 +300,10 @@ class _Execution:
         return self.refused is None and hasattr(self.backend, "aask")
 
     def claim(self, n: int) -> list[tuple[int, SampleStateRevision]]:
-        return _claim(self.run.pk, n)
+        claimed = _claim(self.run.pk, n)
+        if self.replayed and claimed:
+            self.recordings.update(_replay(self.run, self.replayed, self.model, claimed))
+        return claimed
 
     def _asked(self, revision: SampleStateRevision) -> backends.Outcome | backends.Ask:
         """What is asked about one state, or the outcome that refuses it (nothing is sent)."""
@@ -371,6 +392,10 @@ class _Execution:
         for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
             outcome.decision_id = decision.pk
         answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
+        for item in answered if self.replayed else ():
+            if item.status == BatchItem.Status.ANSWERED:
+                both = {**self.recordings.pop(item.pk, {}), **item.answers}
+                item.answers = {qid: both[qid] for qid in self.order if qid in both}
         if answered:
             _update_items(answered)
         released = [d.item[0] for d in batch if d.released]
@@ -386,6 +411,24 @@ class _Execution:
             self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
             _beat(self.run.pk, self.on_progress)
         return _cancelled(self.run.pk)
+
+
+def _replay(
+    run: BatchRun,
+    questions: dict[str, spec.Question],
+    model: str,
+    claimed: list[tuple[int, SampleStateRevision]],
+) -> dict[int, dict[str, Any]]:
+    """The recorded answers of `questions` for each claimed item (item id → answers by id),
+    from what the run's backend answered before: one query, no call."""
+    name = run.backend if run.backend.startswith("recorded") else f"recorded:{run.backend}"
+    replay = backends.get(name)
+    shas = {pk: spec.state_sha256(revision.state) for pk, revision in claimed}
+    outcomes = replay.ask_many(questions, set(shas.values()), model)
+    return {
+        pk: outcomes[sha].checked.answers if outcomes[sha].checked else {}
+        for pk, sha in shas.items()
+    }
 
 
 _ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]

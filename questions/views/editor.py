@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import backends, forms, roles, services, spec
 from questions.models import Version
+from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
 from questions.views import whole_number
@@ -62,6 +63,10 @@ def _checked(cards: list[forms.Card], document: dict) -> dict:
     }
 
 
+def _labelled(backend) -> dict:
+    return {"name": backend.name, "live": backend.live, "label": tries.backend_label(backend)}
+
+
 def _page(
     request,
     version: Version,
@@ -93,9 +98,14 @@ def _page(
         "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
         "preview_state": whole_number(request.GET.get("state", "")),
         "backends": [
-            b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
+            _labelled(b)
+            for b in backends.available()
+            if not b.live or roles.may_ask_live(request.user)
         ],
-        "backends_for_runs": backends.available() if roles.may_ask_live(request.user) else [],
+        "backends_for_runs": [_labelled(b) for b in backends.available()]
+        if roles.may_ask_live(request.user)
+        else [],
+        "try_versions": tries.baseline_choices(version),
         "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document),
         **extra,

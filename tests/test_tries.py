@@ -1,0 +1,138 @@
+"""Try across states: only the changed questions go to the provider (counted at a loopback
+provider); the others are replayed from recordings; the answers before → after, the pass rate
+and the flips; the plan's calls and cost; the editor's endpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from questions import services, standin
+from questions.models import BatchRun
+from questions.services import tries
+from tests import factories
+from tests.providers import DOC, KEY, Provider
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def provider(settings):
+    p = Provider(default=lambda body: standin.respond(body)[1])
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = KEY, p.url
+    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
+    yield p
+    p.stop()
+
+
+def a_set(n: int = 4):
+    writer = factories.author()
+    qs = factories.question_set(owner=writer, doc=DOC)
+    for i in range(n):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i}",
+            state={"n": i},
+            author=writer,
+            expected={"desk": "billing", "urgent": i % 2 == 0},
+        )
+    return services.open_draft(qs), writer
+
+
+def edited(version, writer, words: str):
+    document = version.document
+    document["desk"]["instructions"] = words
+    return services.version_save(
+        version=version, document=document, base_revision=version.revision, author=writer
+    )
+
+
+def test_a_try_asks_only_the_changed_question_and_replays_the_rest(provider):
+    version, writer = a_set(4)
+    first = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    first = services.batch_execute(first.pk)
+    assert first.status == "done" and len(provider.requests) == 4
+    provider.requests.clear()
+
+    version = edited(version, writer, "Which desk handles it?")
+    plan = tries.try_plan(
+        version=version, document=version.document, backend="typesafe", user=writer
+    )
+    assert plan.changed == ["desk"] and plan.unchanged == ["urgent"]
+    assert plan.baseline_run == first and plan.live_calls == 4
+    run = tries.try_start(version=version, plan=plan, user=writer, enqueue=False)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done"
+    assert len(provider.requests) == 4
+    assert all(set(r["body"]["questions"]) == {"desk"} for r in provider.requests)
+    # every item holds both answers, in declared order: the replayed one is the first run's
+    before = {i.sample_state.sample_state_id: i.answers for i in first.items.all()}
+    for item in run.items.select_related("sample_state"):
+        assert list(item.answers) == ["urgent", "desk"]
+        assert item.answers["urgent"] == before[item.sample_state.sample_state_id]["urgent"]
+    result = tries.try_result(run)
+    assert result.changed == ["desk"] and len(result.rows) == 4
+    assert all(c.before is not None and c.after is not None for r in result.rows for c in r.cells)
+    assert result.pass_before is not None and result.pass_after is not None
+    flips = [r.flips for r in result.rows]
+    assert flips == sorted(flips, reverse=True)  # flips first
+    assert run in BatchRun.objects.filter(question_set=version.question_set)
+
+
+def test_a_second_edit_is_told_apart_from_the_first_try(provider):
+    version, writer = a_set(2)
+    services.batch_execute(
+        services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False).pk
+    )
+    version = edited(version, writer, "Which desk?!")
+    plan = tries.try_plan(
+        version=version, document=version.document, backend="typesafe", user=writer
+    )
+    services.batch_execute(
+        tries.try_start(version=version, plan=plan, user=writer, enqueue=False).pk
+    )
+    document = version.document
+    document["urgent"]["instructions"] = "Is it urgent now?"
+    plan = tries.try_plan(version=version, document=document, backend="typesafe", user=writer)
+    assert plan.changed == ["urgent"]  # the try's own record says desk was asked as it is
+    unchanged = tries.try_plan(
+        version=version, document=version.document, backend="typesafe", user=writer
+    )
+    assert unchanged.changed == [] and unchanged.live_calls == 0
+    with pytest.raises(services.Invalid, match="Nothing changed"):
+        tries.try_start(version=version, plan=unchanged, user=writer, enqueue=False)
+
+
+def test_against_a_version_and_without_any_run(provider):
+    version, writer = a_set(2)
+    plan = tries.try_plan(
+        version=version, document=version.document, backend="typesafe", user=writer
+    )
+    assert plan.baseline_run is None and plan.changed == ["urgent", "desk"]
+    assert plan.estimated_cost is None  # nothing recorded says what a call costs
+    with pytest.raises(services.Invalid, match="no version"):
+        tries.try_plan(
+            version=version,
+            document=version.document,
+            backend="typesafe",
+            user=writer,
+            against="v9",
+        )
+    with pytest.raises(services.Invalid, match="tagged nope"):
+        tries.try_plan(
+            version=version,
+            document=version.document,
+            backend="typesafe",
+            user=writer,
+            tag="nope",
+        )
+
+
+def test_readers_may_not_try(provider):
+    version, _ = a_set(1)
+    with pytest.raises(services.NotAllowed):
+        tries.try_plan(
+            version=version,
+            document=version.document,
+            backend="typesafe",
+            user=factories.user(),
+        )
