@@ -86,15 +86,6 @@ def _version_hashes(version: Version) -> dict[str, str]:
     return {qid: q.sha256 for qid, q in parsed.questions.items()} if parsed else {}
 
 
-def baseline_choices(version: Version) -> list[Version]:
-    """The versions a try may be compared with: every other version of the set, newest first."""
-    return list(
-        version.question_set.versions.exclude(pk=version.pk)
-        .defer("document_text")
-        .order_by("-number")
-    )
-
-
 def try_plan(
     *, version: Version, document: Any, backend: str, user: Any, against: str = "", tag: str = ""
 ) -> Plan:

@@ -32,6 +32,12 @@ def _document(request: HttpRequest, version) -> tuple[dict | None, bool]:
     return version.document, False
 
 
+def _against(request: HttpRequest) -> str:
+    """The version a try compares with: a typed number, else the chosen one ("": last run)."""
+    number = request.POST.get("try_against_number", "").strip()
+    return f"v{number}" if number else request.POST.get("try_against", "")
+
+
 def _plan(request: HttpRequest, version) -> tries.Plan:
     document, _ = _document(request, version)
     if document is None:
@@ -41,7 +47,7 @@ def _plan(request: HttpRequest, version) -> tries.Plan:
         document=document,
         backend=request.POST.get("try_backend", ""),
         user=request.user,
-        against=request.POST.get("try_against", ""),
+        against=_against(request),
         tag=request.POST.get("try_tag", "").strip(),
     )
 
