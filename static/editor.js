@@ -220,6 +220,20 @@
     if (flag) flag.textContent = "Saved revision " + base.dataset.saved;
     delete base.dataset.saved;
   }
+  // No field that takes focus stays behind the sticky bar (WCAG 2.4.11): the browser scrolls
+  // a focused field into view only when it is wholly out of it.
+  document.addEventListener("focusin", function (event) {
+    const bar = document.querySelector(".editor-bar");
+    const field = event.target;
+    if (!bar || !(field instanceof Element) || bar.contains(field)) return;
+    const limit = bar.getBoundingClientRect().top - 8;
+    const hidden = field.getBoundingClientRect().bottom - limit;
+    if (hidden <= 0 || getComputedStyle(bar).position !== "sticky") return;
+    const pane = field.closest(".pane-side");
+    const scroller = pane && pane.scrollHeight > pane.clientHeight ? pane : window;
+    scroller.scrollBy(0, hidden);
+  });
+
   document.addEventListener("submit", function (event) {
     if (event.target.id === "editor") dirty = false;
   });
