@@ -136,3 +136,67 @@ def test_readers_may_not_try(provider):
             backend="typesafe",
             user=factories.user(),
         )
+
+
+def test_the_preview_marks_the_expected_answer_and_explains_confidence(provider, client):
+    version, writer = a_set(1)
+    state = version.question_set.sample_states.get()
+    client.force_login(writer)
+    page = client.post(
+        f"/sets/{version.question_set.slug}/v{version.number}/preview/",
+        {"preview_state": state.pk, "preview_backend": "typesafe"},
+    ).content.decode()
+    answered = standin.respond({"state": state.state, "questions": version.document, "model": "m"})[
+        1
+    ]["answers"]
+    desk_ok = answered["desk"]["choice"] == "billing"
+    assert f"{'✓' if desk_ok else '✗'} expected billing" in page
+    assert "expected true" in page
+    assert 'class="hint"' in page and "certainty" in page
+    assert standin.MODEL in page and "(asked for" in page
+
+
+def test_the_editor_says_when_typesafe_is_the_stand_in(provider, client, settings):
+    version, writer = a_set(1)
+    client.force_login(writer)
+    url = f"/sets/{version.question_set.slug}/v{version.number}/"
+    settings.DECISIONS_STANDIN = True
+    assert "typesafe (local stand-in)" in client.get(url).content.decode()
+    settings.DECISIONS_STANDIN = False
+    assert "typesafe (local stand-in)" not in client.get(url).content.decode()
+
+
+def test_the_try_endpoints_plan_save_and_report(provider, client):
+    version, writer = a_set(2)
+    services.batch_execute(
+        services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False).pk
+    )
+    client.force_login(writer)
+    base = f"/sets/{version.question_set.slug}/v{version.number}"
+    page = client.get(base + "/").content.decode()
+    from tests.test_editor import as_post, fields_of
+
+    data = as_post(fields_of(page))
+    key = next(k for k in data["q"] if data[f"q-{k}-id"] == ["desk"])
+    data[f"q-{key}-instructions"] = ["Which desk, then?"]
+    data.update(try_backend=["typesafe"], try_against=[""], base_revision=[str(version.revision)])
+    plan = client.post(base + "/try/plan/", data).content.decode()
+    assert "2 live calls" in plan and "<code>desk</code>" in plan and "run " in plan
+    assert provider.requests[-1]["body"]["questions"].keys() == {"urgent", "desk"}
+    asked = len(provider.requests)
+    started = client.post(base + "/try/", data).content.decode()
+    version.refresh_from_db()
+    assert version.document["desk"]["instructions"] == "Which desk, then?"
+    assert f'data-saved="{version.revision}"' in started
+    run = BatchRun.objects.latest("id")
+    assert run.live_questions == ["desk"] and len(provider.requests) == asked
+    services.batch_execute(run.pk)
+    report = client.get(f"/runs/{run.pk}/try/").content.decode()
+    assert "Pass rate" in report and "expected billing" in report and "hx-trigger" not in report
+    again = client.post(base + "/try/", data).content.decode()
+    assert 'id="try-run"' in again and "Nothing changed since run" in again
+    data[f"q-{key}-instructions"] = ["Which desk, now?"]
+    stale = client.post(base + "/try/", data).content.decode()
+    assert "Not tried" in stale  # the page's revision is behind the saved one
+    data["try_against_number"] = ["7"]
+    assert "has no version" in client.post(base + "/try/plan/", data).content.decode()

@@ -18,9 +18,9 @@ from questions.views import editor
 TEMPLATE = "questions/_try.html"
 
 
-def _problem(request: HttpRequest, problem: str) -> HttpResponse:
-    # 200: htmx swaps it in where the plan would go
-    return render(request, TEMPLATE + "#try-plan", {"problem": problem})
+def _problem(request: HttpRequest, problem: str, into: str = "try-plan") -> HttpResponse:
+    # 200: htmx swaps it in where the plan (or the run) would go
+    return render(request, TEMPLATE + "#try-plan", {"problem": problem, "into": into})
 
 
 def _document(request: HttpRequest, version) -> tuple[dict | None, bool]:
@@ -84,9 +84,9 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         plan = _plan(request, version)
         run = tries.try_start(version=version, plan=plan, user=request.user)
     except services.StaleRevision as exc:
-        return _problem(request, f"Not tried: {exc} Save or reload first.")
+        return _problem(request, f"Not tried: {exc} Save or reload first.", "try-run")
     except services.Refusal as exc:
-        return _problem(request, str(exc))
+        return _problem(request, str(exc), "try-run")
     context = _run_context(run)
     context.update(saved=saved, started=plan)
     return render(request, TEMPLATE + "#try-run", context)
