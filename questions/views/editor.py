@@ -331,7 +331,9 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, "questions/version_json.html", context)
     require(request.user, roles.may_write, WRITERS_ONLY)
-    context["text"] = text = request.POST.get("document", "")
+    # a submitted textarea ends its lines with CRLF, the live check's value with LF: the same
+    # text gives the same character offsets either way
+    context["text"] = text = request.POST.get("document", "").replace("\r\n", "\n")
     try:
         context["revision"] = base = int(request.POST.get("base_revision", ""))
     except ValueError:
