@@ -83,6 +83,7 @@ def test_try_across_states_after_a_one_word_edit_asks_only_that_question(
     expect(table.locator("tbody tr")).to_have_count(3)
     expect(table).to_contain_text("expected billing")
     expect(page.locator("#try-run")).to_contain_text(standin.MODEL)
+    page.screenshot(path="/tmp/editor-try-1280.png")
     # the result is a run like any other: its page and compare
     page.locator("#try-run").get_by_role("link", name="compare").click()
     page.wait_for_load_state()
