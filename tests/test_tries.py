@@ -200,3 +200,42 @@ def test_the_try_endpoints_plan_save_and_report(provider, client):
     assert "Not tried" in stale  # the page's revision is behind the saved one
     data["try_against_number"] = ["7"]
     assert "has no version" in client.post(base + "/try/plan/", data).content.decode()
+
+
+def test_a_try_refused_before_or_after_its_save_keeps_the_page_in_step(provider, client):
+    version, writer = a_set(1)
+    services.batch_execute(
+        services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False).pk
+    )
+    client.force_login(writer)
+    base = f"/sets/{version.question_set.slug}/v{version.number}"
+    from tests.test_editor import as_post, fields_of
+
+    data = as_post(fields_of(client.get(base + "/").content.decode()))
+    data.update(try_backend=["typesafe"], base_revision=[str(version.revision)])
+    edited(version, writer, "Which desk now?")  # saved elsewhere: the page is one behind
+    key = next(k for k in data["q"] if data[f"q-{k}-id"] == ["desk"])
+    refused = client.post(base + "/try/", {**data, "try_tag": "nope"}).content.decode()
+    assert "tagged nope" in refused and "data-saved" not in refused  # refused before saving
+    version.refresh_from_db()
+    assert version.document["desk"]["instructions"] == "Which desk now?"
+    # the page's own text (as the first run asked it) over the newer save: nothing changed
+    # since that run, so nothing is asked, but the save went through and the page says so
+    data["base_revision"] = [str(version.revision)]
+    assert data[f"q-{key}-instructions"] == ["Which desk?"]
+    after = client.post(base + "/try/", data).content.decode()
+    version.refresh_from_db()
+    assert version.document["desk"]["instructions"] == "Which desk?"
+    assert "Nothing changed since run" in after and f'data-saved="{version.revision}"' in after
+
+
+def test_a_try_is_cancelled_from_the_editor(provider, client):
+    version, writer = a_set(2)
+    plan = tries.try_plan(
+        version=version, document=version.document, backend="typesafe", user=writer
+    )
+    run = tries.try_start(version=version, plan=plan, user=writer, enqueue=False)
+    client.force_login(writer)
+    page = client.post(f"/runs/{run.pk}/try/cancel/").content.decode()
+    run.refresh_from_db()
+    assert run.status == "cancelled" and "cancelled" in page and provider.requests == []

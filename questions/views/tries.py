@@ -18,9 +18,13 @@ from questions.views import editor
 TEMPLATE = "questions/_try.html"
 
 
-def _problem(request: HttpRequest, problem: str, into: str = "try-plan") -> HttpResponse:
-    # 200: htmx swaps it in where the plan (or the run) would go
-    return render(request, TEMPLATE + "#try-plan", {"problem": problem, "into": into})
+def _problem(
+    request: HttpRequest, problem: str, into: str = "try-plan", saved=None
+) -> HttpResponse:
+    # 200: htmx swaps it in where the plan (or the run) would go; a save that went through
+    # still updates the page's revision
+    context = {"problem": problem, "into": into, "saved": saved}
+    return render(request, TEMPLATE + "#try-plan", context)
 
 
 def _document(request: HttpRequest, version) -> tuple[dict | None, bool]:
@@ -71,8 +75,7 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     document, own = _document(request, version)
     saved = None
     try:
-        if document is None:
-            raise services.Invalid("Fix what is marked in the editor first.")
+        plan = _plan(request, version)  # the page's questions, checked before anything is saved
         if own and json.dumps(document) != json.dumps(version.document):
             try:
                 base = int(request.POST.get("base_revision", ""))
@@ -81,12 +84,11 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             saved = version = services.version_save(
                 version=version, document=document, base_revision=base, author=request.user
             )
-        plan = _plan(request, version)
         run = tries.try_start(version=version, plan=plan, user=request.user)
     except services.StaleRevision as exc:
         return _problem(request, f"Not tried: {exc} Save or reload first.", "try-run")
     except services.Refusal as exc:
-        return _problem(request, str(exc), "try-run")
+        return _problem(request, str(exc), "try-run", saved)
     context = _run_context(run)
     context.update(saved=saved, started=plan)
     return render(request, TEMPLATE + "#try-run", context)
