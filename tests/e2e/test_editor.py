@@ -164,3 +164,4 @@ def test_the_editor_at_wide_and_phone_widths(page, live_server, width):
     else:
         assert side["y"] >= cards["y"] + cards["height"] - 1  # one column
     page.screenshot(path=f"/tmp/editor-{width}.png")
+    page.locator(".pane-side").screenshot(path=f"/tmp/editor-side-{width}.png")
