@@ -57,7 +57,7 @@ serve: $(VENV)/.synced
 	@# stdout is for the JSON log lines; what set-up says goes to stderr
 	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py migrate --noinput >&2
 	@DJANGO_DEBUG=0 $(VENV)/bin/python manage.py collectstatic --noinput --verbosity 0 >&2
-	@HOST=$(HOST) PORT=$(PORT) exec bin/serve
+	@HOST=$(HOST) PORT=$(PORT) exec console/serve
 
 test: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest

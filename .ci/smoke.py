@@ -5,7 +5,7 @@ mode as a team uses it. Exits non-zero with the step that failed.
 
 Needs the demo data (`manage.py questions demo`) and the stand-in as the typesafe provider.
 Steps: /healthz; static files and the content security policy; the author signs in, edits the
-draft of support-routing with live validation, previews it with the stand-in, saves and submits
+draft of shell-guard with live validation, previews it with the stand-in, saves and submits
 it; the reviewer approves it under `production` and makes an API token; the export is fetched
 with the token (200, then 304); no page logged a CSP violation.
 """
@@ -74,7 +74,7 @@ def main() -> None:
 
         step("author: edit with live validation")
         page = signed_in("author")
-        page.goto(f"{BASE}/sets/support-routing/v1/")
+        page.goto(f"{BASE}/sets/shell-guard/v1/")
         page.wait_for_load_state()
         card = page.locator("#cards .card").first
         status = card.locator(".card-status")
@@ -101,7 +101,7 @@ def main() -> None:
 
         step("reviewer: approve under production")
         page = signed_in("reviewer")
-        page.goto(f"{BASE}/sets/support-routing/v1/review/")
+        page.goto(f"{BASE}/sets/shell-guard/v1/review/")
         page.locator("input[name=label]").fill("production")
         page.get_by_role("button", name="Approve").click()
         page.wait_for_load_state()
@@ -115,7 +115,7 @@ def main() -> None:
         browser.close()
 
     step("the export with the token")
-    url = f"{BASE}/api/sets/support-routing/export.json?label=production"
+    url = f"{BASE}/api/sets/shell-guard/export.json?label=production"
     auth = {"Authorization": f"Bearer {token}"}
     export = httpx.get(url, headers=auth, timeout=10)
     assert export.status_code == 200, export.text

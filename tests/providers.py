@@ -103,7 +103,12 @@ def stand_in_serving(settings):
         server.server_close()
 
 
-def point_every_wire_at(settings, provider: Provider, timeout: float = 0.5) -> None:
+#: the tests' provider timeout: generous, so a loaded machine does not turn an answer into a
+#: 504; a test of the timeout itself sets a short one and a longer delay
+TIMEOUT = 5.0
+
+
+def point_every_wire_at(settings, provider: Provider, timeout: float = TIMEOUT) -> None:
     """Configure typesafe, runtime and openrouter to call `provider` with the test key."""
     settings.TYPESAFE_API_KEY = KEY
     settings.TYPESAFE_BASE_URL = provider.url

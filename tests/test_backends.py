@@ -331,7 +331,8 @@ def test_provider_detail_is_at_most_500_characters(provider):
 # --- the wire failing ----------------------------------------------------------------------------
 
 
-def test_a_hang_past_the_timeout_is_a_504(provider, caplog):
+def test_a_hang_past_the_timeout_is_a_504(provider, caplog, settings):
+    settings.DECISIONS_TIMEOUT_SECONDS = 0.5
     provider.reply(200, GOOD, delay=1.5)
     started = time.perf_counter()
     outcome = ask()

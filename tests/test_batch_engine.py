@@ -16,6 +16,7 @@ from questions import roles, selectors, services
 from questions.models import BatchRun, Decision
 from tests import factories
 from tests.providers import KEY, FlakyProvider, Provider, point_every_wire_at
+from tests.test_batch_workers import execute_closing
 from tests.test_wire import STATE, UNSORTED, answer_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -153,7 +154,7 @@ def test_a_cancel_ends_a_long_backoff_at_once(settings):
     settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k", provider.url
     try:
         run = a_run("typesafe", states=[{"n": 1}, {"n": 2}], max_attempts=4)
-        worker = threading.Thread(target=services.batch_execute, args=(run.pk,))
+        worker = threading.Thread(target=execute_closing, args=(run.pk,))
         worker.start()
         time.sleep(0.5)
         started = time.monotonic()

@@ -25,6 +25,7 @@ from tests.providers import DOC, FlakyProvider
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
+WORKERS_APP = "db_worker-under-test"
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
 ):
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     run = a_run(20, concurrency=2)
-    thread = threading.Thread(target=services.batch_execute, args=(run.pk,))
+    thread = threading.Thread(target=execute_closing, args=(run.pk,))
     thread.start()
     wait_for(lambda: run.items.filter(status="answered").count() >= 2, 10, "two answers")
     batches.stopping.set()
@@ -109,6 +110,7 @@ def _workers_env(provider: FlakyProvider) -> dict[str, str]:
         "DJANGO_DEBUG": "0",
         "TYPESAFE_API_KEY": "k-workers-test",
         "TYPESAFE_BASE_URL": provider.url,
+        "PGAPPNAME": WORKERS_APP,  # their sessions, told apart from this process's
     }
 
 
@@ -147,8 +149,7 @@ def workers(provider):
         wait_for(
             lambda: (
                 not cursor.execute(
-                    "select 1 from pg_stat_activity "
-                    "where datname = current_database() and pid <> pg_backend_pid()"
+                    "select 1 from pg_stat_activity where application_name = %s", [WORKERS_APP]
                 )
                 or not cursor.fetchall()
             ),
@@ -198,3 +199,11 @@ def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provi
     _exactly_once(run, provider, 200)
     other = "w2" if holder == "w1" else "w1"
     assert processes[other].poll() is None  # still serving
+
+
+def execute_closing(run_id: int) -> None:
+    """`batch_execute` in a thread of its own, closing that thread's connection after."""
+    try:
+        services.batch_execute(run_id)
+    finally:
+        connection.close()

@@ -13,7 +13,7 @@ import pytest
 from questions import backends, roles, services, spec, standin
 from questions.backends import llm
 from questions.models import Decision, DecisionAnswer
-from tests.providers import KEY, Provider, run_cli, stand_in_serving
+from tests.providers import KEY, TIMEOUT, Provider, run_cli, stand_in_serving
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,7 @@ def chat(settings):
     settings.LLM_API_KEY = KEY
     settings.LLM_BASE_URL = f"{p.url}/v1"
     settings.LLM_MODEL = "some-chat-model"
-    settings.DECISIONS_TIMEOUT_SECONDS = 0.5
+    settings.DECISIONS_TIMEOUT_SECONDS = TIMEOUT
     yield p
     p.stop()
 
@@ -291,7 +291,8 @@ def test_a_provider_that_echoes_the_key_in_a_good_reply_loses_it(chat):
     assert KEY not in Decision.objects.get().response_text
 
 
-def test_no_answer_in_time_is_a_504(chat):
+def test_no_answer_in_time_is_a_504(chat, settings):
+    settings.DECISIONS_TIMEOUT_SECONDS = 0.5
     chat.reply(200, completion(), delay=1.5)
     outcome = ask()
     assert outcome.status == 504 and "0.5 seconds" in outcome.error.detail
