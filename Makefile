@@ -74,3 +74,4 @@ bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/editor_validation.py
 	$(VENV)/bin/python bench/decisions_overhead.py
 	$(VENV)/bin/python bench/batch_span.py
+	$(VENV)/bin/python bench/control_span.py

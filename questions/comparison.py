@@ -232,7 +232,9 @@ def _fill(column: Column, states: list[SampleState] | None, user) -> None:
     """Load a column's answers for `states` (None: every state), replacing those it held."""
     column.answers = {}
     if column.run_id is not None:
-        items = BatchItem.objects.filter(run_id=column.run_id, status=BatchItem.Status.ANSWERED)
+        items = BatchItem.objects.filter(
+            run_id=column.run_id, status=BatchItem.Status.ANSWERED, variant=0
+        )  # a control's real calls
         if states is not None:
             items = items.filter(sample_state__sample_state_id__in=[s.pk for s in states])
         for state_id, answers in items.values_list("sample_state__sample_state_id", "answers"):

@@ -364,6 +364,13 @@ class BatchRun(models.Model):
         related_name="reruns",
         help_text="the run whose failed states this run asks again",
     )
+    #: a plain run, a control (`questions.controls`: each state asked once per variant) or a
+    #: drift run (the approved version on another model, set against `baseline`)
+    kind = models.CharField(max_length=10, default="run")
+    control_count = models.PositiveSmallIntegerField(
+        default=0, help_text="shuffles, orders or repeats of a control"
+    )
+    control_seed = models.PositiveIntegerField(default=0)
     live_questions = models.JSONField(
         null=True,
         blank=True,
@@ -378,8 +385,9 @@ class BatchRun(models.Model):
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="the run a try across states compares with (its answers are the 'before')",
+        related_name="drift_runs",
+        help_text="the run this one is set against: a drift run's last run on the approved "
+        "model; a try across states' 'before'",
     )
 
     class Meta:
@@ -416,11 +424,15 @@ class BatchItem(models.Model):
     error_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error_detail = models.TextField(blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    #: which of a control's calls about the state this is (`questions.controls`); 0 otherwise
+    variant = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "sample_state"], name="one_item_per_state")
+            models.UniqueConstraint(
+                fields=["run", "sample_state", "variant"], name="one_item_per_state_variant"
+            )
         ]
 
     def __str__(self) -> str:

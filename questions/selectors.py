@@ -287,9 +287,10 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
 
 
 def run_cases(run: BatchRun) -> list[metrics.Case]:
-    """Every answered (state, question) of a run with what its state expected."""
+    """Every answered (state, question) of a run with what its state expected: a control's
+    real calls (variant 0) only."""
     cases = []
-    items = run.items.filter(status=BatchItem.Status.ANSWERED).values_list(
+    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
         "sample_state__name", "sample_state__expected", "answers"
     )  # not the states' contents: a report needs names and expected answers only
     for name, expected, answers in items:

@@ -4,6 +4,7 @@ from questions.views import (
     advice,
     check,
     compare,
+    controls,
     editor,
     preview,
     review,
@@ -39,6 +40,9 @@ urlpatterns = [
     path("sets/<slug:slug>/history/", sets.set_history, name="set-history"),
     path("sets/<slug:slug>/diff/", sets.version_diff, name="version-diff"),
     path("sets/<slug:slug>/compare/", compare.set_compare, name="set-compare"),
+    path("sets/<slug:slug>/controls/", controls.set_controls, name="set-controls"),
+    path("sets/<slug:slug>/controls/start/", controls.control_start, name="control-start"),
+    path("sets/<slug:slug>/drift/start/", controls.drift_start, name="drift-start"),
     path("sets/<slug:slug>/v<int:number>/", editor.version_edit, name="version-edit"),
     path("sets/<slug:slug>/v<int:number>/save/", editor.version_save, name="version-save"),
     path(

@@ -33,7 +33,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import backends, batches, roles, spec
+from questions import backends, batches, controls, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import (
     decision_backend,
@@ -71,13 +71,16 @@ def batch_create(
     model: str | None = None,
     max_attempts: int | None = None,
     enqueue: bool = True,
+    variants: int = 1,
     live_questions: list[str] | None = None,
-    baseline: BatchRun | None = None,
+    **kind: Any,
 ) -> BatchRun:
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
     its current revision. Enqueued for a worker after the commit unless `enqueue` is off.
-    With `live_questions`, only those questions go to the backend; the others are replayed
-    from its recordings (a try across states, `questions.services.tries`)."""
+    A control or a drift run (`questions.services.controls`) names its `kind` fields and how
+    many times each state is asked (`variants`). With `live_questions`, only those questions
+    go to the backend; the others are replayed from its recordings (a try across states,
+    `questions.services.tries`, which names its `baseline`)."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -119,9 +122,10 @@ def batch_create(
         user=user,
         revisions=[revisions[s.pk] for s in states],
         enqueue=enqueue,
+        variants=variants,
         live_questions=live_questions,
         question_hashes={qid: q.sha256 for qid, q in questions.items()},
-        baseline=baseline,
+        **kind,
     )
 
 
@@ -146,6 +150,8 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
         raise Conflict(
             f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
         )
+    if run.kind != "run":  # a control's or a drift's report sets all its calls side by side
+        raise Invalid(f"Run {run.pk} is a {run.kind} run: start it again as a whole.")
     failed = [
         item.sample_state
         for item in run.items.filter(status=BatchItem.Status.FAILED).select_related("sample_state")
@@ -177,9 +183,11 @@ def _new_run(
     revisions: list[SampleStateRevision],
     user: Any,
     enqueue: bool,
+    variants: int = 1,
     **fields: Any,
 ) -> BatchRun:
-    """A queued run with an item per revision, enqueued for a worker after the commit."""
+    """A queued run with an item per revision (per revision and variant: a control), enqueued
+    for a worker after the commit."""
     with transaction.atomic():
         run = BatchRun.objects.create(
             question_set=version.question_set,
@@ -187,7 +195,11 @@ def _new_run(
             created_by=roles.recorded_as(user),
             **fields,
         )
-        BatchItem.objects.bulk_create(BatchItem(run=run, sample_state=r) for r in revisions)
+        BatchItem.objects.bulk_create(
+            BatchItem(run=run, sample_state=r, variant=v)
+            for r in revisions
+            for v in range(variants)
+        )
         if enqueue:
             transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
     return run
@@ -238,22 +250,25 @@ def _take(run_id: int) -> BatchRun | None:
     return run
 
 
-def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision]]:
+def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision, int]]:
     """Claim up to `n` pending items of a run in one transaction: (item id, its revision with
-    the state). Rows another executor holds are skipped (PostgreSQL); SQLite's write lock
-    serializes claims."""
+    the state, its variant). Rows another executor holds are skipped (PostgreSQL); SQLite's
+    write lock serializes claims."""
     with transaction.atomic():
         rows = list(
             BatchItem.objects.filter(run_id=run_id, status=BatchItem.Status.PENDING)
             .order_by("pk")
             .select_for_update(skip_locked=True, of=("self",))
-            .values_list("pk", "sample_state_id", "sample_state__state_text")[:n]
+            .values_list("pk", "sample_state_id", "sample_state__state_text", "variant")[:n]
         )
         if rows:
             BatchItem.objects.filter(
-                pk__in=[pk for pk, _, _ in rows], status=BatchItem.Status.PENDING
+                pk__in=[row[0] for row in rows], status=BatchItem.Status.PENDING
             ).update(status=BatchItem.Status.RUNNING, claimed_at=timezone.now())
-    return [(pk, SampleStateRevision(pk=revision, state_text=text)) for pk, revision, text in rows]
+    return [
+        (pk, SampleStateRevision(pk=revision, state_text=text), variant)
+        for pk, revision, text, variant in rows
+    ]
 
 
 def _cancelled(run_id: int) -> bool:
@@ -299,28 +314,40 @@ class _Execution:
         other — a replay, which reads the database — in this thread, one state at a time."""
         return self.refused is None and hasattr(self.backend, "aask")
 
-    def claim(self, n: int) -> list[tuple[int, SampleStateRevision]]:
+    def claim(self, n: int) -> list[tuple[int, SampleStateRevision, int]]:
         claimed = _claim(self.run.pk, n)
         if self.replayed and claimed:
             self.recordings.update(_replay(self.run, self.replayed, self.model, claimed))
         return claimed
 
-    def _asked(self, revision: SampleStateRevision) -> backends.Outcome | backends.Ask:
+    @functools.cache  # noqa: B019 - one execution's few variants, for as long as it runs
+    def _questions(self, variant: int) -> dict[str, spec.Question]:
+        """The questions a variant asks: as written, or a control's (`questions.controls`)."""
+        if self.run.kind not in controls.KINDS:
+            return self.questions
+        return controls.variant_questions(
+            self.questions, self.run.kind, self.run.control_seed, variant
+        )
+
+    def _asked(self, item: tuple[int, SampleStateRevision, int]) -> backends.Outcome | backends.Ask:
         """What is asked about one state, or the outcome that refuses it (nothing is sent)."""
         if self.refused:
             return self.refused
-        state = revision.state  # parsed from its text on every read
+        state = item[1].state  # parsed from its text on every read
         refused = decision_state_refusal(backend=self.run.backend, model=self.model, state=state)
-        return refused or backends.Ask(questions=self.questions, state=state, model=self.model)
+        questions = self._questions(item[2])
+        return refused or backends.Ask(questions=questions, state=state, model=self.model)
 
-    async def ask_async(self, item: tuple[int, SampleStateRevision], client) -> backends.Outcome:
-        asked = self._asked(item[1])
+    async def ask_async(
+        self, item: tuple[int, SampleStateRevision, int], client
+    ) -> backends.Outcome:
+        asked = self._asked(item)
         if isinstance(asked, backends.Outcome):
             return asked
         return decision_conclude(await self.backend.aask(asked, client), asked)
 
-    def ask_sync(self, item: tuple[int, SampleStateRevision]) -> backends.Outcome:
-        asked = self._asked(item[1])
+    def ask_sync(self, item: tuple[int, SampleStateRevision, int]) -> backends.Outcome:
+        asked = self._asked(item)
         if isinstance(asked, backends.Outcome):
             return asked
         return decision_conclude(self.backend.ask(asked), asked)
@@ -417,13 +444,13 @@ def _replay(
     run: BatchRun,
     questions: dict[str, spec.Question],
     model: str,
-    claimed: list[tuple[int, SampleStateRevision]],
+    claimed: list[tuple[int, SampleStateRevision, int]],
 ) -> dict[int, dict[str, Any]]:
     """The recorded answers of `questions` for each claimed item (item id → answers by id),
     from what the run's backend answered before: one query, no call."""
     name = run.backend if run.backend.startswith("recorded") else f"recorded:{run.backend}"
     replay = backends.get(name)
-    shas = {pk: spec.state_sha256(revision.state) for pk, revision in claimed}
+    shas = {pk: spec.state_sha256(revision.state) for pk, revision, _ in claimed}
     outcomes = replay.ask_many(questions, set(shas.values()), model)
     return {
         pk: outcomes[sha].checked.answers if outcomes[sha].checked else {}

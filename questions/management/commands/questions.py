@@ -16,6 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from questions import backends, comparison, demo, diff, roles, selectors, services, spec
+from questions.control_cli import ControlCommands
+from questions.control_cli import add_parsers as add_control_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.services import batches as run_defaults
 
@@ -82,7 +84,7 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(BaseCommand):
+class Command(ControlCommands, BaseCommand):
     help = "Validate, import and manage question sets. See DESIGN.md §6."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -254,6 +256,7 @@ class Command(BaseCommand):
         batch.add_argument("--min-pass-rate", type=float, default=None, metavar="X")
         batch.add_argument("--json", action="store_true")
 
+        add_control_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
@@ -665,13 +668,7 @@ class Command(BaseCommand):
                 enqueue=False,
             )
 
-        def progress(current) -> None:
-            counts = selectors.run_counts(current)
-            self.stderr.write(
-                f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
-            )
-
-        services.batch_execute(run.pk, on_progress=progress)
+        services.batch_execute(run.pk, on_progress=self.progress)
         run.refresh_from_db()
         summary = selectors.run_summary(run)
         if json:

@@ -6,21 +6,22 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0012_worker_heartbeat"),
+        ("questions", "0013_batch_controls_and_drift"),
     ]
 
     operations = [
-        migrations.AddField(
+        migrations.AlterField(
             model_name="batchrun",
             name="baseline",
             field=models.ForeignKey(
                 blank=True,
                 help_text=(
-                    "the run a try across states compares with (its answers are the 'before')"
+                    "the run this one is set against: a drift run's last run on the approved "
+                    "model; a try across states' 'before'"
                 ),
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
-                related_name="+",
+                related_name="drift_runs",
                 to="questions.batchrun",
             ),
         ),

@@ -1,0 +1,229 @@
+"""`questions controls` and `questions drift`: the subcommands of the console's command line
+(`questions.management.commands.questions`) that run a control or a drift run in the
+foreground, print what it found, and gate on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions import backends, control_reports, controls, roles, selectors, services
+from questions.services import batches as run_defaults
+from questions.services import controls as control_services
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _signed(value: float | None, percent: bool = True) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.1%}" if percent else f"{value:+.3f}"
+
+
+def add_parsers(sub: Any) -> None:
+    """The `controls` and `drift` subcommands."""
+    ctl = sub.add_parser(
+        "controls",
+        help="a shuffle control, order sensitivity or repeatability run, in the foreground",
+        description="Ask a version about every sample state as written and in K variants "
+        "(--shuffle K: option descriptions shuffled among a choice's options; --orders K: a "
+        "choice's options reordered; --repeat R: the same call R times), live, and print per "
+        "question what the control found. Exit 1 when a call failed or a shuffle control "
+        "finds a question whose words carry no signal.",
+    )
+    ctl.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    which = ctl.add_mutually_exclusive_group()
+    which.add_argument("--version", type=int, dest="number", metavar="N")
+    which.add_argument("--label", metavar="L")
+    ctl.add_argument("--backend", required=True, choices=list(backends.NAMES))
+    ctl.add_argument("--model", help="the model to ask (default: the backend's)")
+    kind = ctl.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--shuffle", type=int, metavar="K")
+    kind.add_argument("--orders", type=int, metavar="K")
+    kind.add_argument("--repeat", type=int, metavar="R")
+    ctl.add_argument("--seed", type=int, default=0, metavar="X")
+    ctl.add_argument(
+        "--concurrency",
+        type=int,
+        default=run_defaults.DEFAULT_CONCURRENCY,
+        metavar="K",
+        help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
+    )
+    ctl.add_argument("--json", action="store_true")
+
+    drift = sub.add_parser(
+        "drift",
+        help="re-ask a label's approved version on another model and gate on the flips",
+        description="Re-ask the approved version a label points at about its sample states "
+        "on --model, and set the answers against the last finished run of that version on "
+        "another model: flips, pass-rate and calibration deltas. Exit 1 when a call failed "
+        "or the flip rate is above --max-flip-rate.",
+    )
+    drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    drift.add_argument("--label", required=True, metavar="L")
+    drift.add_argument("--model", required=True, metavar="NEW")
+    drift.add_argument("--backend", choices=list(backends.NAMES), help="default: the baseline's")
+    drift.add_argument("--max-flip-rate", type=float, default=None, metavar="X")
+    drift.add_argument("--concurrency", type=int, metavar="K")
+    drift.add_argument("--json", action="store_true")
+
+
+class ControlCommands:
+    """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+
+    def progress(self, current) -> None:
+        counts = selectors.run_counts(current)
+        self.stderr.write(
+            f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
+        )
+
+    def do_controls(
+        self,
+        *,
+        slug: str,
+        number: int | None,
+        label: str | None,
+        backend: str,
+        model: str | None,
+        shuffle: int | None,
+        orders: int | None,
+        repeat: int | None,
+        seed: int,
+        concurrency: int,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        kind, count = next(
+            (k, n)
+            for k, n in (
+                (controls.SHUFFLE, shuffle),
+                (controls.ORDERS, orders),
+                (controls.REPEAT, repeat),
+            )
+            if n is not None
+        )
+        version = selectors.version_named(slug, number=number, label=label)
+        if version is None:
+            which = f"label {label}" if label else f"version {number or ''}".strip()
+            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+        run = control_services.control_create(
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            kind=kind,
+            count=count,
+            seed=seed,
+            concurrency=concurrency,
+            model=model,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.control_summary(run)
+        control = summary["control"]
+        if json:
+            self.emit_json(summary)
+        else:
+            self.stdout.write(
+                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend} "
+                f"({kind} {count}, seed {seed}): {summary['states']} states, "
+                f"{control['calls']} calls, {summary['failed']} failed, "
+                f"{summary['duration_ms']} ms"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
+            )
+            for qid, q in control["questions"].items():
+                self.stdout.write(f"  {qid} ({q['type']}): " + _line(kind, q))
+        if control["no_signal"] and not json:
+            self.stderr.write(f"{', '.join(control['no_signal'])}: {controls.NO_SIGNAL}")
+        return EXIT_FAILED if summary["failed"] or control["no_signal"] else EXIT_OK
+
+    def do_drift(
+        self,
+        *,
+        slug: str,
+        label: str,
+        model: str,
+        backend: str | None,
+        max_flip_rate: float | None,
+        concurrency: int | None,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        if max_flip_rate is not None and not 0 <= max_flip_rate <= 1:
+            from questions.management.commands.questions import Unusable  # (it imports this)
+
+            raise Unusable("--max-flip-rate is a fraction from 0 to 1")
+        version = selectors.exportable_version(slug, label=label)
+        if version is None:
+            return self.fail(
+                f"{slug} has no label {label} on an approved version.", as_json=json, status=404
+            )
+        run = control_services.drift_create(
+            version=version,
+            model=model,
+            user=roles.OPERATOR,
+            backend=backend,
+            concurrency=concurrency,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.drift_summary(run)
+        rate = summary.get("flip_rate")
+        above = max_flip_rate is not None and rate is not None and rate > max_flip_rate
+        if json:
+            self.emit_json(summary)
+        else:
+            base = summary["baseline"]
+            self.stdout.write(
+                f"run {run.pk}: drift of {slug} {label} (v{version.number}) from "
+                f"{base['model']} (run {base['run']}) to {model}: "
+                f"{summary['flips']}/{summary['compared']} answers flipped "
+                f"({_rate(rate)}), pass rate {_rate(base['pass_rate'])} → "
+                f"{_rate(summary['pass_rate'])} ({_signed(summary['pass_rate_delta'])})"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
+            )
+            for name, c in summary["calibration"].items():
+                if c["delta"] is not None:
+                    self.stdout.write(
+                        f"  {name}: {c['before']:.3f} → {c['after']:.3f} "
+                        f"({_signed(c['delta'], percent=False)})"
+                    )
+            for qid, q in summary["per_question"].items():
+                flipped = ", ".join(q["flipped_states"][:10])
+                self.stdout.write(
+                    f"  {qid}: {len(q['flipped_states'])}/{q['compared']} flipped"
+                    + (
+                        f" ({flipped}{', …' if len(q['flipped_states']) > 10 else ''})"
+                        if flipped
+                        else ""
+                    )
+                )
+            if above:
+                self.stderr.write(f"flip rate {rate:.1%} is above {max_flip_rate:.1%}")
+        return EXIT_FAILED if above or summary["failed"] else EXIT_OK
+
+
+def _line(kind: str, q: dict[str, Any]) -> str:
+    """One question's finding, as the CLI prints it."""
+    if not q["varied"]:
+        return "not varied by this control"
+    if kind == controls.SHUFFLE:
+        text = f"real pass rate {_rate(q['real_pass_rate'])}, shuffled floor {_rate(q['floor'])}"
+        if q["no_signal"]:
+            text += f" — {controls.NO_SIGNAL}"
+        elif q["real_pass_rate"] is None:
+            text += " (no expected answers)"
+        return text
+    if kind == controls.ORDERS:
+        distance = q["largest_distance"]
+        return f"flip rate {_rate(q['flip_rate'])}, largest distance " + (
+            "n/a" if distance is None else f"{distance:.2f}"
+        )
+    spread = q["largest_spread"]
+    return f"flip rate {_rate(q['flip_rate'])}, largest spread " + (
+        "n/a" if spread is None else f"{spread:.2f}"
+    )

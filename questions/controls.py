@@ -1,0 +1,318 @@
+"""Controls: what a question set is asked in place of itself, and what the answers then say
+(pure Python, seeded and deterministic; no Django).
+
+A control run asks every state once per *variant*. Variant 0 is always the questions as written
+(the real answers); the others are made by `variant_questions`:
+
+- **shuffle** — each choice's option descriptions shuffled among its options (a derangement
+  where one exists, so every description moves); score levels and noul criteria untouched. The
+  pass rate of the shuffled variants is the *floor*: what the question scores when its words
+  say nothing about its options. A question whose real pass rate is not clearly above its floor
+  (`CLEAR_MARGIN`) is flagged: the words carry no signal here.
+- **orders** — each choice's options reordered (a permutation other than the written one where
+  one exists), every description kept with its option. Score levels are never reordered: their
+  order is their meaning. Per question: the flip rate against the written order and the largest
+  total-variation distance.
+- **repeat** — the same call again: per question the spread of the probabilities and the flip
+  rate against the first call (non-determinism).
+
+The rules of a flip and of a distance are `questions.metrics`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from questions import metrics, spec
+
+SHUFFLE = "shuffle"
+ORDERS = "orders"
+REPEAT = "repeat"
+KINDS = (SHUFFLE, ORDERS, REPEAT)
+#: what each kind is called on pages and in the CLI
+TITLES = {SHUFFLE: "shuffle control", ORDERS: "order sensitivity", REPEAT: "repeatability"}
+MAX_VARIANTS = 20  # K shuffles, K orders or R repeats: at most this many
+#: a real pass rate this far above the shuffled floor, at least, is "clearly above" it
+CLEAR_MARGIN = 0.15
+NO_SIGNAL = "the words carry no signal here"
+
+
+def variants(kind: str, count: int) -> int:
+    """How many times each state is asked: the real questions and `count` shuffles or orders;
+    or `count` calls in all for repeatability."""
+    return count if kind == REPEAT else count + 1
+
+
+def _rng(seed: int, variant: int, qid: str) -> random.Random:
+    # a str seed is hashed with SHA-512: the same on every machine and Python run
+    return random.Random(f"{seed}:{variant}:{qid}")
+
+
+def _permutation(n: int, rng: random.Random, *, derangement: bool) -> list[int]:
+    """A seeded permutation of range(n) other than the identity (when n > 1); with
+    `derangement`, one that moves every index."""
+    order = list(range(n))
+    if n < 2:
+        return order
+    while True:
+        rng.shuffle(order)
+        moved = [i != j for i, j in enumerate(order)]
+        if all(moved) if derangement else any(moved):
+            return order
+
+
+def shuffled(question: spec.Question, rng: random.Random) -> spec.Question:
+    """A choice with its option descriptions shuffled among its options; any other question
+    as it is."""
+    if question.type != "choice":
+        return question
+    names = list(question.criteria)
+    texts = list(question.criteria.values())
+    order = _permutation(len(names), rng, derangement=True)
+    criteria = {name: texts[order[i]] for i, name in enumerate(names)}
+    return dataclasses.replace(question, criteria=criteria)
+
+
+def reordered(question: spec.Question, rng: random.Random) -> spec.Question:
+    """A choice with its options in another order, each keeping its description; any other
+    question (a score's levels above all) as it is."""
+    if question.type != "choice":
+        return question
+    items = list(question.criteria.items())
+    order = _permutation(len(items), rng, derangement=False)
+    return dataclasses.replace(question, criteria=dict(items[i] for i in order))
+
+
+def variant_questions(
+    questions: Mapping[str, spec.Question], kind: str, seed: int, variant: int
+) -> dict[str, spec.Question]:
+    """The questions asked in `variant` of a control of `kind` seeded with `seed`: variant 0
+    and every repeat are the questions as written."""
+    if kind not in KINDS:
+        raise ValueError(f"Unknown control {kind!r}; one of {', '.join(KINDS)}.")
+    if variant == 0 or kind == REPEAT:
+        return dict(questions)
+    change = shuffled if kind == SHUFFLE else reordered
+    return {qid: change(q, _rng(seed, variant, qid)) for qid, q in questions.items()}
+
+
+# --- what the answers say ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answered:
+    """One answered call of a control: the state, the variant, its answers by question id and
+    the state's expected answers."""
+
+    state: str
+    variant: int
+    answers: Mapping[str, Any]
+    expected: Mapping[str, Any]
+
+
+@dataclass
+class QuestionControl:
+    question: str
+    qtype: str
+    kind: str
+    varied: bool  # whether the control changed this question at all
+    real_checked: int = 0
+    real_passed: int = 0
+    floor_checked: int = 0
+    floor_passed: int = 0
+    compared: int = 0  # (state, variant) pairs set against the state's variant 0
+    flips: int = 0
+    largest_distance: float | None = None
+    spreads: list[float] = dataclasses.field(default_factory=list)  # per state (repeat)
+
+    @property
+    def real_pass_rate(self) -> float | None:
+        return self.real_passed / self.real_checked if self.real_checked else None
+
+    @property
+    def floor(self) -> float | None:
+        return self.floor_passed / self.floor_checked if self.floor_checked else None
+
+    @property
+    def flip_rate(self) -> float | None:
+        return self.flips / self.compared if self.compared else None
+
+    @property
+    def largest_spread(self) -> float | None:
+        return max(self.spreads) if self.spreads else None
+
+    @property
+    def mean_spread(self) -> float | None:
+        return sum(self.spreads) / len(self.spreads) if self.spreads else None
+
+    @property
+    def no_signal(self) -> bool | None:
+        """Shuffle control: whether the real pass rate is not clearly above the floor (None
+        when there is nothing to say: not a choice, or no expected answers)."""
+        if (
+            self.kind != SHUFFLE
+            or not self.varied
+            or self.real_pass_rate is None
+            or self.floor is None
+        ):
+            return None
+        return self.real_pass_rate - self.floor < CLEAR_MARGIN
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "type": self.qtype,
+            "varied": self.varied,
+            "real_pass_rate": self.real_pass_rate,
+            "real_checked": self.real_checked,
+            "floor": self.floor,
+            "floor_checked": self.floor_checked,
+            "no_signal": self.no_signal,
+            "flip_rate": self.flip_rate,
+            "compared": self.compared,
+            "largest_distance": self.largest_distance,
+            "largest_spread": self.largest_spread,
+            "mean_spread": self.mean_spread,
+        }
+
+
+def _probabilities(answer: Mapping[str, Any]) -> dict[str, float]:
+    if answer.get("type") == "noul" or "noul" in answer:
+        return {"true": float(answer["noul"])}
+    return {str(k): float(v) for k, v in (answer.get("probabilities") or {}).items()}
+
+
+def spread(answers: list[Mapping[str, Any]]) -> float:
+    """The largest range (max − min) of any one probability over repeated answers."""
+    table = [_probabilities(a) for a in answers]
+    keys = {k for row in table for k in row}
+    return max(
+        (max(r.get(k, 0.0) for r in table) - min(r.get(k, 0.0) for r in table) for k in keys),
+        default=0.0,
+    )
+
+
+def control_report(
+    kind: str,
+    qtypes: Mapping[str, str],
+    answered: Iterable[Answered],
+    threshold: float = 0.5,
+) -> dict[str, QuestionControl]:
+    """Per question of a control run: the real pass rate and the shuffled floor (shuffle), the
+    flip rate and largest distance against each state's variant 0, and the spread of the
+    probabilities over a state's calls (repeat)."""
+    out = {
+        qid: QuestionControl(qid, qtype, kind, varied=kind == REPEAT or qtype == "choice")
+        for qid, qtype in qtypes.items()
+    }
+    by_state: dict[str, dict[int, Answered]] = {}
+    for a in answered:
+        by_state.setdefault(a.state, {})[a.variant] = a
+    for state in sorted(by_state):
+        calls = by_state[state]
+        base = calls.get(0)
+        for qid, q in out.items():
+            for variant, call in sorted(calls.items()):
+                answer = call.answers.get(qid)
+                if answer is None:
+                    continue
+                expected = call.expected.get(qid)
+                if expected is not None and metrics.expected_fits(q.qtype, expected):
+                    ok = metrics.passes(q.qtype, answer, expected, threshold)
+                    if variant == 0:
+                        q.real_checked += 1
+                        q.real_passed += ok
+                    else:
+                        q.floor_checked += 1
+                        q.floor_passed += ok
+                first = base.answers.get(qid) if base else None
+                if variant == 0 or first is None:
+                    continue
+                q.compared += 1
+                q.flips += metrics.flipped(q.qtype, first, answer, threshold)
+                d = metrics.distance(q.qtype, first, answer)
+                q.largest_distance = d if q.largest_distance is None else max(d, q.largest_distance)
+            if kind == REPEAT:
+                repeated = [c.answers[qid] for c in calls.values() if qid in c.answers]
+                if len(repeated) > 1:
+                    q.spreads.append(spread(repeated))
+    return out
+
+
+# --- drift ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class QuestionDrift:
+    question: str
+    qtype: str
+    compared: int = 0
+    flips: list[str] = dataclasses.field(default_factory=list)  # the states that flipped
+    pass_before: float | None = None
+    pass_after: float | None = None
+
+    @property
+    def flip_rate(self) -> float | None:
+        return len(self.flips) / self.compared if self.compared else None
+
+
+@dataclass
+class Drift:
+    questions: dict[str, QuestionDrift]
+    before: metrics.Report
+    after: metrics.Report
+
+    @property
+    def compared(self) -> int:
+        return sum(q.compared for q in self.questions.values())
+
+    @property
+    def flips(self) -> int:
+        return sum(len(q.flips) for q in self.questions.values())
+
+    @property
+    def flip_rate(self) -> float | None:
+        return self.flips / self.compared if self.compared else None
+
+    def calibration(self) -> dict[str, dict[str, float | None]]:
+        """Brier and ECE of the noul and the choice answers, before, after and the change."""
+        out = {}
+        for name in ("noul", "choice"):
+            old = getattr(self.before, f"{name}_calibration")
+            new = getattr(self.after, f"{name}_calibration")
+            for measure in ("brier", "ece"):
+                a, b = getattr(old, measure), getattr(new, measure)
+                out[f"{name}_{measure}"] = {
+                    "before": a,
+                    "after": b,
+                    "delta": None if a is None or b is None else b - a,
+                }
+        return out
+
+
+def delta(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+def drift(before: list[metrics.Case], after: list[metrics.Case], threshold: float = 0.5) -> Drift:
+    """What changed from one run's answers (`before`, the approved model's) to another's: per
+    question the states whose answer flipped, and both runs' pass rates and calibration."""
+    old = {(c.state, c.question): c for c in before}
+    questions: dict[str, QuestionDrift] = {}
+    for c in sorted(after, key=lambda c: (c.question, c.state)):
+        q = questions.setdefault(c.question, QuestionDrift(c.question, c.qtype))
+        base = old.get((c.state, c.question))
+        if base is None or base.qtype != c.qtype:
+            continue
+        q.compared += 1
+        if metrics.flipped(c.qtype, base.answer, c.answer, threshold):
+            q.flips.append(c.state)
+    reports = metrics.report(before, threshold), metrics.report(after, threshold)
+    for qid, q in questions.items():
+        was, now = (r.questions.get(qid) for r in reports)
+        q.pass_before = was.pass_rate if was else None
+        q.pass_after = now.pass_rate if now else None
+    return Drift(questions, *reports)

@@ -1,0 +1,394 @@
+"""Control and drift runs asked live through the batch engine against loopback providers: the
+variants that went out, what each report found, the CLI's exit codes and JSON, the run page's
+section, and compare."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from questions import control_reports, controls, services
+from questions.models import BatchItem, BatchRun, Decision
+from questions.services import controls as control_services
+from tests import factories
+from tests.providers import DOC, Provider, run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOPICS = {"billing": "money", "tech": "bugs", "other": "anything else"}
+
+
+def _choice(options: list[str], chosen: str) -> dict:
+    rest = round(0.1 / (len(options) - 1), 2)
+    probabilities = {o: rest for o in options}
+    probabilities[chosen] = round(1 - rest * (len(options) - 1), 2)
+    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.85}
+
+
+def _answers(body: dict, pick) -> dict:
+    out = {}
+    for qid, q in body["questions"].items():
+        if q["type"] == "choice":
+            out[qid] = _choice(list(q["criteria"]), pick(q["criteria"], body))
+        else:
+            out[qid] = {"type": "noul", "noul": 0.8 if body["state"].get("urgent") else 0.2}
+    return {"model": body.get("model") or "m", "answers": out, "usage": {"input_tokens": 9}}
+
+
+def reads_the_words(body: dict) -> dict:
+    """A model whose choice follows the option descriptions: the one naming the state's topic."""
+    return _answers(
+        body,
+        lambda criteria, b: next(o for o, text in criteria.items() if text == b["state"]["topic"]),
+    )
+
+
+def ignores_the_words(body: dict) -> dict:
+    return _answers(body, lambda criteria, b: "billing")
+
+
+def takes_the_first(body: dict) -> dict:
+    return _answers(body, lambda criteria, b: next(iter(criteria)))
+
+
+@pytest.fixture
+def provider(settings):
+    made: list[Provider] = []
+
+    def make(answer) -> Provider:
+        p = Provider(answer)
+        settings.TYPESAFE_API_KEY = "k-control-test"
+        settings.TYPESAFE_BASE_URL = p.url
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.stop()
+
+
+def a_set(*, approved_label: str | None = None):
+    writer = factories.author()
+    qs = factories.question_set(owner=writer, doc=DOC)
+    for i, (option, topic) in enumerate([*TOPICS.items(), ("billing", "money")]):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i}",
+            state={"topic": topic, "urgent": i % 2 == 0},
+            author=writer,
+            expected={"desk": option, "urgent": i % 2 == 0},
+        )
+    version = services.open_draft(qs)
+    if approved_label:
+        services.version_submit(version=version, author=writer)
+        checker = factories.reviewer()
+        version = services.version_approve(version=version, reviewer=checker, label=approved_label)
+    return version, writer
+
+
+def run_control(version, user, kind, count, seed=0):
+    run = control_services.control_create(
+        version=version,
+        backend="typesafe",
+        user=user,
+        kind=kind,
+        count=count,
+        seed=seed,
+        enqueue=False,
+    )
+    return services.batch_execute(run.pk)
+
+
+def test_a_shuffle_control_asks_each_state_as_written_and_shuffled(provider):
+    p = provider(reads_the_words)
+    version, writer = a_set()
+    run = run_control(version, writer, controls.SHUFFLE, 3, seed=5)
+    assert run.status == "done" and run.kind == "shuffle"
+    assert run.items.count() == 16 and run.items.filter(status="answered").count() == 16
+    assert Decision.objects.filter(version=version).count() == 16  # every call recorded
+    sent = [r["body"]["questions"] for r in p.requests]
+    as_written = [q for q in sent if q["desk"]["criteria"] == DOC["desk"]["criteria"]]
+    assert len(as_written) == 4
+    for q in sent:
+        assert list(q["desk"]["criteria"]) == list(DOC["desk"]["criteria"])  # options in order
+        assert sorted(q["desk"]["criteria"].values()) == sorted(TOPICS.values())
+        assert q["urgent"] == DOC["urgent"]
+    report = control_reports.control_report(run)
+    assert (report["desk"].real_pass_rate, report["desk"].floor) == (1.0, 0.0)
+    assert report["desk"].no_signal is False
+    assert report["urgent"].varied is False
+
+
+def test_words_that_carry_no_signal_are_flagged_and_the_cli_exits_1(provider):
+    provider(ignores_the_words)
+    version, _ = a_set()
+    slug = version.question_set.slug
+    code, out, err = run_cli(
+        "controls", "--set", slug, "--backend", "typesafe", "--shuffle", "2", "--json"
+    )
+    summary = json.loads(out)
+    assert code == 1
+    assert summary["control"]["no_signal"] == ["desk"]
+    assert summary["states"] == 4 and summary["control"]["calls"] == 12
+    desk = summary["control"]["questions"]["desk"]
+    assert desk["real_pass_rate"] == desk["floor"] == 0.5
+    code, out, err = run_cli("controls", "--set", slug, "--backend", "typesafe", "--shuffle", "2")
+    assert code == 1 and controls.NO_SIGNAL in out and "desk" in err
+
+
+def test_a_shuffle_control_that_passes_exits_0(provider):
+    provider(reads_the_words)
+    version, _ = a_set()
+    code, out, _ = run_cli(
+        "controls", "--set", version.question_set.slug, "--backend", "typesafe", "--shuffle", "1"
+    )
+    assert code == 0 and "real pass rate 100.0%, shuffled floor 0.0%" in out
+
+
+def test_order_sensitivity_finds_a_model_that_takes_the_first_option(provider):
+    provider(takes_the_first)
+    version, _ = a_set()
+    code, out, _ = run_cli(
+        "controls",
+        "--set",
+        version.question_set.slug,
+        "--backend",
+        "typesafe",
+        "--orders",
+        "3",
+        "--seed",
+        "2",
+        "--json",
+    )
+    desk = json.loads(out)["control"]["questions"]["desk"]
+    assert code == 0
+    assert desk["flip_rate"] > 0 and desk["largest_distance"] == pytest.approx(0.85)
+
+
+def test_order_sensitivity_of_a_model_that_reads_the_words_is_nil(provider):
+    provider(reads_the_words)
+    version, writer = a_set()
+    run = run_control(version, writer, controls.ORDERS, 3)
+    desk = control_reports.control_report(run)["desk"]
+    assert (desk.flips, desk.compared, desk.largest_distance) == (0, 12, 0.0)
+
+
+def test_repeatability_measures_a_model_that_answers_differently_each_call(provider):
+    calls = iter(range(10**6))
+    lock = threading.Lock()
+
+    def jittery(body):
+        out = reads_the_words(body)
+        with lock:
+            n = next(calls)
+        out["answers"]["urgent"]["noul"] = round(0.45 + 0.1 * (n % 2), 2)
+        return out
+
+    provider(jittery)
+    version, writer = a_set()
+    run = run_control(version, writer, controls.REPEAT, 3)
+    assert run.items.count() == 12
+    report = control_reports.control_report(run)
+    assert report["urgent"].largest_spread == pytest.approx(0.1)
+    assert report["urgent"].flips > 0
+    assert report["desk"].flips == 0 and report["desk"].largest_spread == 0
+
+
+def test_a_control_refuses_a_replay_bad_counts_and_a_viewer(provider):
+    version, writer = a_set()
+    with pytest.raises(services.Invalid, match="replays recordings"):
+        control_services.control_create(
+            version=version, backend="recorded", user=writer, kind="shuffle", count=2
+        )
+    with pytest.raises(services.Invalid, match="1 to 20"):
+        control_services.control_create(
+            version=version, backend="typesafe", user=writer, kind="shuffle", count=0
+        )
+    with pytest.raises(services.Invalid, match="2 to 20"):
+        control_services.control_create(
+            version=version, backend="typesafe", user=writer, kind="repeat", count=1
+        )
+    with pytest.raises(services.NotAllowed):
+        control_services.control_create(
+            version=version, backend="typesafe", user=factories.user("v"), kind="repeat", count=2
+        )
+    assert not BatchRun.objects.exists()
+
+
+def test_a_control_is_not_re_run_in_part(provider):
+    provider(reads_the_words)
+    version, writer = a_set()
+    run = run_control(version, writer, controls.SHUFFLE, 1)
+    BatchItem.objects.filter(run=run, variant=1).update(status="failed")
+    with pytest.raises(services.Invalid, match="shuffle run"):
+        services.batch_rerun_failed(run=run, user=writer)
+
+
+def test_the_run_page_and_the_run_list_show_a_shuffle_control(provider, client):
+    provider(ignores_the_words)
+    version, writer = a_set()
+    run = run_control(version, writer, controls.SHUFFLE, 2)
+    client.force_login(writer)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Shuffle control" in page and controls.NO_SIGNAL in page
+    assert "shuffled floor" in page.lower()
+    listing = client.get(version.question_set.get_absolute_url()).content.decode()
+    assert "shuffle control" in listing
+
+
+def test_compare_reads_a_controls_real_calls(provider):
+    provider(reads_the_words)  # right as written, wrong when shuffled
+    version, writer = a_set()
+    run = run_control(version, writer, controls.SHUFFLE, 2)
+    code, out, _ = run_cli(
+        "compare", "--set", version.question_set.slug, "--col", f"run:{run.pk}", "--json"
+    )
+    rows = json.loads(out)["rows"]
+    assert code == 0 and len(rows) == 8
+    assert all(row["cells"][0]["passed"] for row in rows)
+
+
+def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provider, client):
+    def by_model(body):  # the new model reads the words; the old took the first option
+        return (reads_the_words if body.get("model") == "m-new" else takes_the_first)(body)
+
+    provider(by_model)
+    version, writer = a_set(approved_label="production")
+    slug = version.question_set.slug
+    code, _, err = run_cli("drift", "--set", slug, "--label", "production", "--model", "m-new")
+    assert code == 1 and "run it on the approved model first" in err
+    base = services.batch_create(
+        version=version, backend="typesafe", user=writer, model="m-old", enqueue=False
+    )
+    services.batch_execute(base.pk)
+    code, out, _ = run_cli(
+        "drift", "--set", slug, "--label", "production", "--model", "m-new", "--json"
+    )
+    summary = json.loads(out)
+    assert code == 0
+    assert summary["baseline"] == {"run": base.pk, "model": "m-old", "pass_rate": 0.75}
+    assert summary["per_question"]["desk"]["flipped_states"] == ["s1", "s2"]
+    assert summary["flips"] == 2 and summary["compared"] == 8 and summary["flip_rate"] == 0.25
+    assert summary["pass_rate_delta"] == pytest.approx(0.25)
+    assert summary["calibration"]["choice_brier"]["delta"] < 0
+    code, _, err = run_cli(
+        "drift",
+        "--set",
+        slug,
+        "--label",
+        "production",
+        "--model",
+        "m-new",
+        "--max-flip-rate",
+        "0.2",
+    )
+    assert code == 1 and "above 20.0%" in err
+    code, _, _ = run_cli(
+        "drift",
+        "--set",
+        slug,
+        "--label",
+        "production",
+        "--model",
+        "m-new",
+        "--max-flip-rate",
+        "0.3",
+    )
+    assert code == 0
+    code, _, _ = run_cli(
+        "drift",
+        "--set",
+        slug,
+        "--label",
+        "production",
+        "--model",
+        "m-new",
+        "--max-flip-rate",
+        "1.5",
+    )
+    assert code == 2
+    drift_run = BatchRun.objects.filter(kind="drift").first()
+    client.force_login(writer)
+    page = client.get(f"/runs/{drift_run.pk}/").content.decode()
+    assert "Model drift" in page and "m-old" in page and "s2" in page
+
+
+def test_drift_refuses_a_version_that_is_not_approved(provider):
+    version, writer = a_set()
+    with pytest.raises(services.Invalid, match="not approved"):
+        control_services.drift_create(version=version, model="m-new", user=writer)
+    assert not BatchRun.objects.exists()
+
+
+def test_the_controls_page_starts_a_control_and_a_drift_run(provider, client, settings):
+    provider(reads_the_words)
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    version, writer = a_set(approved_label="production")
+    slug = version.question_set.slug
+    client.force_login(writer)
+    page = client.get(f"/sets/{slug}/controls/")
+    assert page.status_code == 200 and "Start a control" in page.content.decode()
+    response = client.post(
+        f"/sets/{slug}/controls/start/",
+        {
+            "version": version.number,
+            "kind": "orders",
+            "count": "2",
+            "seed": "9",
+            "backend": "typesafe",
+        },
+    )
+    run = BatchRun.objects.get(kind="orders")
+    assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+    assert (run.control_count, run.control_seed, run.items.count()) == (2, 9, 12)
+    response = client.post(f"/sets/{slug}/drift/start/", {"label": "production", "model": "m-new"})
+    assert response.status_code == 302 and not BatchRun.objects.filter(kind="drift").exists()
+    assert (
+        "run it on the approved model first"
+        in client.get(f"/sets/{slug}/controls/").content.decode()
+    )
+    base = services.batch_create(
+        version=version, backend="typesafe", user=writer, model="m-old", enqueue=False
+    )
+    services.batch_execute(base.pk)
+    response = client.post(f"/sets/{slug}/drift/start/", {"label": "production", "model": "m-new"})
+    drift_run = BatchRun.objects.get(kind="drift")
+    assert response["Location"] == f"/runs/{drift_run.pk}/" and drift_run.baseline == base
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"version": "x", "kind": "shuffle", "count": "2", "backend": "typesafe"},
+        {"version": "1", "kind": "jiggle", "count": "2", "backend": "typesafe"},
+        {"version": "1", "kind": "shuffle", "count": "99", "backend": "typesafe"},
+        {
+            "version": "1",
+            "kind": "shuffle",
+            "count": "2",
+            "seed": "99999999999",
+            "backend": "typesafe",
+        },
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "recorded"},
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "nope"},
+    ],
+)
+def test_bad_control_input_says_what_is_wrong_and_starts_nothing(provider, client, form):
+    provider(reads_the_words)
+    version, writer = a_set()
+    client.force_login(writer)
+    response = client.post(f"/sets/{version.question_set.slug}/controls/start/", form, follow=True)
+    assert response.status_code == 200 and not BatchRun.objects.exists()
+    assert 'class="message error"' in response.content.decode()
+
+
+def test_a_viewer_starts_no_control(provider, client):
+    version, _ = a_set()
+    client.force_login(factories.user("viewer"))
+    response = client.post(
+        f"/sets/{version.question_set.slug}/controls/start/",
+        {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
+    )
+    assert response.status_code == 403 and not BatchRun.objects.exists()
