@@ -141,6 +141,8 @@ class Card:
     noul_false: Row = field(default_factory=lambda: Row(key="f", shape="absent"))
     #: what JSON cannot hold (instructions that are not JSON, a name used twice)
     errors: list[str] = field(default_factory=list)
+    #: (message, row key): what JSON cannot hold at one row (an option name used again)
+    row_errors: list[tuple[str, str]] = field(default_factory=list)
     #: issues found at this card's fields, for its status badge
     error_count: int = 0
     warning_count: int = 0
@@ -194,7 +196,7 @@ class Card:
         are not JSON, an option name used twice) go to `self.errors`."""
         if self.stored is not spec.ABSENT:  # a closed card: what is stored, exactly
             return self.stored
-        self.errors = []
+        self.errors, self.row_errors = [], []
         question: dict[str, Any] = {"type": self.type}
         instructions = self._instructions()
         if instructions is not spec.ABSENT:
@@ -202,8 +204,14 @@ class Card:
         if self.type == "choice":
             criteria: dict[str, Any] = {}
             for row in self.rows:
-                if row.name in criteria:
-                    self.errors.append(f"Option name `{row.name}` is used twice.")
+                if row.name in criteria:  # at the second occurrence, where it was typed
+                    self.row_errors.append(
+                        (
+                            f"choice `{spec.shown_id(self.id)}`: option name "
+                            f"`{spec.shown_id(row.name)}` is used twice",
+                            row.key,
+                        )
+                    )
                     continue
                 criteria[row.name] = row.entry()
             question["criteria"] = criteria
@@ -414,6 +422,8 @@ def _slot_for(by_id: dict[str, Card], loc: tuple) -> str:
     part = loc[2]
     if part in ("type", "instructions"):
         return slot_id(card.key, part)
+    if part == "row" and len(loc) > 3:  # a row by its key (`Card.row_errors`)
+        return slot_id(card.key, "row", loc[3])
     if part == "criteria":
         if len(loc) > 3:
             row = card.row_for(loc[3])

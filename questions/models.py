@@ -373,13 +373,23 @@ class BatchRun(models.Model):
         default=0, help_text="shuffles, orders or repeats of a control"
     )
     control_seed = models.PositiveIntegerField(default=0)
+    live_questions = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the question ids asked live; the rest are replayed from recordings "
+        "(null: every question is asked)",
+    )
+    question_hashes = models.JSONField(
+        default=dict, blank=True, help_text="question id → content sha256, as the run asked them"
+    )
     baseline = models.ForeignKey(
         "self",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="drift_runs",
-        help_text="a drift run's last run on the approved model",
+        help_text="the run this one is set against: a drift run's last run on the approved "
+        "model; a try across states' 'before'",
     )
     # the run's summary, stored when it finishes (services.run_summary_store): None before
     checked = models.PositiveIntegerField(

@@ -464,6 +464,23 @@ def path_of(loc: Loc) -> str:
     return "".join(parts)
 
 
+#: an id longer than this is shown by its first characters in messages
+SHOWN_ID = 32
+
+
+def shown_id(name: str) -> str:
+    """A question id or option name as a message shows it: an over-long one cut short."""
+    return name if len(name) <= SHOWN_ID else f"{name[:SHOWN_ID]}…"
+
+
+def _shorter_ids(message: str, question: str | None) -> str:
+    """A message that quotes an over-long question id quotes its first characters only (the
+    error about its length says how long it is)."""
+    if question and len(question) > SHOWN_ID:
+        return message.replace(f"`{question}`", f"`{shown_id(question)}`")
+    return message
+
+
 class _Checker:
     """One validation pass. Collects issues; never raises on JSON input."""
 
@@ -474,10 +491,12 @@ class _Checker:
         self.warnings: list[Issue] = []
 
     def error(self, loc, code, message, question=None, limit=None, actual=None) -> None:
+        message = _shorter_ids(message, question)
         self.errors.append(Issue(path_of(loc), code, message, question, limit, actual, loc))
 
     def warn(self, loc, code, message, question=None, limit=None, actual=None) -> None:
         if self.lints:
+            message = _shorter_ids(message, question)
             self.warnings.append(Issue(path_of(loc), code, message, question, limit, actual, loc))
 
     # names (question ids, option names) ------------------------------------------------------

@@ -11,6 +11,7 @@ from questions.views import (
     runs,
     sets,
     states,
+    tries,
     webhooks,
 )
 
@@ -20,6 +21,10 @@ urlpatterns = [
     path("reviews/", review.review_queue, name="review-queue"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/try/", tries.try_progress, name="try-progress"),
+    path("runs/<int:pk>/try/cancel/", tries.try_cancel, name="try-cancel"),
+    path("sets/<slug:slug>/v<int:number>/try/", tries.try_start, name="try-start"),
+    path("sets/<slug:slug>/v<int:number>/try/plan/", tries.try_plan, name="try-plan"),
     path("runs/<int:pk>/rerun-failed/", runs.run_rerun_failed, name="run-rerun-failed"),
     path("sets/<slug:slug>/v<int:number>/runs/", runs.run_create, name="run-create"),
     path("tokens/", review.token_list, name="token-list"),

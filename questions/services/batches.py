@@ -73,12 +73,15 @@ def batch_create(
     max_attempts: int | None = None,
     enqueue: bool = True,
     variants: int = 1,
+    live_questions: list[str] | None = None,
     **kind: Any,
 ) -> BatchRun:
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
     its current revision. Enqueued for a worker after the commit unless `enqueue` is off.
     A control or a drift run (`questions.services.controls`) names its `kind` fields and how
-    many times each state is asked (`variants`)."""
+    many times each state is asked (`variants`). With `live_questions`, only those questions
+    go to the backend; the others are replayed from its recordings (a try across states,
+    `questions.services.tries`, which names its `baseline`)."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -91,6 +94,9 @@ def batch_create(
     result = spec.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("version", result.errors)
+    questions = result.document.questions
+    if live_questions is not None and not set(live_questions) <= set(questions):
+        raise Invalid("Only questions of the version are asked live.")
     states = list(version.question_set.sample_states.all())
     if tag:
         states = [s for s in states if tag in s.tags]
@@ -118,6 +124,8 @@ def batch_create(
         revisions=[revisions[s.pk] for s in states],
         enqueue=enqueue,
         variants=variants,
+        live_questions=live_questions,
+        question_hashes={qid: q.sha256 for qid, q in questions.items()},
         **kind,
     )
 
@@ -163,6 +171,9 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
         user=user,
         revisions=failed,
         rerun_of=run,
+        live_questions=run.live_questions,
+        question_hashes=run.question_hashes,
+        baseline=run.baseline,
         enqueue=enqueue,
     )
 
@@ -277,7 +288,12 @@ class _Execution:
 
     def __init__(self, run: BatchRun, questions: dict[str, spec.Question], on_progress):
         self.run = run
-        self.questions = questions
+        live = run.live_questions
+        # a try asks the changed questions only: the others come from recordings (`_replay`)
+        self.questions = {q: v for q, v in questions.items() if live is None or q in live}
+        self.replayed = {q: v for q, v in questions.items() if q not in self.questions}
+        self.order = list(questions)
+        self.recordings: dict[int, dict[str, Any]] = {}
         self.on_progress = on_progress
         self.user = run.created_by or roles.OPERATOR
         self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
@@ -300,7 +316,10 @@ class _Execution:
         return self.refused is None and hasattr(self.backend, "aask")
 
     def claim(self, n: int) -> list[tuple[int, SampleStateRevision, int]]:
-        return _claim(self.run.pk, n)
+        claimed = _claim(self.run.pk, n)
+        if self.replayed and claimed:
+            self.recordings.update(_replay(self.run, self.replayed, self.model, claimed))
+        return claimed
 
     @functools.cache  # noqa: B019 - one execution's few variants, for as long as it runs
     def _questions(self, variant: int) -> dict[str, spec.Question]:
@@ -401,6 +420,10 @@ class _Execution:
         for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
             outcome.decision_id = decision.pk
         answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
+        for item in answered if self.replayed else ():
+            if item.status == BatchItem.Status.ANSWERED:
+                both = {**self.recordings.pop(item.pk, {}), **item.answers}
+                item.answers = {qid: both[qid] for qid in self.order if qid in both}
         if answered:
             _update_items(answered)
         released = [d.item[0] for d in batch if d.released]
@@ -416,6 +439,24 @@ class _Execution:
             self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
             _beat(self.run.pk, self.on_progress)
         return _cancelled(self.run.pk)
+
+
+def _replay(
+    run: BatchRun,
+    questions: dict[str, spec.Question],
+    model: str,
+    claimed: list[tuple[int, SampleStateRevision, int]],
+) -> dict[int, dict[str, Any]]:
+    """The recorded answers of `questions` for each claimed item (item id → answers by id),
+    from what the run's backend answered before: one query, no call."""
+    name = run.backend if run.backend.startswith("recorded") else f"recorded:{run.backend}"
+    replay = backends.get(name)
+    shas = {pk: spec.state_sha256(revision.state) for pk, revision, _ in claimed}
+    outcomes = replay.ask_many(questions, set(shas.values()), model)
+    return {
+        pk: outcomes[sha].checked.answers if outcomes[sha].checked else {}
+        for pk, sha in shas.items()
+    }
 
 
 _ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]

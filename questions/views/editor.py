@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import backends, forms, roles, services, spec
 from questions.models import Version
+from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
 from questions.views import whole_number
@@ -30,7 +31,7 @@ def _version(slug: str, number: int) -> Version:
 
 def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
     """What JSON could not hold, as issues at the card."""
-    return [
+    at_card = [
         spec.Issue(
             path=f"questions.{card.id}",
             code="form",
@@ -41,14 +42,43 @@ def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
         for card in cards
         for message in card.errors
     ]
+    at_row = [
+        spec.Issue(
+            path=f"questions.{card.id}.criteria",
+            code="duplicate_option_name",
+            message=message,
+            question=card.id,
+            loc=("questions", card.id, "row", row),
+        )
+        for card in cards
+        for message, row in card.row_errors
+    ]
+    return at_card + at_row
 
 
-def _checked(cards: list[forms.Card], document: dict) -> dict:
-    """The issues of a document, placed at the fields of `cards`, and a status per card."""
+def _checked(
+    cards: list[forms.Card],
+    document: dict,
+    *,
+    stand_ins: frozenset[str] = frozenset(),
+    untouched: frozenset[str] = frozenset(),
+) -> dict:
+    """The issues of a document, placed at the fields of `cards`, and a status per card.
+    `stand_ins` are ids that stand for other cards (counted, not checked): their issues are
+    theirs, not this page's. The warnings of `untouched` rows (new, nothing typed yet) wait."""
+
+    def ours(issue: spec.Issue) -> bool:
+        return not (
+            len(issue.loc) > 1 and issue.loc[0] == "questions" and issue.loc[1] in stand_ins
+        )
+
     result = spec.validate(document, limits=limits())
-    errors = result.errors + _form_issues(cards)
+    errors = [e for e in result.errors if ours(e)] + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
-    warnings_at = forms.place_issues(cards, result.warnings)
+    warnings_at = forms.place_issues(cards, [w for w in result.warnings if ours(w)])
+    for card in cards:
+        for row in untouched:
+            warnings_at.pop(forms.slot_id(card.key, "row", row), None)
     for card in cards:
         prefix = f"slot-{card.key}-"
         card.error_count = sum(len(v) for k, v in errors_at.items() if k.startswith(prefix))
@@ -56,10 +86,16 @@ def _checked(cards: list[forms.Card], document: dict) -> dict:
     return {
         "errors_at": errors_at,
         "warnings_at": warnings_at,
-        "error_count": len(errors),
-        "warning_count": len(result.warnings),
+        "error_count": sum(len(v) for v in errors_at.values()),
+        "warning_count": sum(len(v) for v in warnings_at.values()),
+        "document_errors": len(errors_at.get("slot-document", [])),
+        "document_warnings": len(warnings_at.get("slot-document", [])),
         "blank_row": forms.Row(key="__ROW__"),
     }
+
+
+def _labelled(backend) -> dict:
+    return {"name": backend.name, "live": backend.live, "label": tries.backend_label(backend)}
 
 
 def _page(
@@ -93,9 +129,13 @@ def _page(
         "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
         "preview_state": whole_number(request.GET.get("state", "")),
         "backends": [
-            b for b in backends.available() if not b.live or roles.may_ask_live(request.user)
+            _labelled(b)
+            for b in backends.available()
+            if not b.live or roles.may_ask_live(request.user)
         ],
-        "backends_for_runs": backends.available() if roles.may_ask_live(request.user) else [],
+        "backends_for_runs": [_labelled(b) for b in backends.available()]
+        if roles.may_ask_live(request.user)
+        else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document),
         **extra,
@@ -215,9 +255,11 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     question = card.question()
     document = {request.POST.get(f"q-{k}-id", ""): {"type": "noul"} for k in keys if k != key}
     if card.id in document:
-        card.errors.append(forms.DUPLICATE_ID.format(card.id))
+        card.errors.append(forms.DUPLICATE_ID.format(spec.shown_id(card.id)))
+    stand_ins = frozenset(document) - {card.id}
     document[card.id] = question
-    checked = _checked([card], document)
+    untouched = frozenset(request.POST.getlist(f"q-{key}-untouched"))
+    checked = _checked([card], document, stand_ins=stand_ins, untouched=untouched)
     context = {
         "set": version.question_set,
         "version": version,
@@ -289,7 +331,9 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, "questions/version_json.html", context)
     require(request.user, roles.may_write, WRITERS_ONLY)
-    context["text"] = text = request.POST.get("document", "")
+    # a submitted textarea ends its lines with CRLF, the live check's value with LF: the same
+    # text gives the same character offsets either way
+    context["text"] = text = request.POST.get("document", "").replace("\r\n", "\n")
     try:
         context["revision"] = base = int(request.POST.get("base_revision", ""))
     except ValueError:

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from questions import backends, charts, forms, services, spec
+from questions import backends, charts, forms, metrics, services, spec
 from questions.models import SampleState, Version
 from questions.views import editor, whole_number
 
@@ -60,15 +60,20 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
         sample_state=revision,
     )
     rendered = []
+    expected = (revision.expected if revision else None) or {}
     if outcome.checked and outcome.ask:
         for qid, answer in outcome.checked.answers.items():
             question = outcome.ask.questions[qid]
+            wanted = expected.get(qid)
+            fits = wanted is not None and metrics.expected_fits(question.type, wanted)
             rendered.append(
                 {
                     "id": qid,
                     "type": question.type,
                     "answer": answer,
                     "chart": charts.chart_for(question, answer),
+                    "expected": wanted if fits else None,
+                    "passed": metrics.passes(question.type, answer, wanted) if fits else None,
                 }
             )
     return _result(request, outcome=outcome, error=outcome.error, answers=rendered, sample=sample)
