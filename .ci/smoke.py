@@ -103,8 +103,11 @@ def main() -> None:
         page = signed_in("reviewer")
         page.goto(f"{BASE}/sets/shell-guard/v1/review/")
         page.locator("input[name=label]").fill("production")
+        # the draft has no run yet: approving it asks for an explicit confirmation
+        page.locator("input[name=confirm_weak]").check()
         page.get_by_role("button", name="Approve").click()
         page.wait_for_load_state()
+        expect(page.get_by_text("Approved version 1.")).to_be_visible()
 
         step("reviewer: an API token")
         page.goto(f"{BASE}/tokens/")
