@@ -273,6 +273,8 @@ def test_if_none_match_gives_304(client, published, header):
     assert response.status_code == 304
     assert response.content == b""
     assert response["ETag"] == f'"{etag}"'
+    assert response["Cache-Control"] == "no-cache"  # the 304 carries what its 200 carries
+    assert response["Link"].endswith('/schemas/question-set-1.json>; rel="describedby"')
 
 
 def test_a_stale_etag_gets_the_document(client, published):

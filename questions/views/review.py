@@ -245,21 +245,21 @@ def _export_response(
     gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
     shown_etag = f"W/{etag}" if gzipped else etag
     if _etag_matches(if_none_match, etag):
-        response = HttpResponse(status=304)
-        response["ETag"] = shown_etag
-        response["Vary"] = "Accept-Encoding"
-        return response
-    response = HttpResponse(
-        body.gzipped if gzipped else body.text, content_type="application/json; charset=utf-8"
-    )
-    if gzipped:
-        response["Content-Encoding"] = "gzip"
+        response = HttpResponse(status=304)  # the same validators and links as its 200
+    else:
+        response = HttpResponse(
+            body.gzipped if gzipped else body.text, content_type="application/json; charset=utf-8"
+        )
+        if gzipped:
+            response["Content-Encoding"] = "gzip"
     response["Vary"] = "Accept-Encoding"
     response["ETag"] = shown_etag
     response["Link"] = (
         f'<{request.build_absolute_uri(reverse("export-schema"))}>; rel="describedby"'
     )
     response["Cache-Control"] = "no-cache"
+    if response.status_code == 304:
+        return response
     if download:
         response["Content-Disposition"] = f'attachment; filename="{ref.slug}-v{ref.number}.json"'
     return response
