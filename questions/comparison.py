@@ -511,15 +511,25 @@ def csv_lines(columns: list[Column], rows: Iterable[Row]) -> Iterator[str]:
         header += [answer, f"{c.key} flipped", f"{c.key} distance", f"{c.key} passed"]
     yield writer.writerow([_cell(h) for h in header])
     for r in rows:
-        line = [r.state.name, r.question, r.qtype, "" if r.expected is None else r.expected]
+        line = [r.state.name, r.question, r.qtype, _truth(r.expected)]
         for cell in r.cells:
             line += [
                 _summary(cell.answer),
-                cell.flipped,
+                "" if cell.answer is None else _truth(cell.flipped),  # no answer, no flip
                 "" if cell.distance is None else _Figure(f"{cell.distance:.4f}"),
-                "" if cell.passed is None else cell.passed,
+                _truth(cell.passed),
             ]
         yield writer.writerow([_cell(v) for v in line])
+
+
+def _truth(value: Any) -> Any:
+    """A CSV value as the contract writes it: `true` / `false` (not Python's True / False), and
+    nothing for None."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return _Figure("true" if value else "false")
+    return value
 
 
 def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:

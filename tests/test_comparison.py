@@ -215,7 +215,7 @@ def test_the_csv_download_never_starts_a_cell_with_a_formula(client, formula_nam
     assert {r[1] for r in rows} == {f"'{c}q" for c in FORMULA_STARTS}
     assert {r[3] for r in rows} == {f"'{c}opt" for c in FORMULA_STARTS}
     assert {r[4] for r in rows} == {f"'{c}opt (0.90)" for c in FORMULA_STARTS}
-    assert {r[5] for r in rows} == {"False"}
+    assert {r[5] for r in rows} == {"false"}
 
 
 def test_numbers_the_console_writes_stay_numbers_in_the_csv(two_runs):
@@ -227,7 +227,7 @@ def test_numbers_the_console_writes_stay_numbers_in_the_csv(two_runs):
     row.cells.append(comparison.Cell(score, distance=-0.25))
     columns = [comparison.Column(key=f"run:{n}", label="") for n in (1, 2)]
     table = list(csv.reader(io.StringIO(comparison.as_csv(columns, [row]))))
-    baseline, changed = ["-0.50", "False", "", ""], ["-0.50", "False", "-0.2500", ""]
+    baseline, changed = ["-0.50", "false", "", ""], ["-0.50", "false", "-0.2500", ""]
     assert table[1] == ["a", "level", "score", "-1", *baseline, *changed]
 
 
@@ -248,3 +248,17 @@ def test_a_cell_draws_at_most_eight_bars(two_runs):
     assert [title.split()[0] for title, _ in bars[:-1]] == [f"o{i}" for i in range(13, 20)]
     assert bars[-1][0].startswith("13 others") and bars[-1][1] == str(round(sum(range(13)) / 5))
     assert comparison.Cell({"type": "noul", "noul": 0.25}).bars == [("P(true) 0.25", "5")]
+
+
+def test_the_csv_writes_true_and_false_as_the_contract_does_and_no_flip_without_an_answer():
+    from types import SimpleNamespace
+
+    column = comparison.Column("run:1", "run 1")
+    cells = [comparison.Cell(None), comparison.Cell({"type": "noul", "noul": 0.9})]
+    cells[1].flipped, cells[1].passed = True, False
+    row = comparison.Row(SimpleNamespace(name="s"), "urgent", "noul", True, cells)
+    text = comparison.as_csv([column, column], [row])
+    line = text.splitlines()[1].split(",")
+    assert line[:4] == ["s", "urgent", "noul", "true"]
+    assert line[5] == "" and line[9] == "true" and line[11] == "false"
+    assert "True" not in text and "False" not in text
