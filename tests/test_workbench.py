@@ -322,3 +322,26 @@ def test_a_refused_step_and_a_missing_page_read_as_pages_not_bare_codes(client, 
     assert "Only reviewers do that." in body and 'href="/"' in body
     missing = client.get("/sets/nothing-here/")
     assert missing.status_code == 404 and "There is nothing here" in missing.content.decode()
+
+
+@pytest.mark.parametrize("mark", ["\u202e", "\u202b", "\u2067"])
+def test_a_name_with_a_reordering_character_is_refused(client, people, mark):
+    from questions.models import APIToken, QuestionSet
+
+    writer, checker = people
+    spoof = f"{mark}evil"
+    with pytest.raises(services.Invalid, match=f"U\\+{ord(mark):04X}, a character that reorders"):
+        services.question_set_create(slug="s", name=spoof, owner=writer)
+    qs = factories.question_set("triage", owner=writer)
+    with pytest.raises(services.Invalid, match="reorders"):
+        services.sample_state_create(question_set=qs, name=spoof, state=None, author=writer)
+    with pytest.raises(services.Invalid, match="reorders"):
+        services.sample_state_create(
+            question_set=qs, name="fine", state=None, author=writer, tags=[spoof]
+        )
+    with pytest.raises(services.Invalid, match="reorders"):
+        services.api_token_create(name=spoof, user=checker)
+    assert not QuestionSet.objects.filter(slug="s").exists()
+    assert not qs.sample_states.exists() and not APIToken.objects.exists()
+    # right-to-left text itself is welcome: only the reordering controls are refused
+    services.sample_state_create(question_set=qs, name="שלום", state=None, author=writer)

@@ -13,6 +13,7 @@ of reading message text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,24 @@ def storable(text: str, what: str, limit: int | None = None) -> str:
         raise Invalid(f"{what} holds a NUL character (\\x00); remove it.", code="nul_character")
     if limit is not None and len(text) > limit:
         raise Invalid(f"{what} has {len(text):,} characters; at most {limit:,}.", code="too_long")
+    return text
+
+
+#: the characters that reorder what follows them (bidi embeddings, overrides, isolates): in a
+#: name they make it read as something else ("evil" shown as "live")
+REORDERING = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def a_name(text: str, what: str) -> str:
+    """A name people tell things apart by: storable, and free of reordering characters."""
+    storable(text, what)
+    found = REORDERING.search(text)
+    if found:
+        raise Invalid(
+            f"{what} holds U+{ord(found.group()):04X}, a character that reorders the text after "
+            "it, so the name would read as something else; remove it.",
+            code="reordering_character",
+        )
     return text
 
 

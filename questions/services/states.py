@@ -10,7 +10,7 @@ from django.db import transaction
 
 from questions import roles, spec
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
-from questions.services.errors import Conflict, Invalid, ServiceError, require, storable
+from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
     InvalidContent,
@@ -31,7 +31,7 @@ TAG_LIMIT = 64
 def _clean_state_fields(
     *, name: str, state: Any, expected: dict[str, Any] | None, tags: Iterable[str] | None
 ) -> tuple[str, str, dict[str, Any], list[str]]:
-    name = storable((name or "").strip(), "A sample state's name")
+    name = a_name((name or "").strip(), "A sample state's name")
     if not name:
         raise Invalid("A sample state needs a name.")
     if len(name) > NAME_LIMIT:
@@ -55,6 +55,7 @@ def _clean_state_fields(
         raise Invalid(f"A sample state has at most {MAX_TAGS} tags; this one has {len(tags)}.")
     for tag in tags:
         storable(tag, "A tag" if len(tag) > TAG_LIMIT else f"The tag {tag!r}", TAG_LIMIT)
+        a_name(tag, "A tag")
     return name, document_text(state), expected, tags
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from questions import roles
 from questions.models import APIToken
-from questions.services.errors import Invalid, require, storable
+from questions.services.errors import Invalid, a_name, require
 
 TOKEN_MANAGERS_ONLY = "Only reviewers and staff manage API tokens."
 
@@ -22,7 +22,7 @@ TOKEN_MANAGERS_ONLY = "Only reviewers and staff manage API tokens."
 def api_token_create(*, name: str, user: Any) -> tuple[APIToken, str]:
     """A new token: returns the record and the token itself, which is never stored."""
     require(user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
-    name = storable((name or "").strip(), "The token's name")
+    name = a_name((name or "").strip(), "The token's name")
     if not name:
         raise Invalid("A token needs a name (who or what uses it).")
     limit = APIToken._meta.get_field("name").max_length

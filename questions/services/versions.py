@@ -18,7 +18,7 @@ from django.utils.text import slugify
 
 from questions import roles, spec
 from questions.models import QuestionSet, ReviewEvent, Version
-from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, require, storable
+from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, a_name, require, storable
 
 WRITERS_ONLY = "Only authors change question sets."
 
@@ -85,7 +85,7 @@ def question_set_create(
 ) -> QuestionSet:
     """A new, empty question set owned by `owner`."""
     require(owner, roles.may_write, WRITERS_ONLY)
-    storable(name, "The set's name")
+    a_name(name, "The set's name")
     storable(description, "The set's description", TEXT_LIMIT)
     slug = check_slug(slug)
     if QuestionSet.objects.filter(slug=slug).exists():
