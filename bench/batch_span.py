@@ -75,6 +75,52 @@ def counting_stand_in(latency: float):
     return process, counters
 
 
+#: the bench's question set: a choice, a noul and a score; states name a desk in turn
+DESKS = {"billing": "money", "tech": "bugs", "other": "anything else"}
+DOC = {
+    "desk": {"type": "choice", "instructions": "Which desk?", "criteria": DESKS},
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    "level": {"type": "score", "criteria": ["low", "mid", "high"]},
+}
+
+
+def bench_world(prefix: str, latency: float, states: int):
+    """A throwaway SQLite console pointed at a counting stand-in of its own (its own process),
+    with a draft of DOC and `states` sample states with expected answers. Returns the stand-in's
+    process and counters, the draft, its author and DOC."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import logging
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from questions import services
+    from tests import factories
+
+    logging.getLogger("questions").setLevel(logging.WARNING)
+    call_command("migrate", verbosity=0)
+    process, seen = counting_stand_in(latency)
+    settings.TYPESAFE_API_KEY = "bench"
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{seen['port'].value}"
+    user = factories.author("bench")
+    qs = factories.question_set("bench", owner=user, doc=DOC)
+    for i in range(states):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"state {i:03d}",
+            state={"message": f"message number {i}"},
+            author=user,
+            expected={"desk": list(DESKS)[i % 3], "urgent": i % 2 == 0},
+        )
+    return process, seen, services.open_draft(qs), user, DOC
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=64)
@@ -82,49 +128,13 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200)
     args = parser.parse_args()
 
-    workdir = tempfile.mkdtemp(prefix="bench-batch-")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
-    import logging
-
+    latency = args.latency_ms / 1000
+    process, seen, version, user, doc = bench_world("bench-batch-", latency, args.states)
     import httpx
     from django.conf import settings
-    from django.core.management import call_command
 
     from questions import selectors, services, spec
-    from tests import factories
 
-    logging.getLogger("questions").setLevel(logging.WARNING)
-    call_command("migrate", verbosity=0)
-    latency = args.latency_ms / 1000
-    process, seen = counting_stand_in(latency)
-    settings.TYPESAFE_API_KEY = "bench"
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{seen['port'].value}"
-
-    doc = {
-        "desk": {
-            "type": "choice",
-            "instructions": "Which desk?",
-            "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
-        },
-        "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-        "level": {"type": "score", "criteria": ["low", "mid", "high"]},
-    }
-    user = factories.author("bench")
-    qs = factories.question_set("bench", owner=user, doc=doc)
-    for i in range(args.states):
-        services.sample_state_create(
-            question_set=qs,
-            name=f"state {i:03d}",
-            state={"message": f"message number {i}"},
-            author=user,
-            expected={"urgent": i % 2 == 0},
-        )
-    version = services.open_draft(qs)
     ideal = args.states / args.concurrency * latency
 
     # the floor: the same requests, 8 threads, plain httpx

@@ -15,15 +15,15 @@ Aim:  span within 15 % of the ideal; never more than `concurrency` requests in f
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from batch_span import bench_world  # noqa: E402  (bench/ is on the path just above)
 
 
 def main() -> None:
@@ -35,47 +35,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    workdir = tempfile.mkdtemp(prefix="bench-control-")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
-    import logging
-
-    from batch_span import counting_stand_in
-    from django.conf import settings
-    from django.core.management import call_command
-
+    latency = args.latency_ms / 1000
+    process, seen, version, user, _ = bench_world("bench-control-", latency, args.states)
     from questions import control_reports, controls, selectors, services
     from questions.services import controls as control_services
-    from tests import factories
 
-    logging.getLogger("questions").setLevel(logging.WARNING)
-    call_command("migrate", verbosity=0)
-    latency = args.latency_ms / 1000
-    process, seen = counting_stand_in(latency)
-    settings.TYPESAFE_API_KEY = "bench"
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{seen['port'].value}"
-
-    desks = {"billing": "money", "tech": "bugs", "other": "anything else"}
-    doc = {
-        "desk": {"type": "choice", "instructions": "Which desk?", "criteria": desks},
-        "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-        "level": {"type": "score", "criteria": ["low", "mid", "high"]},
-    }
-    user = factories.author("bench")
-    qs = factories.question_set("bench", owner=user, doc=doc)
-    for i in range(args.states):
-        services.sample_state_create(
-            question_set=qs,
-            name=f"state {i:03d}",
-            state={"message": f"message number {i}"},
-            author=user,
-            expected={"desk": list(desks)[i % 3], "urgent": i % 2 == 0},
-        )
-    version = services.open_draft(qs)
     calls = args.states * controls.variants(controls.SHUFFLE, args.shuffles)
     ideal = calls / args.concurrency * latency
 
