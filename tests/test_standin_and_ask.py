@@ -70,12 +70,13 @@ def test_the_stand_in_refuses_what_the_provider_refuses():
     assert status == 422 and body["detail"][0]["loc"][:3] == ["body", "questions", "q"]
 
 
-def test_the_stand_in_over_http_needs_a_bearer(stand_in):
+def test_the_stand_in_over_http_needs_its_key(stand_in):
     import httpx
 
     url = f"http://127.0.0.1:{stand_in.server_address[1]}/v1/systemone"
     assert httpx.post(url, json=DOCUMENT).status_code == 401
-    response = httpx.post(url, json=DOCUMENT, headers={"Authorization": "Bearer x"})
+    assert httpx.post(url, json=DOCUMENT, headers={"Authorization": "Bearer x"}).status_code == 401
+    response = httpx.post(url, json=DOCUMENT, headers={"Authorization": f"Bearer {standin.KEY}"})
     assert response.status_code == 200
     assert response.headers["x-typesafe-request-id"].startswith("standin-")
 
