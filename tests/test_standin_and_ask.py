@@ -260,13 +260,18 @@ def test_chart_labels_are_shortened_never_cut_and_keep_the_level_number():
 def test_a_structured_level_in_the_legend_is_charted_by_its_words():
     """A provider echoes a structured level as it was asked (the stand-in too): the chart's label
     reads its words, or its JSON when it has no words the console knows."""
-    levels = ["none", {"what": "reads only", "examples": ["ls -la"]}, {"label": "writes"}]
+    levels = [
+        "none",
+        {"what": "reads only", "examples": ["ls -la"]},
+        {"label": "writes", "signals": ["rm"]},
+        {"irreversible": True},
+    ]
     doc = spec.parse({"risk": {"type": "score", "criteria": levels}}, limits=spec.DEFAULT_LIMITS)
     _, body = standin.respond({"state": 1, "model": "m", "questions": doc.questions_json()})
-    assert body["answers"]["risk"]["legend"]["1"] == levels[1]
-    svg = str(charts.score_bar_chart("risk", body["answers"]["risk"], 3))
-    assert ">1 reads only ls -la<" in svg and "&#x27;what&#x27;" not in svg
-    assert "2 {&quot;label&quot;: &quot;writes&quot;}" in svg
+    assert list(body["answers"]["risk"]["legend"].values()) == levels
+    svg = str(charts.score_bar_chart("risk", body["answers"]["risk"], 4))
+    assert "1 reads only ls -la<" in svg and "2 writes rm<" in svg
+    assert "3 {&quot;irreversible&quot;: true}" in svg and "&#x27;" not in svg
 
 
 def test_a_noul_chart_shows_p_true_against_p_false():
