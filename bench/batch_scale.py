@@ -87,8 +87,10 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
     httpx.AsyncClient of one connection each); the number that did not answer 200."""
     import httpx
 
+    from questions import standin
+
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
+    headers = {"Authorization": f"Bearer {standin.KEY}", "Content-Type": "application/json"}
     todo, failed = list(reversed(bodies)), [0]
 
     async def loop() -> None:
@@ -160,14 +162,14 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from questions import backends, services, spec
+    from questions import backends, services, spec, standin
     from questions.models import BatchRun
     from tests import factories
 
     logging.getLogger("questions").setLevel(logging.WARNING)
     call_command("migrate", verbosity=0)
     process, port = stand_in(args.latency_ms)
-    settings.TYPESAFE_API_KEY = "bench"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{port}"
     settings.DECISIONS_TIMEOUT_SECONDS = 30
     postgres = connection.vendor == "postgresql"

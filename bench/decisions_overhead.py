@@ -89,9 +89,9 @@ def main() -> None:
 
     logging.getLogger("questions").setLevel(logging.WARNING)
     stand_in = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "stand-in-key"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{stand_in.server_address[1]}"
-    settings.LLM_API_KEY = "stand-in-key"
+    settings.LLM_API_KEY = standin.KEY
     settings.LLM_BASE_URL = f"{settings.TYPESAFE_BASE_URL}/v1"
     backend = args.backend
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
@@ -123,7 +123,7 @@ def main() -> None:
         parsed = spec.parse(questions, limits=spec.DEFAULT_LIMITS).questions
         url = f"{settings.LLM_BASE_URL}/chat/completions"
         payload = spec.wire_json(llm.request_body(parsed, state, settings.LLM_MODEL))
-    headers = {"Authorization": "Bearer x", "Content-Type": "application/json"}
+    headers = {"Authorization": f"Bearer {standin.KEY}", "Content-Type": "application/json"}
     with httpx.Client() as client:
         for _ in range(5):
             client.post(url, content=payload, headers=headers)

@@ -208,7 +208,7 @@ def build(scale: float) -> None:
             label = "production" if n == 1 else "staging"
             services.version_approve(version=version, reviewer=reviewer, label=label)
     server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "bench-key"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         for version in small.versions.order_by("number"):

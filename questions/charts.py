@@ -6,12 +6,13 @@ and every bar its label and value as text. Pure Python; values are escaped here.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from questions import metrics
+from questions import metrics, spec
 
 #: a bar chart fills its card's width and draws its text at the card's text size: lengths are
 #: in em and percent, never in a viewBox that would scale the text with the chart
@@ -26,6 +27,14 @@ LABEL_CHARS = 34
 
 def _pct(p: float) -> str:
     return f"{p:.2f}"
+
+
+def legend_text(value: Any) -> str:
+    """A legend value as a label: a provider echoes a structured level as it was asked (an
+    object or an array), which reads as its words, or else as its JSON."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return spec.entry_text(value) or json.dumps(value, ensure_ascii=False)
 
 
 def _label(text: str, limit: int = LABEL_CHARS) -> str:
@@ -86,7 +95,11 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
     score = float(answer["score"])
     nearest = min(levels - 1, max(0, metrics.nearest_level(score)))
     rows = [
-        (f"{i} {legend.get(str(i), '')}".strip(), float(probabilities[str(i)]), i == nearest)
+        (
+            f"{i} {legend_text(legend.get(str(i)))}".strip(),
+            float(probabilities[str(i)]),
+            i == nearest,
+        )
         for i in range(levels)
         if str(i) in probabilities  # a wire that lets a level be missing flags it
     ]

@@ -1,28 +1,60 @@
-"""The local stand-in provider: the `typesafe` wire (`POST /v1/systemone`) and the `llm` wire
-(`POST /v1/chat/completions`) on loopback, for development, demos, tests and benchmarks. It
-answers every valid request with answers derived deterministically from the question and the
-state, rounded to two decimals like Jev's, under a model name that says what it is; its chat
-answers are derived apart from its native ones, as a chat model's would differ from Jev's. It is
-never used unless the console is pointed at it.
+"""The local stand-in provider: the `typesafe` wire (`POST /v1/systemone`, `GET /v1/models`) and
+the `llm` wire (`POST /v1/chat/completions`) on loopback, for development, demos, tests and
+benchmarks. It answers every valid request with answers derived deterministically from the
+question and the state, rounded to two decimals like Jev's, under a model name that says what it
+is; its chat answers are derived apart from its native ones, as a chat model's would differ from
+Jev's. It is never used unless the console is pointed at it.
+
+On the wire it answers as the provider does: the key (`KEY`) as `Authorization: Bearer`, else a
+401 `authentication_error`; validation errors as FastAPI's `{"detail": [{loc, msg, type}]}`,
+other errors as `{"detail": {"error_type", "message"}}` (the `llm` wire: OpenAI's
+`{"error": {"message", "type"}}`); request bodies as they are or `Content-Encoding: zstd` (the
+official SDK's default for bodies of 1 KiB and more), decompressed to at most `MAX_BODY_BYTES`;
+confidence by the documented formula (`confidence`).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import hmac
 import json
 import math
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import zstandard
 
 from questions import spec
 from questions.backends import llm
 
 MODEL = "local-stand-in (not Jev)"
-#: the key `make run` and the demo call the stand-in with (it checks none)
+#: what `GET /v1/models` says of it (a fixed date: the stand-in is deterministic)
+MODELS = {
+    "models": [
+        {
+            "name": MODEL,
+            "description": "The console's local stand-in: answers made up from a hash of the "
+            "question and the state, not a model",
+            "release_date": "2026-12-01",
+        }
+    ]
+}
+#: the one key the stand-in takes (`make run`, the demo and the tests send it); any other, or
+#: none, gets a 401
 KEY = "stand-in-key"
+#: the largest request body it reads, before or after decompression: well above the largest
+#: request the console sends (a 4 MiB document, console.settings.MAX_DOCUMENT_BYTES, and a
+#: 256 KiB state); a zstd body that inflates past it is refused (413) without inflating further
+MAX_BODY_BYTES = 8 * 2**20
+#: compressed bytes fed to the decompressor at a time: zstd inflates at most ~32 000-fold, so
+#: one step makes no more than ~8 MiB before the size is checked again
+_ZSTD_STEP = 256
 CHAT_MODEL = "local-stand-in chat (not a real model)"
 CHAT_SALT = b"chat\0"
 
@@ -51,6 +83,20 @@ def _rounded(p: list[float]) -> list[float]:
     return [c / 100 for c in cents]
 
 
+def confidence(p: list[float]) -> float:
+    """The documented confidence of a distribution over n options or levels: how far its top
+    probability stands above the uniform 1/n, as a share of the most it could, (p_max − 1/n) /
+    (1 − 1/n), rounded to two decimals like the rest."""
+    n = len(p)
+    return round(max(0.0, min(1.0, (max(p) - 1 / n) / (1 - 1 / n))), 2)
+
+
+def _legend(level: Any, i: int) -> Any:
+    """A score level as the provider echoes it in `legend`: as given, structured or not; an
+    undescribed (`null`) level by its number, as the official SDK takes no `null` there."""
+    return f"level {i}" if level is None else copy.deepcopy(level)
+
+
 def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, Any]:
     """The stand-in's answer to one question about one state: the same every time (`salt`
     derives another, the same every time too)."""
@@ -65,26 +111,38 @@ def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, 
             "type": "choice",
             "choice": names[best],
             "probabilities": dict(zip(names, p, strict=True)),
-            "confidence": round(max(0.0, min(1.0, p[best] - 0.05)), 2),
+            "confidence": confidence(p),
         }
     levels = question.level_count
     p = _rounded(_weights(seed, levels))
     return {
         "type": "score",
         "score": round(sum(i * pi for i, pi in enumerate(p)), 2),
-        "legend": {
-            str(i): spec.entry_text(e) or f"level {i}" for i, e in enumerate(question.criteria)
-        },
+        "legend": {str(i): _legend(e, i) for i, e in enumerate(question.criteria)},
         "probabilities": {str(i): pi for i, pi in enumerate(p)},
-        "confidence": round(max(p), 2),
+        "confidence": confidence(p),
     }
 
 
 def respond(body: Any, salt: bytes = b"") -> tuple[int, dict[str, Any]]:
     """(status, JSON body) for a request body, as the provider would answer it."""
-    if not isinstance(body, dict) or "state" not in body or "questions" not in body:
+    if not isinstance(body, dict):
         return 422, {
-            "detail": [{"loc": ["body", "state"], "msg": "Field required", "type": "missing"}]
+            "detail": [
+                {
+                    "loc": ["body"],
+                    "msg": "Input should be a valid dictionary or object to extract fields from",
+                    "type": "model_attributes_type",
+                }
+            ]
+        }
+    missing = [key for key in ("state", "questions") if key not in body]
+    if missing:
+        return 422, {
+            "detail": [
+                {"loc": ["body", key], "msg": "Field required", "type": "missing"}
+                for key in missing
+            ]
         }
     result = spec.validate(
         {"state": body["state"], "model": body.get("model") or "m", "questions": body["questions"]},
@@ -142,8 +200,111 @@ def respond_chat(body: Any) -> tuple[int, dict[str, Any]]:
     }
 
 
-#: what the stand-in serves: path → how it answers a request body
-ROUTES = {"/v1/systemone": respond, "/v1/chat/completions": respond_chat}
+def native_error(error_type: str, message: str) -> dict[str, Any]:
+    """An error other than a validation error, in the provider's shape."""
+    return {"detail": {"error_type": error_type, "message": message}}
+
+
+def chat_error(error_type: str, message: str) -> dict[str, Any]:
+    """An error in an OpenAI-compatible endpoint's shape."""
+    kind = "invalid_request_error" if error_type != "authentication_error" else error_type
+    return {"error": {"message": message, "type": kind, "code": error_type}}
+
+
+def native_not_json(message: str, position: int) -> tuple[int, dict[str, Any]]:
+    """A body that is not JSON, as FastAPI refuses it."""
+    return 422, {
+        "detail": [
+            {
+                "loc": ["body", position],
+                "msg": "JSON decode error",
+                "type": "json_invalid",
+                "ctx": {"error": message},
+            }
+        ]
+    }
+
+
+def chat_not_json(message: str, position: int) -> tuple[int, dict[str, Any]]:
+    return 400, chat_error("invalid_json", f"The body is not JSON: {message}")
+
+
+@dataclass(frozen=True)
+class Route:
+    """One path the stand-in answers: how it answers a body, and how it words its errors."""
+
+    respond: Callable[[Any], tuple[int, dict[str, Any]]]
+    error: Callable[[str, str], dict[str, Any]]
+    not_json: Callable[[str, int], tuple[int, dict[str, Any]]]
+
+
+#: what the stand-in serves: path → how it answers a request body and words its errors
+ROUTES = {
+    "/v1/systemone": Route(respond, native_error, native_not_json),
+    "/v1/chat/completions": Route(respond_chat, chat_error, chat_not_json),
+}
+#: the GET paths: path → its body (each needs the key, as the provider's does)
+_GETS = {"/v1/models": MODELS}
+
+
+class BodyRefused(Exception):
+    """A request body the stand-in will not read: (status, error_type, message)."""
+
+    def __init__(self, status: int, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error_type, self.message = status, error_type, message
+
+
+def _too_large(after: str) -> BodyRefused:
+    limit = MAX_BODY_BYTES // 2**20
+    return BodyRefused(413, "request_too_large", f"The request body is over {limit} MiB{after}.")
+
+
+def unzstd(raw: bytes) -> bytes:
+    """A zstd body inflated, frame after frame, refused as soon as it passes MAX_BODY_BYTES (a
+    few compressed bytes at a time, so a bomb never inflates far) or if it is not whole zstd."""
+    out: list[bytes] = []
+    size = pos = 0
+    view = memoryview(raw)
+    try:
+        while pos < len(raw):
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            while not frame.eof:
+                if pos >= len(raw):
+                    raise BodyRefused(
+                        400, "invalid_encoding", "The zstd body ends in the middle of a frame."
+                    )
+                step = view[pos : pos + _ZSTD_STEP]
+                chunk = frame.decompress(step)
+                pos += len(step) - len(frame.unused_data)
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise _too_large(" once decompressed")
+                out.append(chunk)
+    except zstandard.ZstdError as exc:
+        raise BodyRefused(400, "invalid_encoding", f"The body is not valid zstd ({exc}).") from None
+    return b"".join(out)
+
+
+def decode(raw: bytes, content_encoding: str | None) -> bytes:
+    """The body as sent before any `Content-Encoding`: as it is, or inflated from zstd."""
+    encoding = (content_encoding or "").strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding == "zstd":
+        return unzstd(raw)
+    shown = json.dumps(content_encoding[:40])
+    raise BodyRefused(
+        415,
+        "unsupported_encoding",
+        f"Content-Encoding {shown} is not supported; send the body as it is or as zstd.",
+    )
+
+
+def key_accepted(authorization: str | None) -> bool:
+    """Whether an Authorization header carries the stand-in's key as a bearer token."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), KEY.encode())
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -152,29 +313,66 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as one answer, not 40 ms apart
     latency = 0.0
 
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in _GETS:
+            if not key_accepted(self.headers.get("Authorization")):
+                return self._refuse_key(native_error)
+            return self._send(200, _GETS[path])
+        if path in ROUTES:
+            return self._send(405, {"detail": "Method Not Allowed"}, {"Allow": "POST"})
+        self._send(404, {"detail": "Not Found"})
+
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        route = ROUTES.get(self.path.split("?", 1)[0].rstrip("/"))
+        error = route.error if route else native_error
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True  # where this body ends is unknown: read no further
+            return self._send(400, error("invalid_request", "Content-Length is not a number."))
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True  # the body is left unread
+            refused = _too_large("")
+            return self._send(413, error(refused.error_type, refused.message))
         raw = self.rfile.read(length)
-        route = ROUTES.get(self.path.rstrip("/"))
         if route is None:
             return self._send(404, {"detail": "Not Found"})
-        if not self.headers.get("Authorization", "").startswith("Bearer "):
-            return self._send(401, {"detail": "Missing bearer token"})
+        if not key_accepted(self.headers.get("Authorization")):
+            return self._refuse_key(route.error)
+        try:
+            raw = decode(raw, self.headers.get("Content-Encoding"))
+        except BodyRefused as refused:
+            return self._send(refused.status, route.error(refused.error_type, refused.message))
         try:
             body = json.loads(raw)
-        except ValueError:
-            return self._send(422, {"detail": "Body is not JSON"})
+        except json.JSONDecodeError as exc:
+            return self._send(*route.not_json(exc.msg, exc.pos))
+        except (ValueError, RecursionError) as exc:  # not UTF-8, or nested beyond parsing
+            return self._send(*route.not_json(type(exc).__name__, 0))
         if self.latency:
             time.sleep(self.latency)
-        status, out = route(body)
+        status, out = route.respond(body)
         self._send(status, out)
 
-    def _send(self, status: int, body: dict[str, Any]) -> None:
+    def _refuse_key(self, error: Callable[[str, str], dict[str, Any]]) -> None:
+        given = self.headers.get("Authorization")
+        said = "No API key was given" if not given else "The API key is not valid"
+        message = f"{said}; send `Authorization: Bearer <key>` with the stand-in's key."
+        self._send(401, error("authentication_error", message), {"WWW-Authenticate": "Bearer"})
+
+    def _send(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-typesafe-request-id", f"standin-{uuid.uuid4().hex[:12]}")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

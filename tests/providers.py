@@ -94,8 +94,8 @@ def stand_in_serving(settings):
     it (as `make run` does without keys)."""
     server = standin.serve_in_thread()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "stand-in-key", base
-    settings.LLM_API_KEY, settings.LLM_BASE_URL = "stand-in-key", f"{base}/v1"
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = standin.KEY, base
+    settings.LLM_API_KEY, settings.LLM_BASE_URL = standin.KEY, f"{base}/v1"
     try:
         yield server
     finally:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
 @pytest.fixture
 def provider(settings):
     server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "k-pins"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     yield
     server.shutdown()

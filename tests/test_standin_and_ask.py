@@ -70,12 +70,13 @@ def test_the_stand_in_refuses_what_the_provider_refuses():
     assert status == 422 and body["detail"][0]["loc"][:3] == ["body", "questions", "q"]
 
 
-def test_the_stand_in_over_http_needs_a_bearer(stand_in):
+def test_the_stand_in_over_http_needs_its_key(stand_in):
     import httpx
 
     url = f"http://127.0.0.1:{stand_in.server_address[1]}/v1/systemone"
     assert httpx.post(url, json=DOCUMENT).status_code == 401
-    response = httpx.post(url, json=DOCUMENT, headers={"Authorization": "Bearer x"})
+    assert httpx.post(url, json=DOCUMENT, headers={"Authorization": "Bearer x"}).status_code == 401
+    response = httpx.post(url, json=DOCUMENT, headers={"Authorization": f"Bearer {standin.KEY}"})
     assert response.status_code == 200
     assert response.headers["x-typesafe-request-id"].startswith("standin-")
 
@@ -256,6 +257,23 @@ def test_chart_labels_are_shortened_never_cut_and_keep_the_level_number():
     assert "▶ 0 Can wait: routine request, noth…<" in svg  # the level number stays
     assert f"0 {legend['0']}: 0.70" in svg  # the whole label in the bar's title
     assert 'text-anchor="end"' in svg and 'x="100%"' in svg  # values at the card's edge
+
+
+def test_a_structured_level_in_the_legend_is_charted_by_its_words():
+    """A provider echoes a structured level as it was asked (the stand-in too): the chart's label
+    reads its words, or its JSON when it has no words the console knows."""
+    levels = [
+        "none",
+        {"what": "reads only", "examples": ["ls -la"]},
+        {"label": "writes", "signals": ["rm"]},
+        {"irreversible": True},
+    ]
+    doc = spec.parse({"risk": {"type": "score", "criteria": levels}}, limits=spec.DEFAULT_LIMITS)
+    _, body = standin.respond({"state": 1, "model": "m", "questions": doc.questions_json()})
+    assert list(body["answers"]["risk"]["legend"].values()) == levels
+    svg = str(charts.score_bar_chart("risk", body["answers"]["risk"], 4))
+    assert "1 reads only ls -la<" in svg and "2 writes rm<" in svg
+    assert "3 {&quot;irreversible&quot;: true}" in svg and "&#x27;" not in svg
 
 
 def test_a_noul_chart_shows_p_true_against_p_false():

@@ -73,7 +73,7 @@ OVERLAPPING_TEXT = """() => {
 @pytest.fixture
 def world(settings):
     server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = "stand-in-key"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     writer = factories.user("author", groups=(roles.AUTHORS,), password=PASSWORD)

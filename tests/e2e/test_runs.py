@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def slow_stand_in(settings):
     server = standin.serve_in_thread(latency_ms=150)
-    settings.TYPESAFE_API_KEY = "stand-in-key"
+    settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     yield server
