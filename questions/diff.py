@@ -42,7 +42,7 @@ def entry_words(entry: Any) -> str:
         return "(no description: read by its name alone)"
     if isinstance(entry, str):
         return entry
-    if isinstance(entry, dict):
+    if spec.is_documented_entry(entry):
         lines = []
         if "what" in entry:
             lines.append(f"what: {entry['what']}")

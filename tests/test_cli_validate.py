@@ -188,3 +188,31 @@ def test_json_output_carries_the_semantic_lints_and_reads_the_state_files(tmp_pa
     assert [w["code"] for w in json.loads(out)["warnings"]] == ["counting"]
     _, text, _ = run("validate", write(tmp_path, doc), "--state-file", state)
     assert "warning: questions.q.instructions: `basket` is in none of the sample states" in text
+
+
+def test_validate_json_accepts_structured_descriptions_and_refuses_nothing_to_judge(tmp_path):
+    structured = {
+        "state": None,
+        "questions": {
+            "team": {
+                "type": "choice",
+                "instructions": ["Route the ticket.", {"read": "`state.ticket`"}],
+                "criteria": {"billing": ["Payments", "invoices"], "other": {"say": "none"}},
+            },
+            "rate": {"type": "score", "instructions": "Rate it.", "criteria": ["low", None]},
+        },
+    }
+    code, out, _ = run("validate", write(tmp_path, structured), "--json")
+    verdict = json.loads(out)
+    assert (code, verdict["valid"]) == (0, True)
+    wires = {w["code"]: w["path"] for w in verdict["warnings"] if "provider" in w["code"]}
+    assert wires == {
+        "state_refused_by_provider": "state",
+        "null_level_refused_by_provider": "questions.rate.criteria.1",
+    }
+    code, out, _ = run(
+        "validate", write(tmp_path, {"n": {"type": "noul", "criteria": None}}), "--json"
+    )
+    verdict = json.loads(out)
+    assert (code, verdict["valid"]) == (1, False)
+    assert [e["code"] for e in verdict["errors"]] == ["nothing_to_judge"]

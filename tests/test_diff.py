@@ -114,3 +114,12 @@ def test_question_order_change_is_noted():
     b = {"y": {"type": "noul"}, "x": {"type": "noul"}}
     result = diff.document_diff(a, b)
     assert result.reordered and not result.changed
+
+
+def test_a_structured_description_diffs_as_its_json_in_the_authors_order():
+    before = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late", "lost"]}, "b": "x"}}
+    after = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late"]}, "b": "x"}}
+    [change] = diff.question_diff("c", before, after).changes
+    old, new = diff.sides(change.segments)
+    assert old == '{"what": "w", "why": ["late", "lost"]}'
+    assert new == '{"what": "w", "why": ["late"]}'

@@ -358,3 +358,46 @@ def test_the_corpus_is_large_enough_to_measure():
     warnings, questions = false_positive_rate()
     assert questions >= 40
     assert warnings == 0
+
+
+def test_structured_instructions_and_descriptions_are_read_for_their_words():
+    questions = {
+        "q": {
+            "type": "choice",
+            "instructions": {"task": "How many desks should see it?", "note": ["Pick one."]},
+            "criteria": {
+                "one": {"label": "One desk", "when": ["the customer is not unhappy"]},
+                "many": {"text": "Several desks", "examples": ["how many desks are there"]},
+                "other": ["Something else"],
+            },
+        }
+    }
+    result = check(questions)
+    assert result.valid, result.errors
+    found = {(w.code, w.path) for w in semantic(result)}
+    assert found == {
+        ("counting", "questions.q.instructions"),
+        ("double_negation", "questions.q.criteria.one"),
+    }
+    one_word = {
+        "q": {
+            "type": "noul",
+            "instructions": ["Spam?"],
+            "criteria": {"true": "Bulk", "false": "Personal"},
+        }
+    }
+    assert [w.code for w in semantic(check(one_word))] == ["one_word_instructions"]
+    blank = {
+        "q": {
+            "type": "score",
+            "instructions": {"task": " "},
+            "criteria": ["Calm and patient", "Angry and loud"],
+        }
+    }
+    assert [w.code for w in semantic(check(blank))] == ["missing_instructions"]
+
+
+def test_a_noul_with_nothing_to_judge_is_an_error_and_gets_no_second_warning():
+    result = check({"q": {"type": "noul", "criteria": {"true": None}}})
+    assert [e.code for e in result.errors] == ["nothing_to_judge"]
+    assert semantic(result) == []
