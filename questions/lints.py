@@ -55,10 +55,26 @@ _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’|(?<!\w)'[^'\n]*'(?
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
+#: texts up to this long are remembered between checks (the editor checks the same words on
+#: every keystroke); a longer one is read afresh each time, so the memory held stays small
+_REMEMBERED_CHARS: Final = 2000
+
+
+def _per_text(fn: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`fn`, remembering its result for the last texts of up to `_REMEMBERED_CHARS`."""
+    cached = functools.lru_cache(maxsize=8192)(fn)
+
+    @functools.wraps(fn)
+    def read(text: str) -> Any:
+        return cached(text) if len(text) <= _REMEMBERED_CHARS else fn(text)
+
+    return read
+
+
 _QUOTE_MARKS = frozenset("\"“‘'`«")
 
 
-@functools.lru_cache(maxsize=8192)
+@_per_text
 def _plain(text: str) -> str:
     """The words of `text` outside quotation marks and backticks, each quoted run replaced by a
     placeholder word so that the words around it do not join."""
@@ -70,7 +86,7 @@ def _plain(text: str) -> str:
 _SPACES = str.maketrans({c: " " for c in '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~“”‘«»—–…\n\t'})
 
 
-@functools.lru_cache(maxsize=8192)
+@_per_text
 def _words(text: str) -> frozenset[str]:
     """The case-folded words of `text`: what decides, cheaply, whether a rule can fire at all."""
     return frozenset(text.casefold().translate(_SPACES).split())
@@ -235,8 +251,6 @@ _NEGATED_WORD = (
     r"|non-?[a-z]{3,}|lacks?|lacking|missing|absent|fails? to|failed to|refuses? to|"
     r"denies|denied|free of|exclud(?:e|es|ed|ing)|avoid(?:s|ed)?|prevent(?:s|ed)?"
 )
-#: one word that negates (a negator, or a word that means "not …"), read token by token
-_NEGATION_TOKEN = re.compile(rf"(?:{_NEGATOR}|{_NEGATED_WORD})", _I)
 #: words and the marks that end a clause
 _TOKEN = re.compile(r"[\w'’-]+|[,;:.?!()\n—–]")
 _CLAUSE_WORDS = frozenset(("and", "or", "but", "because", "while", "whereas", "so"))
@@ -345,15 +359,7 @@ def _search(
     return None
 
 
-def _first_clause_hit(pattern: re.Pattern, text: str) -> re.Match | None:
-    """The first match of `pattern` inside one clause of `text`."""
-    for clause in _CLAUSE.split(text):
-        if clause and (m := pattern.search(clause)):
-            return m
-    return None
-
-
-@functools.lru_cache(maxsize=16384)
+@_per_text
 def _counting_hit(text: str) -> str | None:
     """The words of `text` that ask for a count or a sum, or None."""
     words = _words(text)
@@ -368,7 +374,7 @@ def _counting_hit(text: str) -> str | None:
     return min(found, key=lambda m: m.start()).group(0) if found else None
 
 
-@functools.lru_cache(maxsize=16384)
+@_per_text
 def _comparison_hit(text: str) -> str | None:
     """The words of `text` that compare numbers or dates, or None."""
     if _words(text).isdisjoint(_COMPARISON_WORDS) and _OPERATORS.isdisjoint(text):
@@ -407,7 +413,7 @@ def _negates(token: str) -> int:
     return _NEGATED if _NEGATED_RE.fullmatch(token) else 0
 
 
-@functools.lru_cache(maxsize=16384)
+@_per_text
 def _double_negation_hit(text: str) -> str | None:
     """The words of `text` that negate twice in one clause ("not unlikely", "isn't … never"),
     or None. Read token by token: a clause ends at a mark or at and / or / but."""
