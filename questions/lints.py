@@ -92,10 +92,22 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.casefold().translate(_SPACES).split())
 
 
+_DESCRIBING_KEYS = ("what", "not_for")
+_ENTRY_KEYS = frozenset(spec.ENTRY_KEYS)
+
+
 def _entry_words(entry: Any) -> str:
-    """What an entry describes, without its examples."""
-    if isinstance(entry, dict) and "examples" in entry:
-        entry = {k: v for k, v in entry.items() if k != "examples"}
+    """What an entry describes, without its examples: `spec.entry_text` of the entry less its
+    `examples` — for a string and the documented object read here directly, the editor reads
+    255 of them on a keystroke."""
+    if isinstance(entry, str):
+        return entry.strip()
+    if isinstance(entry, dict):
+        if entry.keys() <= _ENTRY_KEYS:
+            parts = (entry.get(key) for key in _DESCRIBING_KEYS)
+            return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+        if "examples" in entry:
+            entry = {k: v for k, v in entry.items() if k != "examples"}
     return spec.entry_text(entry)
 
 
@@ -165,6 +177,7 @@ _COMPARISON_WORDS = frozenset(
     before after prior until since within between apart ago how recent earliest latest oldest
     newest compare compares comparing""".split()  # noqa: SIM905
 )
+_COUNTING_WORDS = frozenset().union(*(needs for needs, _ in _COUNTING))
 _OPERATORS = frozenset("+×*÷<>≤≥=")
 _ARITHMETIC_MARKS = frozenset("+×*÷")
 _NEGATION_WORDS = frozenset(
@@ -364,6 +377,8 @@ def _counting_hit(text: str) -> str | None:
     """The words of `text` that ask for a count or a sum, or None."""
     words = _words(text)
     arithmetic = not _ARITHMETIC_MARKS.isdisjoint(text)
+    if words.isdisjoint(_COUNTING_WORDS) and not arithmetic:
+        return None
     found: list[re.Match] = []
     for needs, pattern in _COUNTING:
         if needs.isdisjoint(words) and not (arithmetic and "+" in needs):
@@ -417,6 +432,9 @@ def _negates(token: str) -> int:
 def _double_negation_hit(text: str) -> str | None:
     """The words of `text` that negate twice in one clause ("not unlikely", "isn't … never"),
     or None. Read token by token: a clause ends at a mark or at and / or / but."""
+    words = _words(text)
+    if words.isdisjoint(_NEGATION_WORDS) and "n't" not in text and "n’t" not in text:
+        return None
     tokens = text.casefold().translate(_SPACES).split()
     negations = sum(t in _NEGATION_WORDS or t.endswith(("n't", "n’t")) for t in tokens)
     if not negations:

@@ -1175,7 +1175,8 @@ def validate(
     """Validate a document in any of its forms against `limits` — the configured ones
     (settings.DECISIONS_LIMITS) wherever the console asks. Never raises for a JSON value.
     `sample_states` (the set's states, or a `lints.StatePaths` of them) let the lints check the
-    state paths the questions name in backticks; without them that lint does not run."""
+    state paths the questions name in backticks; a body's own state is one of them; without
+    any that lint does not run."""
     checker = _Checker(limits, lints)
     if not isinstance(value, dict):
         checker.error(
@@ -1223,6 +1224,8 @@ def validate(
         # the semantic lints (questions/lints.py), on every question that parsed
         from questions import lints as semantic
 
+        if state is not ABSENT and not isinstance(sample_states, semantic.StatePaths):
+            sample_states = [*(sample_states or ()), state]  # a body's own state is one too
         checker.warnings.extend(
             semantic.check(questions, sample_states=sample_states, ids=list(raw_questions))
         )

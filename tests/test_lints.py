@@ -401,3 +401,17 @@ def test_a_noul_with_nothing_to_judge_is_an_error_and_gets_no_second_warning():
     result = check({"q": {"type": "noul", "criteria": {"true": None}}})
     assert [e.code for e in result.errors] == ["nothing_to_judge"]
     assert semantic(result) == []
+
+
+def test_a_bodys_own_state_is_one_of_its_sample_states():
+    questions = {
+        "q": {
+            "type": "noul",
+            "instructions": "Does `command` delete files?",
+            "criteria": {"true": "Deletes", "false": "Keeps"},
+        }
+    }
+    codes = lambda body: {w.code for w in check(body).warnings}  # noqa: E731
+    assert "unknown_state_path" not in codes({"state": {"command": "ls"}, "questions": questions})
+    assert "unknown_state_path" in codes({"state": {"cmd": "ls"}, "questions": questions})
+    assert "unknown_state_path" not in codes(questions)  # a bare map has no state

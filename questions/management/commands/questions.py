@@ -749,9 +749,6 @@ class Command(ControlCommands, BaseCommand):
     ) -> int:
         value = read_json_file(file)
         states = [read_json_file(name) for name in state_file or ()]
-        wrapped = (spec.Form.DECISIONS, spec.Form.PROVIDER)
-        if isinstance(value, dict) and "state" in value and spec.detect_form(value) in wrapped:
-            states.append(value["state"])  # a body's own state is a sample state
         result = spec.validate(
             value, limits=settings.DECISIONS_LIMITS, sample_states=states or None
         )
