@@ -239,6 +239,14 @@ _GENERATION = re.compile(
 )
 #: "give" / "provide" / "name" / "list" are imperatives to write only with something to write
 _GEN_WEAK = frozenset({"give", "provide", "name", "list", "quote", "reply", "respond"})
+#: verbs that are imperatives to write only with an object after them ("Write a reply", not
+#: "Write access to production: …")
+_GEN_DETERMINED = frozenset({"write", "draft", "compose", "generate", "produce", "suggest"})
+_GEN_DETERMINER = re.compile(
+    r"\s+(?:a|an|the|some|me|us|them|it|this|that|these|those|one|two|three|\d+|your|down|"
+    r"out|back|up)\b",
+    _I,
+)
 _GEN_OBJECT = re.compile(
     r"\b(?:summary|explanation|reason|reasons|rationale|justification|reply|response|"
     r"description|paragraph|sentence|sentences|email|letter|title|headline|translation|"
@@ -619,6 +627,8 @@ class _Lints:
         for m in _GENERATION.finditer(plain):
             verb = (m.group("verb") or "").casefold()
             if verb in _GEN_WEAK and not _GEN_OBJECT.search(m.group("rest") or ""):
+                continue
+            if verb in _GEN_DETERMINED and not _GEN_DETERMINER.match(m.group("rest") or ""):
                 continue
             if _reported(plain, m.start()):
                 continue  # "does the user ask … to summarise …": a request the model recognises

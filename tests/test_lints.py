@@ -415,3 +415,23 @@ def test_a_bodys_own_state_is_one_of_its_sample_states():
     assert "unknown_state_path" not in codes({"state": {"command": "ls"}, "questions": questions})
     assert "unknown_state_path" in codes({"state": {"cmd": "ls"}, "questions": questions})
     assert "unknown_state_path" not in codes(questions)  # a bare map has no state
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Write access to production: does the command need it?",
+        "Name and address: are both given?",
+        "Count on the user: will they pay?",
+        "Is it under review?",
+        "Is the customer over the moon?",
+        "Does the ticket mention a version number of the app?",
+    ],
+)
+def test_trigger_words_in_other_senses_are_quiet(instructions):
+    question = {
+        "type": "noul",
+        "instructions": instructions,
+        "criteria": {"true": "It holds", "false": "It does not"},
+    }
+    assert semantic(check({"q": question})) == []
