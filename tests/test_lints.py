@@ -9,8 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from questions import demo, lints, spec
+from tests import strategies
 
 HERE = Path(__file__).parent
 BAD = json.loads((HERE / "lint_corpus" / "bad.json").read_text())["cases"]
@@ -435,3 +438,18 @@ def test_trigger_words_in_other_senses_are_quiet(instructions):
         "criteria": {"true": "It holds", "false": "It does not"},
     }
     assert semantic(check({"q": question})) == []
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    qmap=strategies.question_maps,
+    states=st.none() | st.lists(strategies.json_values, max_size=3),
+)
+def test_the_lints_never_raise_and_never_change_the_questions(qmap, states):
+    before = copy.deepcopy(qmap)
+    result = spec.validate(qmap, limits=spec.DEFAULT_LIMITS, sample_states=states)
+    assert qmap == before
+    for warning in semantic(result):
+        assert warning.code in lints.CODES
+        assert warning.question in qmap
+        assert warning.path == spec.path_of(warning.loc)
