@@ -19,7 +19,7 @@ from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
-from questions import backends, metrics, spec
+from questions import backends, lints, metrics, spec
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -505,3 +505,19 @@ def version_named(
     if number is not None:
         return versions.filter(number=number).first()
     return versions.order_by("-number").first()
+
+
+def sample_state_paths(question_set: QuestionSet) -> lints.StatePaths:
+    """The paths of a set's sample states, for the state-path lint: read from the database only
+    when a question names a path in backticks, and once per request however often it asks."""
+
+    def load() -> list[Any]:
+        states = []
+        for text in question_set.sample_states.values_list("state_text", flat=True):
+            try:
+                states.append(spec.loads(text))
+            except spec.JSONTextError:
+                continue  # a stored state is JSON; one that is not names no path
+        return states
+
+    return lints.StatePaths(load)

@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
@@ -1165,9 +1165,18 @@ def detect_form(value: Any) -> Form:
     return Form.BARE
 
 
-def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
+def validate(
+    value: Any,
+    *,
+    limits: Limits,
+    lints: bool = True,
+    sample_states: Sequence[Any] | None = None,
+) -> Validation:
     """Validate a document in any of its forms against `limits` — the configured ones
-    (settings.DECISIONS_LIMITS) wherever the console asks. Never raises for a JSON value."""
+    (settings.DECISIONS_LIMITS) wherever the console asks. Never raises for a JSON value.
+    `sample_states` (the set's states, or a `lints.StatePaths` of them) let the lints check the
+    state paths the questions name in backticks; a body's own state is one of them; without
+    any that lint does not run."""
     checker = _Checker(limits, lints)
     if not isinstance(value, dict):
         checker.error(
@@ -1211,6 +1220,15 @@ def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
         checker.advice(value["advice"], questions)
     if lints and questions and not checker.errors:
         checker.lint_budget(raw_questions, state)
+    if lints and questions:
+        # the semantic lints (questions/lints.py), on every question that parsed
+        from questions import lints as semantic
+
+        if state is not ABSENT and not isinstance(sample_states, semantic.StatePaths):
+            sample_states = [*(sample_states or ()), state]  # a body's own state is one too
+        checker.warnings.extend(
+            semantic.check(questions, sample_states=sample_states, ids=list(raw_questions))
+        )
     document = None
     if not checker.errors and questions is not None:
         if lints:

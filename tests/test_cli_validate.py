@@ -93,7 +93,11 @@ def test_json_output_of_a_valid_document_with_warnings(tmp_path):
     result = json.loads(out)
     assert result["valid"] is True
     assert result["errors"] == []
-    assert {w["code"] for w in result["warnings"]} == {"undescribed_option", "no_escape_option"}
+    assert {w["code"] for w in result["warnings"]} == {
+        "undescribed_option",
+        "no_escape_option",
+        "missing_instructions",
+    }
     assert len(result["sha256"]) == 64
     assert set(result) == {"valid", "errors", "warnings", "sha256"}
 
@@ -158,6 +162,32 @@ def test_exit_status_from_a_real_process(tmp_path):
             },
         )
         assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
+
+
+def test_json_output_carries_the_semantic_lints_and_reads_the_state_files(tmp_path):
+    doc = {
+        "q": {
+            "type": "noul",
+            "instructions": "How many items does `basket` hold?",
+            "criteria": {"true": "A full basket", "false": "An empty basket"},
+        }
+    }
+    _, out, _ = run("validate", write(tmp_path, doc), "--json")
+    codes = [w["code"] for w in json.loads(out)["warnings"]]
+    assert codes == ["counting"]  # no sample state: the state-path lint does not run
+    state = write(tmp_path, {"cart": {"items": []}}, "state.json")
+    code, out, _ = run("validate", write(tmp_path, doc), "--json", "--state-file", state)
+    assert code == 0
+    warnings = json.loads(out)["warnings"]
+    assert [w["code"] for w in warnings] == ["counting", "unknown_state_path"]
+    assert warnings[1]["actual"] == "basket"
+    assert warnings[1]["loc"] == ["questions", "q", "instructions"]
+    # a body's own state is a sample state
+    body = {"state": {"basket": [1]}, "questions": doc}
+    _, out, _ = run("validate", write(tmp_path, body), "--json")
+    assert [w["code"] for w in json.loads(out)["warnings"]] == ["counting"]
+    _, text, _ = run("validate", write(tmp_path, doc), "--state-file", state)
+    assert "warning: questions.q.instructions: `basket` is in none of the sample states" in text
 
 
 def test_validate_json_accepts_structured_descriptions_and_refuses_nothing_to_judge(tmp_path):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from questions import spec
+from questions import services, spec
 from tests import factories
 from tests.test_editor import as_post, draft_with, editor_url, fields_of
 
@@ -140,3 +140,40 @@ def test_readers_see_no_replace(client):
     client.force_login(factories.user("reader"))
     page = client.get(f"/sets/{qs.slug}/v1/json/").content.decode()
     assert "Replace the draft" not in page
+
+
+def test_a_semantic_lint_appears_live_at_the_field_it_names(author_client):
+    version = draft_with(author_client, DOC)
+    services.sample_state_create(
+        question_set=version.question_set,
+        name="a ticket",
+        state={"ticket": {"text": "help"}},
+        author=author_client.user,
+    )
+    data = _page(author_client, version)
+    key = _key(data, "desk")
+    before = _validate(author_client, version, data, key)
+    assert "asks the model to count" not in before
+    data[f"q-{key}-instructions"] = ["How many desks does `ticket.owner` need?"]
+    html = _validate(author_client, version, data, key)
+    at = _slot(html, f"slot-{key}-instructions")
+    assert "“How many” asks the model to count" in at
+    assert "<code>ticket.owner</code> is in none of the sample states" in at
+    assert re.search(r'class="card-status" data-invalid="0" data-lints="[1-9]', html)
+    # a path the set's sample states have is quiet
+    data[f"q-{key}-instructions"] = ["Which desk owns `ticket.text`?"]
+    assert "sample states" not in _slot(
+        _validate(author_client, version, data, key), f"slot-{key}-instructions"
+    )
+
+
+def test_the_editor_page_shows_the_lints_of_every_question(author_client):
+    doc = {
+        **DOC,
+        "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "high"]},
+    }
+    doc.pop("bad")
+    version = draft_with(author_client, doc)
+    html = author_client.get(editor_url(version)).content.decode()
+    data = _page(author_client, version)
+    assert "are bare labels" in _slot(html, f"slot-{_key(data, 'urgency')}-criteria")

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import backends, forms, roles, services, spec
+from questions import backends, forms, roles, selectors, services, spec
 from questions.models import Version
 from questions.services import tries
 from questions.services.errors import require
@@ -60,19 +60,25 @@ def _checked(
     cards: list[forms.Card],
     document: dict,
     *,
+    version: Version,
     stand_ins: frozenset[str] = frozenset(),
     untouched: frozenset[str] = frozenset(),
 ) -> dict:
     """The issues of a document, placed at the fields of `cards`, and a status per card.
     `stand_ins` are ids that stand for other cards (counted, not checked): their issues are
-    theirs, not this page's. The warnings of `untouched` rows (new, nothing typed yet) wait."""
+    theirs, not this page's. The warnings of `untouched` rows (new, nothing typed yet) wait.
+    The lints read the state paths of `version`'s set."""
 
     def ours(issue: spec.Issue) -> bool:
         return not (
             len(issue.loc) > 1 and issue.loc[0] == "questions" and issue.loc[1] in stand_ins
         )
 
-    result = spec.validate(document, limits=limits())
+    result = spec.validate(
+        document,
+        limits=limits(),
+        sample_states=selectors.sample_state_paths(version.question_set),
+    )
     errors = [e for e in result.errors if ours(e)] + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
     warnings_at = forms.place_issues(cards, [w for w in result.warnings if ours(w)])
@@ -137,7 +143,7 @@ def _page(
         if roles.may_ask_live(request.user)
         else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
-        **_checked(cards, document),
+        **_checked(cards, document, version=version),
         **extra,
     }
     return render(request, EDIT_TEMPLATE, context, status=status)
@@ -187,7 +193,7 @@ def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpRespo
         "editable": version.is_draft and roles.may_write(request.user),
         "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
-        **_checked([card], {qid: document[qid]}),
+        **_checked([card], {qid: document[qid]}, version=version),
     }
     return render(request, EDIT_TEMPLATE + "#card", context)
 
@@ -262,7 +268,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     stand_ins = frozenset(document) - {card.id}
     document[card.id] = question
     untouched = frozenset(request.POST.getlist(f"q-{key}-untouched"))
-    checked = _checked([card], document, stand_ins=stand_ins, untouched=untouched)
+    checked = _checked([card], document, version=version, stand_ins=stand_ins, untouched=untouched)
     context = {
         "set": version.question_set,
         "version": version,
@@ -312,7 +318,7 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "editable": True,
         "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
-        **_checked([card], document),
+        **_checked([card], document, version=version),
     }
     return render(request, EDIT_TEMPLATE + "#card", context)
 
@@ -342,7 +348,11 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     except ValueError:
         base = -1
     try:
-        result = spec.validate(spec.loads(text), limits=limits())
+        result = spec.validate(
+            spec.loads(text),
+            limits=limits(),
+            sample_states=selectors.sample_state_paths(version.question_set),
+        )
     except spec.JSONTextError as exc:
         result = None
         context["problem"] = f"This is not JSON: {exc}"

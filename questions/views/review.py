@@ -86,7 +86,15 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
             problem = str(exc)
     baseline, baseline_name = selectors.review_baseline(version)
     document = version.document
-    lints = spec.validate(document, limits=settings.DECISIONS_LIMITS).warnings
+    lints = spec.validate(
+        document,
+        limits=settings.DECISIONS_LIMITS,
+        sample_states=selectors.sample_state_paths(version.question_set),
+    ).warnings
+    lints_of: dict[str, list[spec.Issue]] = {}
+    for lint in lints:
+        if lint.question is not None:
+            lints_of.setdefault(lint.question, []).append(lint)
     parent = version.parent if version.parent_id else None
     against_baseline = diff.document_diff(baseline.document if baseline else {}, document)
     against_parent = None
@@ -100,12 +108,16 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "baseline_name": baseline_name,
         "parent": parent,
         "diff": against_baseline,
-        "questions": review_questions(
-            document,
-            against_baseline,
-            against_parent,
-            inline_all=request.GET.get("full") == "1" or entry_count(document) <= INLINE_ENTRIES,
-        ),
+        "questions": [
+            {**q, "lints": lints_of.get(q["content"].id, [])}
+            for q in review_questions(
+                document,
+                against_baseline,
+                against_parent,
+                inline_all=request.GET.get("full") == "1"
+                or entry_count(document) <= INLINE_ENTRIES,
+            )
+        ],
         "removed": [
             q
             for d in (against_baseline, against_parent)

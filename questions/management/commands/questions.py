@@ -97,6 +97,14 @@ class Command(ControlCommands, BaseCommand):
         )
         validate.add_argument("file", metavar="FILE")
         validate.add_argument("--json", action="store_true", help="print one JSON object")
+        validate.add_argument(
+            "--state-file",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="a sample state (any JSON) the backticked state paths are checked against; "
+            "repeat for more (a body's own state is one already)",
+        )
 
         imp = sub.add_parser(
             "import",
@@ -736,9 +744,14 @@ class Command(ControlCommands, BaseCommand):
 
     # validate --------------------------------------------------------------------------------
 
-    def do_validate(self, *, file: str, json: bool = False, **_: Any) -> int:
+    def do_validate(
+        self, *, file: str, json: bool = False, state_file: list[str] | None = None, **_: Any
+    ) -> int:
         value = read_json_file(file)
-        result = spec.validate(value, limits=settings.DECISIONS_LIMITS)
+        states = [read_json_file(name) for name in state_file or ()]
+        result = spec.validate(
+            value, limits=settings.DECISIONS_LIMITS, sample_states=states or None
+        )
         if json:
             out = result.as_dict()
             if not result.valid:
