@@ -42,7 +42,7 @@ def entry_words(entry: Any) -> str:
         return "(no description: read by its name alone)"
     if isinstance(entry, str):
         return entry
-    if _in_words(entry):
+    if spec.is_documented_entry(entry):
         lines = []
         if "what" in entry:
             lines.append(f"what: {entry['what']}")
@@ -54,20 +54,6 @@ def entry_words(entry: Any) -> str:
             lines.append(f"examples: {shown}")
         return "\n".join(lines) or "{} (an empty description)"
     return json.dumps(entry, ensure_ascii=False)  # a structured form: all of it, as written
-
-
-def _in_words(entry: Any) -> bool:
-    """Whether an entry reads fully as what / not for / examples lines; any other structured
-    form (an array, other keys, other values) is shown as its JSON, so no part of it can
-    change unseen."""
-    if not isinstance(entry, dict) or any(k not in spec.ENTRY_KEYS for k in entry):
-        return False
-    examples = entry.get("examples", [])
-    return (
-        all(isinstance(entry.get(k, ""), str) for k in ("what", "not_for"))
-        and isinstance(examples, list)
-        and all(isinstance(e, str) for e in examples)
-    )
 
 
 def value_words(value: Any) -> str:

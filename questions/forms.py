@@ -146,22 +146,18 @@ class EntryNotJSON(ValueError):
 
 
 def plain_entry(entry: Any) -> bool:
-    """Whether the what / not for / examples fields show `entry` exactly: an object of those
-    keys only (each once), `what` and `not_for` strings, `examples` strings that one line each
-    holds as typed (non-blank, no surrounding space). Anything else is edited as JSON."""
+    """Whether the what / not for / examples fields show object `entry` exactly: the documented
+    object (`spec.is_documented_entry`, each key once), with no carriage return in `what` or
+    `not_for` and examples that one line each holds as typed (non-blank, no surrounding space).
+    Anything else is edited as JSON."""
     if not isinstance(entry, dict) or getattr(entry, "repeated", ()):
         return False
-    if any(key not in spec.ENTRY_KEYS for key in entry):
+    if not spec.is_documented_entry(entry):
         return False
-    if any(
-        not isinstance(entry.get(k, ""), str) or "\r" in entry.get(k, "")
-        for k in ("what", "not_for")
-    ):
+    if any("\r" in entry.get(k, "") for k in ("what", "not_for")):
         return False
-    examples = entry.get("examples", [])
-    return isinstance(examples, list) and all(
-        isinstance(e, str) and e and e == e.strip() and "\n" not in e and "\r" not in e
-        for e in examples
+    return all(
+        e and e == e.strip() and "\n" not in e and "\r" not in e for e in entry.get("examples", [])
     )
 
 

@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
@@ -29,6 +29,13 @@ from typing import Any, Final
 
 QUESTION_TYPES: Final = ("choice", "score", "noul")
 ENTRY_KEYS: Final = ("what", "not_for", "examples")
+#: What each key of the documented structured description usually holds (seed 000); any other
+#: object or array is a structured description too, forwarded as written (seed 002).
+_ENTRY_FIELD_TYPES: Final = {
+    "what": (str, "a string"),
+    "not_for": (str, "a string"),
+    "examples": (list, "an array of strings"),
+}
 NOUL_CRITERIA_KEYS: Final = ("true", "false")
 QUESTION_KEYS: Final = ("type", "instructions", "criteria")
 
@@ -482,6 +489,19 @@ def _shorter_ids(message: str, question: str | None) -> str:
     return message
 
 
+def _objects_within(value: Any, path: Loc) -> Iterator[tuple[dict, Loc]]:
+    """Every object inside a JSON value (itself included) with where it is; iterative, as a
+    state or a structured description may nest as deeply as the parser allows."""
+    stack: list[tuple[Any, Loc]] = [(value, path)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, dict):
+            yield item, at
+            stack.extend((v, (*at, k)) for k, v in item.items() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, (*at, i)) for i, v in enumerate(item) if isinstance(v, dict | list))
+
+
 class _Checker:
     """One validation pass. Collects issues; never raises on JSON input."""
 
@@ -532,53 +552,39 @@ class _Checker:
     # entries ---------------------------------------------------------------------------------
 
     def entry(self, value: Any, path: Loc, qid: str, label: str) -> None:
-        """`null`, a string, or {"what", "not_for", "examples"} with each key optional."""
+        """`null`, a string, or a structured description — an object or an array (seed 002:
+        "supplied descriptions accept strings, objects and arrays"), kept and forwarded as
+        written. The documented object `{"what", "not_for", "examples"}` is one such form; a
+        documented key holding something else is worth a word, never a refusal."""
         if value is None or isinstance(value, str):
             return
-        if not isinstance(value, dict):
+        if not isinstance(value, dict | list):
             self.error(
                 path,
                 "invalid_entry",
-                f"{label} must be null, a string or an object with what / not_for / examples; "
-                f"got {describe(value)}",
+                f"{label} must be null, a string, an object or an array; got {describe(value)}",
                 qid,
             )
             return
-        self.repeated_keys(value, path, "entry key", qid)
+        self.repeated_entry_keys(value, path, qid)
+        if isinstance(value, list):
+            return
         for key, item in value.items():
-            item_path = _key_path(path, key)
-            if key in ("what", "not_for"):
-                if not isinstance(item, str):
-                    self.error(
-                        item_path,
-                        "invalid_entry_field",
-                        f"{label}: `{key}` must be a string; got {describe(item)}",
-                        qid,
-                    )
-            elif key == "examples":
-                if not isinstance(item, list):
-                    self.error(
-                        item_path,
-                        "invalid_entry_field",
-                        f"{label}: `examples` must be an array of strings; got {describe(item)}",
-                        qid,
-                    )
-                    continue
-                for i, example in enumerate(item):
-                    if not isinstance(example, str):
-                        self.error(
-                            (*item_path, i),
-                            "invalid_entry_field",
-                            f"{label}: example {i} must be a string; got {describe(example)}",
-                            qid,
-                        )
-            else:
-                self.error(
-                    item_path,
-                    "unknown_entry_field",
-                    f"{label}: unknown key `{key}`; an entry has only what, not_for and examples",
-                    qid,
-                )
+            if key not in _ENTRY_FIELD_TYPES or is_documented_entry({key: item}):
+                continue
+            self.warn(
+                _key_path(path, key),
+                "unusual_entry_field",
+                f"{label}: `{key}` is usually {_ENTRY_FIELD_TYPES[key][1]}; got {describe(item)} "
+                "(it is sent as written)",
+                qid,
+            )
+
+    def repeated_entry_keys(self, value: Any, path: Loc, qid: str) -> None:
+        """A key repeated in one object of a structured description: JSON keeps only its last
+        value, so the description would say less than its text."""
+        for obj, at in _objects_within(value, path):
+            self.repeated_keys(obj, at, "entry key", qid)
 
     # questions -------------------------------------------------------------------------------
 
@@ -624,6 +630,7 @@ class _Checker:
                 qid,
             )
             return None
+        start = len(self.errors)
         self.repeated_keys(value, path, "question key", qid)
         for key in value:
             if key not in QUESTION_KEYS:
@@ -675,6 +682,16 @@ class _Checker:
         elif qtype == "noul":
             self.noul(criteria, cpath, qid, instructions)
         if len(self.errors) > before or qtype not in QUESTION_TYPES:
+            return None
+        if qtype == "noul" and len(self.errors) == start and not _has_words(instructions, criteria):
+            self.error(
+                path,
+                "nothing_to_judge",
+                f"noul `{qid}` has nothing to judge: no instructions and no described `true` or "
+                "`false` case; give it a statement in its instructions (the provider's SDK "
+                "refuses to send it)",
+                qid,
+            )
             return None
         return Question(qid, qtype, instructions, criteria, keys=tuple(value))
 
@@ -748,6 +765,7 @@ class _Checker:
                     f"`false`; got {describe(criteria)}",
                     qid,
                 )
+                return
             else:
                 self.repeated_keys(criteria, path, "criteria key", qid)
                 for key, entry in criteria.items():
@@ -911,21 +929,13 @@ class _Checker:
 
     def repeated_state_keys(self, state: Any, path: Loc) -> None:
         """A key repeated in one object of the state: JSON keeps only its last value, so the
-        state would say less than its text (iterative: a state may be nested deeply)."""
-        stack: list[tuple[Any, Loc]] = [(state, path)]
-        while stack:
-            value, at = stack.pop()
-            if isinstance(value, dict):
-                for key in getattr(value, "repeated", ()):
-                    self.error(
-                        _key_path(at, key),
-                        "duplicate_state_key",
-                        f"key `{key}` is repeated in the state; JSON keeps only its last value",
-                    )
-                stack.extend((v, (*at, k)) for k, v in value.items() if isinstance(v, dict | list))
-            elif isinstance(value, list):
-                stack.extend(
-                    (v, (*at, i)) for i, v in enumerate(value) if isinstance(v, dict | list)
+        state would say less than its text."""
+        for obj, at in _objects_within(state, path):
+            for key in getattr(obj, "repeated", ()):
+                self.error(
+                    _key_path(at, key),
+                    "duplicate_state_key",
+                    f"key `{key}` is repeated in the state; JSON keeps only its last value",
                 )
 
     def nonblank_string(self, wrapper: dict, key: str, code: str, required: bool) -> None:
@@ -1097,17 +1107,54 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().replace("_", " ").replace("-", " ").split())
 
 
+def is_documented_entry(entry: Any) -> bool:
+    """Whether an entry is null, a string, or the documented object `{"what", "not_for",
+    "examples"}` with each key holding what it usually does — the shapes the editor's fields
+    edit; every other structured description is kept and edited as JSON."""
+    if entry is None or isinstance(entry, str):
+        return True
+    if not isinstance(entry, dict) or not set(entry) <= set(ENTRY_KEYS):
+        return False
+    return all(
+        isinstance(value, _ENTRY_FIELD_TYPES[key][0])
+        and (key != "examples" or all(isinstance(x, str) for x in value))
+        for key, value in entry.items()
+    )
+
+
 def entry_text(entry: Any) -> str:
-    """The words an entry gives the model, joined: what a description lint reads."""
+    """The words an entry (or instructions) gives the model, joined: what a lint reads. A
+    string is its own text; the documented object reads `what`, `not_for`, then the examples;
+    any other structured form reads every string and number inside it, in order (iterative)."""
     if isinstance(entry, str):
         return entry.strip()
-    if isinstance(entry, dict):
-        parts = [entry.get("what"), entry.get("not_for")]
-        examples = entry.get("examples")
-        if isinstance(examples, list):
-            parts.extend(examples)
-        return " ".join(p for p in parts if isinstance(p, str)).strip()
-    return ""
+    if not isinstance(entry, dict | list):
+        return ""
+    if isinstance(entry, dict) and set(entry) <= set(ENTRY_KEYS):
+        entry = [entry.get(key) for key in ENTRY_KEYS]
+    words: list[str] = []
+    stack = [entry]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.strip():
+                words.append(item.strip())
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int | float):
+            words.append(json.dumps(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return " ".join(words)
+
+
+def _has_words(instructions: Any, criteria: Any) -> bool:
+    """Whether a noul gives the model something to judge: words in its instructions or in one
+    of its cases."""
+    cases = criteria.values() if isinstance(criteria, dict) else ()
+    return bool(entry_text(instructions)) or any(entry_text(case) for case in cases)
 
 
 def _looks_like_question(value: Any) -> bool:
@@ -1175,6 +1222,8 @@ def validate(value: Any, *, limits: Limits, lints: bool = True) -> Validation:
         checker.lint_budget(raw_questions, state)
     document = None
     if not checker.errors and questions is not None:
+        if lints:
+            checker.warnings.extend(provider_refusals(questions, state))
         document = Document(form, questions, state, meta)
         claimed = meta.get("sha256")
         if form is Form.EXPORT and claimed is not None and claimed != document.sha256:
@@ -1203,6 +1252,64 @@ def validate_state(state: Any, *, limits: Limits) -> list[Issue]:
     checker = _Checker(limits, lints=False)
     checker.state({"state": state})
     return checker.errors
+
+
+#: The wires that carry the provider's published request schema (the official SDK's
+#: `SystemOneRequest`): they refuse what it refuses before a call is spent. The runtime takes any
+#: JSON state (seed 000) and forwards it to the provider, whose answer it passes on.
+SCHEMA_WIRES: Final = ("typesafe", "openrouter")
+#: The state's JSON types the provider's schema takes.
+SCHEMA_STATE_TYPES: Final = (str, dict, list)
+
+
+def provider_refusals(
+    questions: Mapping[str, Question] | None = None, state: Any = ABSENT
+) -> list[Issue]:
+    """What the provider's published schema refuses in questions and a state this contract
+    accepts (DESIGN.md §2.1): a `null`, boolean or number state, and a `null` score level. Each
+    names the wires that refuse it; the console warns at the field and the schema wires refuse
+    the call as the provider would (422), before spending it."""
+    wires = " and ".join(f"`{w}`" for w in SCHEMA_WIRES)
+    out: list[Issue] = []
+    if state is not ABSENT and not isinstance(state, SCHEMA_STATE_TYPES):
+        out.append(
+            Issue(
+                "state",
+                "state_refused_by_provider",
+                f"a state that is {describe(state)} is any JSON to the runtime, but the "
+                f"provider's schema takes only a string, an object or an array: the {wires} "
+                "wires refuse it, and the provider refuses it behind the runtime — wrap it, e.g. "
+                '{"value": …}',
+                None,
+                "a string, an object or an array",
+                describe(state),
+                ("state",),
+            )
+        )
+    for qid, question in (questions or {}).items():
+        if question.type != "score":
+            continue
+        for i, level in enumerate(question.criteria):
+            if level is None:
+                loc: Loc = ("questions", qid, "criteria", i)
+                out.append(
+                    Issue(
+                        path_of(loc),
+                        "null_level_refused_by_provider",
+                        _shorter_ids(
+                            f"level {i} of score `{qid}` is null: the provider's schema takes a "
+                            f"description for every level, so the {wires} wires refuse it, and "
+                            "the official SDK cannot read a null level echoed in an answer's "
+                            "legend — describe the level",
+                            qid,
+                        ),
+                        qid,
+                        None,
+                        None,
+                        loc,
+                    )
+                )
+    return out
 
 
 def parse(value: Any, *, limits: Limits) -> Document:

@@ -7,6 +7,8 @@ from urllib.parse import quote_plus
 
 from hypothesis import strategies as st
 
+from questions import spec
+
 #: Field names the console's forms and query strings read (the editor's card `k` and row `r1`).
 FIELD_NAMES = (
     "document",
@@ -156,7 +158,11 @@ random_text = st.text(_characters, max_size=24)
 _inner = st.sampled_from(SPECIAL_VALUES[:30]) | random_text.map(lambda s: f'"{s}"')
 json_with_junk = st.one_of(
     _inner.map(lambda v: f'{{"x": {{"type": "choice", "instructions": {v}}}}}'),
-    _inner.map(lambda v: f'{{"questions": {{"x": {{"type": "noul"}}}}, "state": {v}}}'),
+    _inner.map(
+        lambda v: (
+            f'{{"questions": {{"x": {{"type": "noul", "instructions": "So?"}}}}, "state": {v}}}'
+        )
+    ),
     _inner.map(lambda v: f'{{"x": {{"type": "choice", "criteria": {{"a": {v}, "b": ""}}}}}}'),
     _inner.map(lambda v: f'{{"k": {v}}}'),
 )
@@ -190,3 +196,109 @@ def urlencode(fields: dict[str, list[str]]) -> bytes:
 
 def _quote(text: str) -> str:
     return quote_plus(text.encode("utf-8", "surrogatepass"))
+
+
+# --- question set documents --------------------------------------------------------------------
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+json_containers = st.lists(json_values, max_size=3) | st.dictionaries(
+    st.text(max_size=8), json_values, max_size=3
+)
+
+names = st.text(min_size=1, max_size=128).filter(lambda s: s.strip())
+#: every entry form the provider's schema takes: null, a string, the documented object, and any
+#: other structured description (an object with other keys, an array, nested)
+entries = (
+    st.none()
+    | st.text(max_size=40)
+    | st.fixed_dictionaries(
+        {},
+        optional={
+            "what": st.text(max_size=40),
+            "not_for": st.text(max_size=40),
+            "examples": st.lists(st.text(max_size=20), max_size=3),
+        },
+    )
+    | json_containers
+)
+instructions = (
+    st.just(spec.ABSENT)
+    | st.none()
+    | st.text(max_size=60)
+    | st.dictionaries(st.text(max_size=8), json_values, max_size=3)
+    | st.lists(json_values, max_size=3)
+)
+noul_criteria = (
+    st.just(spec.ABSENT)
+    | st.none()
+    | st.just({})
+    | st.fixed_dictionaries({}, optional={"true": entries, "false": entries})
+)
+
+
+def question(qtype: str, criteria, instructions=instructions) -> st.SearchStrategy:
+    def build(instr, crit):
+        q = {"type": qtype}
+        if instr is not spec.ABSENT:
+            q["instructions"] = instr
+        if crit is not spec.ABSENT:
+            q["criteria"] = crit
+        return q
+
+    return st.builds(build, instructions, criteria)
+
+
+def _judgeable(q: dict) -> bool:
+    cases = q.get("criteria")
+    cases = cases.values() if isinstance(cases, dict) else ()
+    return bool(spec.entry_text(q.get("instructions"))) or any(spec.entry_text(c) for c in cases)
+
+
+questions = (
+    question("choice", st.dictionaries(names, entries, min_size=2, max_size=6))
+    | question("score", st.lists(entries, min_size=2, max_size=10))
+    # a noul with nothing to judge is an error of its own (tests/test_spec.py)
+    | question("noul", noul_criteria, instructions | st.text(min_size=1, max_size=60)).filter(
+        _judgeable
+    )
+)
+question_maps = st.dictionaries(names, questions, min_size=1, max_size=5)
+
+
+def wrap(form: str, qmap: dict, state, model: str) -> dict:
+    if form == "bare":
+        return qmap
+    if form == "decisions":
+        return {"state": state, "questions": qmap}
+    if form == "provider":
+        return {"state": state, "model": model, "questions": qmap}
+    return {
+        "format": spec.EXPORT_FORMAT,
+        "question_set": "s",
+        "version": 1,
+        "status": "approved",
+        "sha256": spec.questions_sha256(qmap),
+        "questions": qmap,
+    }
+
+
+documents = st.builds(
+    wrap,
+    st.sampled_from(["bare", "decisions", "provider", "export"]),
+    question_maps,
+    json_values,
+    names,
+)

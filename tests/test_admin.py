@@ -24,7 +24,9 @@ def test_a_version_that_is_not_a_draft_is_read_only_in_the_admin(client, staff):
     page = client.get(url)
     assert page.status_code == 200
     assert b'name="document_text"' not in page.content
-    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}'})
+    response = client.post(
+        url, {"document_text": '{"x": {"type": "noul", "instructions": "Is it so?"}}'}
+    )
     assert response.status_code == 403
     version.refresh_from_db()
     assert "x" not in version.document
@@ -38,10 +40,19 @@ def test_a_draft_saved_in_the_admin_goes_through_the_service(client, staff):
     qs = factories.question_set(owner=staff)
     version = factories.draft(qs)
     url = reverse("admin:questions_version_change", args=[version.pk])
-    response = client.post(url, {"document_text": '{"x": {"type": "noul"}}', "base_revision": 1})
+    response = client.post(
+        url,
+        {
+            "document_text": '{"x": {"type": "noul", "instructions": "Is it so?"}}',
+            "base_revision": 1,
+        },
+    )
     assert response.status_code == 302
     version.refresh_from_db()
-    assert (version.document, version.revision) == ({"x": {"type": "noul"}}, 2)
+    assert (version.document, version.revision) == (
+        {"x": {"type": "noul", "instructions": "Is it so?"}},
+        2,
+    )
     assert [e.kind for e in version.events.all()] == ["created", "edited"]
     bad = client.post(url, {"document_text": "[1]", "base_revision": 2})
     assert bad.status_code == 200 and b"A document is a JSON object" in bad.content
@@ -54,13 +65,23 @@ def test_an_admin_save_over_a_newer_revision_is_refused_and_keeps_the_text(clien
     opened = client.get(url).content.decode()
     assert 'name="base_revision" value="1"' in opened
     services.version_save(  # the editor saves while the admin form is open
-        version=version, document={"editor": {"type": "noul"}}, base_revision=1, author=staff
+        version=version,
+        document={"editor": {"type": "noul", "instructions": "Is it so?"}},
+        base_revision=1,
+        author=staff,
     )
     response = client.post(
-        url, {"document_text": '{"admin": {"type": "noul"}}', "base_revision": 1}
+        url,
+        {
+            "document_text": '{"admin": {"type": "noul", "instructions": "Is it so?"}}',
+            "base_revision": 1,
+        },
     )
     assert response.status_code == 200
     page = response.content.decode()
     assert "saved elsewhere" in page and "admin" in page
     version.refresh_from_db()
-    assert (version.document, version.revision) == ({"editor": {"type": "noul"}}, 2)
+    assert (version.document, version.revision) == (
+        {"editor": {"type": "noul", "instructions": "Is it so?"}},
+        2,
+    )

@@ -417,6 +417,47 @@ def test_nothing_is_sent_for_an_invalid_document_or_state(provider):
     assert provider.requests == [] and not Decision.objects.exists()
 
 
+@pytest.mark.parametrize("backend", ["typesafe", "openrouter"])
+@pytest.mark.parametrize("state", [None, True, 42])
+def test_a_state_the_providers_schema_refuses_is_a_422_on_its_wires_before_any_call(
+    provider, backend, state
+):
+    outcome = ask(backend, state=state)
+    assert outcome.error.status == 422
+    assert "Nothing was sent" in outcome.error.detail
+    assert "state_refused_by_provider" not in outcome.error.detail  # words, not codes
+    assert "a string, an object or an array" in outcome.error.provider_detail
+    assert provider.requests == [] and not Decision.objects.exists()
+
+
+def test_a_null_score_level_is_a_422_on_the_providers_wires_and_goes_out_through_the_runtime(
+    provider,
+):
+    document = {"rate": {"type": "score", "instructions": "Rate it.", "criteria": ["low", None]}}
+    refused = ask("typesafe", document=document)
+    assert refused.error.status == 422
+    assert "questions.rate.criteria.1" in refused.error.provider_detail
+    assert provider.requests == []
+    provider.default = {
+        "model": "jev-1.13.0",
+        "answers": {
+            "rate": {
+                "type": "score",
+                "score": 0.5,
+                "legend": {"0": "low", "1": None},
+                "probabilities": {"0": 0.5, "1": 0.5},
+                "confidence": 0.0,
+            }
+        },
+        "usage": {"input_tokens": 10, "output_tokens": 0},
+    }
+    # the runtime takes any JSON (seed 000): what its provider makes of it is its answer
+    sent = ask("runtime", document=document, state=None)
+    assert [r["path"] for r in provider.requests] == ["/api/decisions"]
+    assert provider.requests[0]["body"]["state"] is None
+    assert sent.error is None
+
+
 @pytest.mark.parametrize(
     ("backend", "variable"),
     [

@@ -158,3 +158,31 @@ def test_exit_status_from_a_real_process(tmp_path):
             },
         )
         assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
+
+
+def test_validate_json_accepts_structured_descriptions_and_refuses_nothing_to_judge(tmp_path):
+    structured = {
+        "state": None,
+        "questions": {
+            "team": {
+                "type": "choice",
+                "instructions": ["Route the ticket.", {"read": "`state.ticket`"}],
+                "criteria": {"billing": ["Payments", "invoices"], "other": {"say": "none"}},
+            },
+            "rate": {"type": "score", "instructions": "Rate it.", "criteria": ["low", None]},
+        },
+    }
+    code, out, _ = run("validate", write(tmp_path, structured), "--json")
+    verdict = json.loads(out)
+    assert (code, verdict["valid"]) == (0, True)
+    wires = {w["code"]: w["path"] for w in verdict["warnings"] if "provider" in w["code"]}
+    assert wires == {
+        "state_refused_by_provider": "state",
+        "null_level_refused_by_provider": "questions.rate.criteria.1",
+    }
+    code, out, _ = run(
+        "validate", write(tmp_path, {"n": {"type": "noul", "criteria": None}}), "--json"
+    )
+    verdict = json.loads(out)
+    assert (code, verdict["valid"]) == (1, False)
+    assert [e["code"] for e in verdict["errors"]] == ["nothing_to_judge"]

@@ -131,3 +131,12 @@ def test_a_structured_entry_changes_where_the_words_cannot_show_it():
 def test_noul_cases_read_in_the_author_s_order():
     question = {"type": "noul", "criteria": {"false": "later", "true": "now"}}
     assert [case for case, _ in diff.question_content("n", question).entries] == ["false", "true"]
+
+
+def test_a_structured_description_diffs_as_its_json_in_the_authors_order():
+    before = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late", "lost"]}, "b": "x"}}
+    after = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late"]}, "b": "x"}}
+    [change] = diff.question_diff("c", before, after).changes
+    old, new = diff.sides(change.segments)
+    assert old == '{"what": "w", "why": ["late", "lost"]}'
+    assert new == '{"what": "w", "why": ["late"]}'

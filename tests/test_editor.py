@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from questions import services, spec, standin
 from questions.models import Decision, Version
 from tests import factories
-from tests.test_spec_properties import question_maps
+from tests.strategies import question_maps
 
 pytestmark = pytest.mark.django_db
 
@@ -140,9 +140,9 @@ EVERY_SHAPE = {
         "instructions": None,
         "criteria": {"true": {"examples": ["wave please"]}, "false": None},
     },
-    "absent": {"type": "noul"},
-    "nullc": {"type": "noul", "criteria": None},
-    "emptyc": {"type": "noul", "criteria": {}},
+    "absent": {"type": "noul", "instructions": "It waves."},
+    "nullc": {"type": "noul", "instructions": "It waves.", "criteria": None},
+    "emptyc": {"type": "noul", "instructions": "It waves.", "criteria": {}},
     "onlytrue": {"type": "noul", "criteria": {"true": "yes"}},
     "energy": {
         "type": "score",

@@ -39,7 +39,7 @@ def test_a_version_that_is_not_a_draft_changes_through_no_path(world, number):
     client = client_for(AU)
     version = Version.objects.get(question_set__slug="s", number=number)
     before = (version.document_text, version.revision, version.status)
-    doc = '{"x": {"type": "noul"}}'
+    doc = '{"x": {"type": "noul", "instructions": "Is it so?"}}'
     client.post(f"/sets/s/v{number}/json/", {"document": doc, "base_revision": version.revision})
     client.post(
         f"/sets/s/v{number}/save/",

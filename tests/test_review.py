@@ -19,8 +19,8 @@ from questions import roles, selectors, services, spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
 from tests.helpers import token_form
+from tests.strategies import question_maps
 from tests.test_cli_validate import run, write
-from tests.test_spec_properties import question_maps
 
 pytestmark = pytest.mark.django_db
 SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())

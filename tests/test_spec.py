@@ -104,7 +104,9 @@ def test_question_count_follows_the_configured_limit():
 @pytest.mark.parametrize(("length", "valid"), [(1, True), (127, True), (128, True), (129, False)])
 def test_question_id_length(length, valid):
     qid = "q" * length
-    result = spec.validate({qid: {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
+    result = spec.validate(
+        {qid: {"type": "noul", "instructions": "Is it so?"}}, limits=spec.DEFAULT_LIMITS
+    )
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -126,15 +128,17 @@ def test_option_name_length(length, valid):
 
 @pytest.mark.parametrize("blank", ["", " ", "\t\n"])
 def test_blank_names_are_refused(blank):
-    assert codes(spec.validate({blank: {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)) == [
-        "blank_question_id"
-    ]
+    assert codes(
+        spec.validate(
+            {blank: {"type": "noul", "instructions": "Is it so?"}}, limits=spec.DEFAULT_LIMITS
+        )
+    ) == ["blank_question_id"]
     doc = {"pick": {"type": "choice", "criteria": {blank: "x", "other": "y"}}}
     assert codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS)) == ["blank_option_name"]
 
 
 def test_repeated_keys_in_the_text_are_duplicates():
-    text = '{"q": {"type": "noul"}, "q": {"type": "noul"}}'
+    text = '{"q": {"type": "noul"}, "q": {"type": "noul", "instructions": "?"}}'
     error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.question) == ("duplicate_question_id", "q")
     text = '{"q": {"type": "choice", "criteria": {"a": "x", "b": "y", "a": "z"}}}'
@@ -145,68 +149,144 @@ def test_repeated_keys_in_the_text_are_duplicates():
 # --- entries -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "entry",
-    [
-        None,
-        "a description",
-        "",
-        {},
-        {"what": "w"},
-        {"not_for": "n"},
-        {"examples": []},
-        {"examples": ["e1", "e2"]},
-        {"what": "w", "not_for": "n", "examples": ["e"]},
-    ],
-)
+ENTRY_SHAPES = [
+    None,
+    "a description",
+    "",
+    {},
+    {"what": "w"},
+    {"not_for": "n"},
+    {"examples": []},
+    {"examples": ["e1", "e2"]},
+    {"what": "w", "not_for": "n", "examples": ["e"]},
+    # structured descriptions the provider's schema accepts (seed 002): arrays, other keys
+    ["a list", "of words"],
+    [],
+    {"description": "x"},
+    {"what": "w", "consequence": {"refund": True, "within_days": 14}},
+    [{"what": "nested"}, ["deeper", 1.5], None],
+]
+
+
+@pytest.mark.parametrize("entry", ENTRY_SHAPES)
 def test_every_entry_shape_is_accepted_for_options_levels_and_noul_cases(entry):
     doc = {
         "c": {"type": "choice", "criteria": {"a": entry, "other": "none of these"}},
         "s": {"type": "score", "criteria": [entry, "high"]},
-        "n": {"type": "noul", "criteria": {"true": entry, "false": entry}},
+        "n": {"type": "noul", "instructions": "It is high.", "criteria": {"true": entry}},
     }
-    assert spec.validate(doc, limits=spec.DEFAULT_LIMITS).valid
+    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    assert result.valid
+    # kept as written: the parsed questions give back the same value, in the same order
+    assert wire(result.document.questions_json()) == wire(doc)
 
 
-@pytest.mark.parametrize(
-    ("entry", "code"),
-    [
-        (1, "invalid_entry"),
-        (True, "invalid_entry"),
-        (["a"], "invalid_entry"),
-        ({"what": 1}, "invalid_entry_field"),
-        ({"what": None}, "invalid_entry_field"),
-        ({"not_for": ["x"]}, "invalid_entry_field"),
-        ({"examples": "one"}, "invalid_entry_field"),
-        ({"examples": ["ok", 2]}, "invalid_entry_field"),
-        ({"description": "x"}, "unknown_entry_field"),
-    ],
-)
-def test_bad_entries_are_named_where_they_are(entry, code):
+def wire(value):
+    return spec.wire_json(value)
+
+
+@pytest.mark.parametrize("entry", [1, 2.5, True])
+def test_an_entry_that_is_a_number_or_a_boolean_is_refused_where_it_is(entry):
     result = spec.validate(
         {"c": {"type": "choice", "criteria": {"a": entry, "b": "y"}}}, limits=spec.DEFAULT_LIMITS
     )
     error = only_error(result)
-    assert error.code == code
-    assert error.question == "c"
-    assert error.path.startswith("questions.c.criteria.a")
+    assert (error.code, error.question, error.path) == (
+        "invalid_entry",
+        "c",
+        "questions.c.criteria.a",
+    )
     level = only_error(
         spec.validate(
             {"s": {"type": "score", "criteria": ["low", entry]}}, limits=spec.DEFAULT_LIMITS
         )
     )
-    assert level.code == code
-    assert level.path.startswith("questions.s.criteria.1")
+    assert (level.code, level.path) == ("invalid_entry", "questions.s.criteria.1")
+
+
+@pytest.mark.parametrize(
+    ("entry", "where"),
+    [
+        ({"what": 1}, "what"),
+        ({"what": None}, "what"),
+        ({"not_for": ["x"]}, "not_for"),
+        ({"examples": "one"}, "examples"),
+        ({"examples": ["ok", 2]}, "examples"),
+    ],
+)
+def test_a_documented_entry_key_holding_something_else_is_a_warning_not_a_refusal(entry, where):
+    result = spec.validate(
+        {"c": {"type": "choice", "criteria": {"a": entry, "other": "none"}}},
+        limits=spec.DEFAULT_LIMITS,
+    )
+    assert result.valid
+    [warning] = [w for w in result.warnings if w.code == "unusual_entry_field"]
+    assert warning.path == f"questions.c.criteria.a.{where}"
+
+
+def test_a_key_repeated_inside_a_structured_description_is_an_error_where_it_is():
+    text = '{"c": {"type": "choice", "criteria": {"a": [{"k": 1, "k": 2}], "b": "y"}}}'
+    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
+    assert (error.code, error.path) == ("duplicate_entry_key", "questions.c.criteria.a.0.k")
+
+
+def test_lints_read_the_words_inside_structured_descriptions():
+    assert spec.entry_text({"what": "w", "not_for": "n", "examples": ["e"]}) == "w n e"
+    assert spec.entry_text(["refund", {"within": 14, "flag": True, "why": "late"}]) == (
+        "refund 14 late"
+    )
+    same = {
+        "c": {
+            "type": "choice",
+            "criteria": {"a": ["Refund", "now"], "b": {"say": "refund now"}, "other": "none"},
+        }
+    }
+    result = spec.validate(same, limits=spec.DEFAULT_LIMITS)
+    assert "duplicate_description" in codes_of(result.warnings)
+
+
+def codes_of(issues):
+    return [i.code for i in issues]
 
 
 # --- question shapes -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("instructions", ["text", "", None, {"read": "`state`"}, ["a", {"b": 1}]])
+@pytest.mark.parametrize("instructions", ["text", {"read": "`state`"}, ["a", {"b": 1}]])
 def test_instructions_forms(instructions):
     assert spec.validate(
         {"n": {"type": "noul", "instructions": instructions}}, limits=spec.DEFAULT_LIMITS
     ).valid
+
+
+NOTHING_TO_JUDGE = [
+    {"type": "noul"},
+    {"type": "noul", "instructions": None},
+    {"type": "noul", "instructions": "  "},
+    {"type": "noul", "instructions": {}},
+    {"type": "noul", "criteria": None},
+    {"type": "noul", "criteria": {}},
+    {"type": "noul", "criteria": {"true": None, "false": None}},
+    {"type": "noul", "instructions": None, "criteria": {"true": "", "false": []}},
+]
+
+
+@pytest.mark.parametrize("question", NOTHING_TO_JUDGE)
+def test_a_noul_with_nothing_to_judge_is_an_error_of_its_own(question):
+    error = only_error(spec.validate({"n": question}, limits=spec.DEFAULT_LIMITS))
+    assert (error.code, error.path, error.question) == ("nothing_to_judge", "questions.n", "n")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        {"type": "noul", "criteria": {"true": "It is late."}},
+        {"type": "noul", "instructions": None, "criteria": {"false": {"what": "On time"}}},
+        {"type": "noul", "instructions": ["`state.eta`", "is past"]},
+    ],
+)
+def test_a_noul_judged_by_its_cases_or_structured_instructions_is_valid(question):
+    assert spec.validate({"n": question}, limits=spec.DEFAULT_LIMITS).valid
 
 
 @pytest.mark.parametrize("instructions", [1, 2.5, True])
@@ -225,15 +305,15 @@ def test_instructions_of_other_types_are_refused(instructions):
         ({}, "missing_type"),
         ({"type": "choise"}, "unknown_type"),
         ({"type": 3}, "unknown_type"),
-        ({"type": "noul", "description": "x"}, "unknown_question_field"),
+        ({"type": "noul", "instructions": "x", "description": "x"}, "unknown_question_field"),
         ({"type": "choice"}, "invalid_criteria"),
         ({"type": "choice", "criteria": ["a", "b"]}, "invalid_criteria"),
         ({"type": "score", "criteria": {"a": "b", "c": "d"}}, "invalid_criteria"),
         ({"type": "score"}, "invalid_criteria"),
         ({"type": "noul", "criteria": "yes"}, "invalid_criteria"),
         ({"type": "noul", "criteria": []}, "invalid_criteria"),
-        ({"type": "noul", "criteria": {"maybe": "x"}}, "invalid_noul_key"),
-        ({"type": "noul", "criteria": {"True": "x"}}, "invalid_noul_key"),
+        ({"type": "noul", "instructions": "x", "criteria": {"maybe": "x"}}, "invalid_noul_key"),
+        ({"type": "noul", "instructions": "x", "criteria": {"True": "x"}}, "invalid_noul_key"),
     ],
 )
 def test_bad_questions(question, code):
@@ -244,7 +324,10 @@ def test_bad_questions(question, code):
 @pytest.mark.parametrize("value", ["a question", 1, None, [], True])
 def test_a_question_must_be_an_object(value):
     error = only_error(
-        spec.validate({"q": value, "r": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
+        spec.validate(
+            {"q": value, "r": {"type": "noul", "instructions": "Is it so?"}},
+            limits=spec.DEFAULT_LIMITS,
+        )
     )
     assert (error.code, error.path) == ("question_not_object", "questions.q")
 
@@ -258,7 +341,7 @@ def test_a_document_must_be_an_object(value):
 
 
 def test_every_error_is_reported_not_just_the_first():
-    doc = {"a": choice(1), "b": score(11), "c": {"type": "noul", "criteria": {"x": 1}}}
+    doc = {"a": choice(1), "b": score(11), "c": {"type": "noul", "criteria": {"x": "y"}}}
     assert sorted(codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS))) == [
         "invalid_noul_key",
         "too_few_options",
@@ -294,14 +377,19 @@ def test_noul_criteria_survive_parse_canonical_parse(criteria):
 def test_the_four_noul_criteria_values_hash_differently():
     hashes = set()
     for criteria in NOUL_CRITERIA[:4]:
-        q = {"type": "noul"} if criteria is spec.ABSENT else {"type": "noul", "criteria": criteria}
+        q = {"type": "noul", "instructions": "Is it so?"}
+        if criteria is not spec.ABSENT:
+            q["criteria"] = criteria
         hashes.add(spec.parse({"n": q}, limits=spec.DEFAULT_LIMITS).sha256)
     assert len(hashes) == 4
 
 
 def test_absent_and_null_instructions_are_different():
-    absent = spec.parse({"n": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS)
-    null = spec.parse({"n": {"type": "noul", "instructions": None}}, limits=spec.DEFAULT_LIMITS)
+    case = {"true": "It rains."}
+    absent = spec.parse({"n": {"type": "noul", "criteria": case}}, limits=spec.DEFAULT_LIMITS)
+    null = spec.parse(
+        {"n": {"type": "noul", "instructions": None, "criteria": case}}, limits=spec.DEFAULT_LIMITS
+    )
     assert absent.questions["n"].instructions is spec.ABSENT
     assert null.questions["n"].instructions is None
     assert absent.sha256 != null.sha256
@@ -407,7 +495,11 @@ def test_unknown_body_fields_are_warned_about_not_dropped_silently():
 
 def test_a_bare_map_may_use_wrapper_words_as_ids():
     doc = spec.parse(
-        {"state": {"type": "noul"}, "questions": {"type": "noul"}}, limits=spec.DEFAULT_LIMITS
+        {
+            "state": {"type": "noul", "instructions": "Is it so?"},
+            "questions": {"type": "noul", "instructions": "Is it so?"},
+        },
+        limits=spec.DEFAULT_LIMITS,
     )
     assert doc.form is spec.Form.BARE
     assert list(doc.questions) == ["state", "questions"]
@@ -515,8 +607,41 @@ def test_lint_a_level_without_words():
         {"s": {"type": "score", "criteria": ["low", None, {"what": " "}]}},
         limits=spec.DEFAULT_LIMITS,
     )
-    assert [w.path for w in result.warnings] == ["questions.s.criteria.1", "questions.s.criteria.2"]
-    assert {w.code for w in result.warnings} == {"undescribed_level"}
+    undescribed = [w.path for w in result.warnings if w.code == "undescribed_level"]
+    assert undescribed == ["questions.s.criteria.1", "questions.s.criteria.2"]
+
+
+# --- where the provider's schema is narrower than the contract -----------------------------------
+
+
+@pytest.mark.parametrize("state", [None, True, False, 0, 42, 1.5])
+def test_a_state_the_provider_refuses_is_valid_with_a_warning_naming_the_wires(state):
+    body = {"state": state, "questions": {"n": {"type": "noul", "instructions": "It is late."}}}
+    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    assert result.valid
+    [warning] = [w for w in result.warnings if w.code == "state_refused_by_provider"]
+    assert warning.path == "state"
+    assert "`typesafe` and `openrouter`" in warning.message
+    assert "runtime" in warning.message
+
+
+@pytest.mark.parametrize("state", ["text", "", {}, {"a": None}, [], [1, None]])
+def test_a_state_the_provider_takes_gets_no_wire_warning(state):
+    body = {"state": state, "questions": {"n": {"type": "noul", "instructions": "It is late."}}}
+    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    assert "state_refused_by_provider" not in codes_of(result.warnings)
+
+
+def test_a_null_score_level_is_valid_with_a_warning_at_the_level():
+    doc = {"s": {"type": "score", "instructions": "Rate it.", "criteria": ["low", None, "high"]}}
+    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    assert result.valid
+    [warning] = [w for w in result.warnings if w.code == "null_level_refused_by_provider"]
+    assert (warning.path, warning.question) == ("questions.s.criteria.1", "s")
+    # a null option description is the provider's too: no wire warning there
+    choice = {"c": {"type": "choice", "criteria": {"a": None, "other": "none"}}}
+    refusals = spec.provider_refusals(spec.parse(choice, limits=spec.DEFAULT_LIMITS).questions)
+    assert refusals == []
 
 
 def test_lint_no_escape_option():

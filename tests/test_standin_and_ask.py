@@ -15,8 +15,8 @@ from questions import answers, charts, services, spec, standin
 from questions.models import Decision
 from tests import factories
 from tests.providers import stand_in_serving
+from tests.strategies import json_values, question_maps
 from tests.test_cli_validate import run, write
-from tests.test_spec_properties import json_values, question_maps
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())

@@ -86,7 +86,7 @@ def test_diff_page(client, writer):
         author=writer,
         document={
             "q": {"type": "choice", "criteria": {"technical": "Bugs", "sales": "Buying things"}},
-            "n": {"type": "noul"},
+            "n": {"type": "noul", "instructions": "Is it so?"},
         },
     )
     body = client.get(reverse("version-diff", args=["g"])).content.decode()

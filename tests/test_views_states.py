@@ -18,7 +18,7 @@ def setup(client):
     client.force_login(user)
     doc = {
         "dept": {"type": "choice", "criteria": {"billing": "Pay", "other": "Else"}},
-        "urgent": {"type": "noul"},
+        "urgent": {"type": "noul", "instructions": "Is it so?"},
         "level": {"type": "score", "criteria": ["low", "high"]},
     }
     return factories.question_set("s", owner=user, doc=doc), user
@@ -66,6 +66,14 @@ def test_state_check_partial_shows_the_size_against_the_limit(client, setup):
     big = client.post(url, {"state": json.dumps("x" * 262_143)}).content.decode()
     assert "at most 262,144" in big and "over" in big
     assert "Not JSON" in client.post(url, {"state": "{"}).content.decode()
+
+
+@pytest.mark.parametrize("state", ["null", "true", "42"])
+def test_state_check_warns_of_a_state_the_providers_wires_refuse(client, setup, state):
+    url = reverse("state-check", args=["s"])
+    body = client.post(url, {"state": state}, headers={"HX-Request": "true"}).content.decode()
+    assert "`typesafe` and `openrouter` wires refuse it" in body
+    assert "wires refuse" not in client.post(url, {"state": '{"a": null}'}).content.decode()
 
 
 def test_edit_keeps_history_and_refuses_a_stale_revision(client, setup):

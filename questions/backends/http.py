@@ -12,9 +12,17 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from questions import answers
+from questions import answers, spec
 from questions.backends import llm
-from questions.backends.base import Ask, DecisionError, Outcome, Wire, scrub
+from questions.backends.base import (
+    PROVIDER_DETAIL_LIMIT,
+    Ask,
+    DecisionError,
+    Outcome,
+    Wire,
+    mapping_for,
+    scrub,
+)
 
 
 class _HttpBackend:
@@ -40,6 +48,9 @@ class _HttpBackend:
         started = time.perf_counter()
         if not self.configured():
             return self._not_configured(ask)
+        refused = self.refused_by_schema(ask)
+        if refused is not None:
+            return refused
         wire = self.wire()
         return without_secret(wire.call(ask, started), wire.secret)
 
@@ -48,8 +59,34 @@ class _HttpBackend:
         started = time.perf_counter()
         if not self.configured():
             return self._not_configured(ask)
+        refused = self.refused_by_schema(ask)
+        if refused is not None:
+            return refused
         wire = self.wire()
         return without_secret(await wire.acall(ask, started, client), wire.secret)
+
+    def refused_by_schema(self, ask: Ask) -> Outcome | None:
+        """On a wire that carries the provider's published schema, what that schema refuses is
+        answered as the provider would answer it (422, its words as `provider_detail`) without
+        spending the call; None when the ask may go out."""
+        if self.name not in spec.SCHEMA_WIRES:
+            return None
+        refusals = spec.provider_refusals(ask.questions, ask.state)
+        if not refusals:
+            return None
+        row = mapping_for(422, self.name)
+        words = "; ".join(f"{issue.path}: {issue.message}" for issue in refusals[:3])
+        return Outcome(
+            backend=self.name,
+            model_asked=ask.model,
+            live=False,
+            error=DecisionError(
+                row.status,
+                f"{row.detail} Nothing was sent: the provider's published schema refuses it.",
+                provider_detail=words[:PROVIDER_DETAIL_LIMIT],
+            ),
+            calibrated=self.calibrated,
+        )
 
     def _not_configured(self, ask: Ask) -> Outcome:
         return Outcome(

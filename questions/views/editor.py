@@ -159,6 +159,9 @@ def posted_cards(data, version: Version) -> list[forms.Card]:
     return cards
 
 
+#: what an unopened card counts as while one card is checked: its id is all that is read
+STAND_IN = {"type": "noul", "instructions": "(another question)"}
+
 CARD_KEY = re.compile(r"\A[A-Za-z0-9_]{1,32}\Z")
 
 
@@ -253,7 +256,7 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     card = forms.card_from_post(request.POST, key)
     forms.fill_closed([card], lambda: version.document)
     question = card.question()
-    document = {request.POST.get(f"q-{k}-id", ""): {"type": "noul"} for k in keys if k != key}
+    document = {request.POST.get(f"q-{k}-id", ""): STAND_IN for k in keys if k != key}
     if card.id in document:
         card.errors.append(forms.DUPLICATE_ID.format(spec.shown_id(card.id)))
     stand_ins = frozenset(document) - {card.id}

@@ -59,12 +59,14 @@ def _state_check(text: str) -> dict[str, Any]:
         return {"state_error": f"Not JSON: {exc}", "size": None, "limit": limit}
     errors = spec.validate_state(value, limits=settings.DECISIONS_LIMITS)
     message = errors[0].message if errors else ""
+    wire = spec.provider_refusals(state=value)
     try:
         size = len(spec.canonical_json(value))
     except (ValueError, TypeError, RecursionError):
         size = None
     return {
         "state_error": f"{message[:1].upper()}{message[1:]}." if errors else None,
+        "state_warning": f"{wire[0].message[:1].upper()}{wire[0].message[1:]}." if wire else None,
         "size": size,
         "limit": limit,
         "value": value,
