@@ -240,3 +240,26 @@ def test_the_review_warns_when_the_alias_has_moved_on_since_the_evidence(answeri
     pin = pin_of(review_page(version))
     assert "pinned at approval on" in pin and "jev-latest answered by jev-1.13.0" in pin
     assert "now resolves elsewhere" in pin
+
+
+STRUCTURED = {
+    "desk": {
+        "criteria": {
+            "tech": {"owns": ["the app", "the API"], "what": "bugs"},
+            "billing": ["money owed", {"not": "refunds"}],
+        },
+        "type": "choice",
+        "instructions": "Which desk?",
+    },
+    "urgent": {"type": "noul", "criteria": {"false": ["it can wait"], "true": "blocked"}},
+}
+
+
+def test_a_structured_description_is_exported_as_written_and_fits_the_schema(answering):
+    writer, checker = factories.author("writer"), factories.reviewer("checker")
+    qs = factories.question_set("structured", owner=writer, doc=STRUCTURED)
+    version = services.version_submit(version=factories.draft(qs), author=writer)
+    version = services.version_approve(version=version, reviewer=checker)
+    text = selectors.export_text(selectors.export_document(version))
+    jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(text))
+    assert spec.wire_json(spec.loads(text)["questions"]) == spec.wire_json(STRUCTURED)
