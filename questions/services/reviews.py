@@ -236,8 +236,9 @@ def pin_check(version: Version, run: BatchRun | None = None, *, find: bool = Tru
     stand_ins = [m for m in check.answered if m in STAND_IN_MODELS]
     if stand_ins:
         warn(
-            f"The evidence (run {run.pk}) was answered by {', '.join(stand_ins)}, the local "
-            f"stand-in, not by {production}: its answers say nothing about production's."
+            f"The evidence (run {run.pk}) was answered by the local stand-in "
+            f"({', '.join(stand_ins)}), not by a model behind {production}: its answers say "
+            "nothing about production's."
         )
     if run.model != production:
         warn(f"The evidence run {run.pk} asked {run.model}; production asks {production}.")
