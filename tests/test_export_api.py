@@ -263,3 +263,14 @@ def test_a_structured_description_is_exported_as_written_and_fits_the_schema(ans
     text = selectors.export_text(selectors.export_document(version))
     jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(text))
     assert spec.wire_json(spec.loads(text)["questions"]) == spec.wire_json(STRUCTURED)
+
+
+def test_the_command_line_approval_says_what_it_pinned(answering):
+    in_review_on_a_run()
+    factories.reviewer("checker")
+    code, out, _ = run_cli(
+        "approve", "--set", "pinned", "--version", "1", "--user", "checker", "--json"
+    )
+    assert code == 0
+    shown = json.loads(out)
+    assert (shown["model"], shown["answered_by"]) == ("jev-latest", "jev-1.13.0")
