@@ -106,7 +106,7 @@ def make_world() -> dict[str, int]:
     )
     services.version_submit(version=v2, author=writer)
     services.version_draft_from(version=v2, author=writer)
-    state = services.sample_state_create(question_set=qs, name="n", state=1, author=writer)
+    state = services.sample_state_create(question_set=qs, name="n", state={"n": 1}, author=writer)
     run = services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
     hook, _ = services.webhook_create(
         question_set=qs, url="http://127.0.0.1:9/hooks", user=checker

@@ -102,16 +102,18 @@ def test_ask_from_files_then_replay_it_recorded(stand_in, tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_null_state_file_is_a_value(stand_in, tmp_path):
-    code, _out, _ = run(
+def test_a_null_state_file_is_a_value_the_providers_wire_refuses_before_a_call(stand_in, tmp_path):
+    code, out, _ = run(
         "ask",
         "--file",
         write(tmp_path, DOCUMENT, "body.json"),
         "--state-file",
         write(tmp_path, "null", "s.json"),
+        "--json",
     )
-    assert code == 0
-    assert json.loads(Decision.objects.get().request_text)["state"] is None
+    assert (code, json.loads(out)["status"]) == (1, 422)
+    assert "a string, an object or an array" in json.loads(out)["provider_detail"]
+    assert not Decision.objects.exists()
 
 
 @pytest.mark.django_db
@@ -133,7 +135,7 @@ def test_ask_from_the_database(stand_in):
 def test_ask_failures_print_the_mapped_status(settings, tmp_path):
     settings.TYPESAFE_API_KEY = ""
     doc = write(tmp_path, DOCUMENT)
-    state = write(tmp_path, "1", "s.json")
+    state = write(tmp_path, '"one"', "s.json")
     code, out, _ = run("ask", "--file", doc, "--state-file", state, "--json")
     assert code == 1
     assert json.loads(out) == {
