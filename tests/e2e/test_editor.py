@@ -199,7 +199,7 @@ def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
     page.goto(f"{live_server.url}/sets/structured/v1/")
     desk = page.locator(".card", has=page.locator("input[value=desk]"))
     tech = desk.locator(".rows > .row").nth(0)
-    field = tech.get_by_label("Description as JSON")
+    field = tech.get_by_label("Entry as JSON")
     expect(field).to_be_visible()
     expect(tech.get_by_label("Description", exact=True)).to_be_hidden()
     shown = field.input_value()
@@ -207,9 +207,7 @@ def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
     urgent = page.locator(".card", has=page.locator("input[value=urgent]"))
     cases = urgent.locator(".case-name")
     expect(cases).to_have_text(["false", "true"])  # the author's order
-    expect(
-        urgent.locator(".row.case").nth(0).get_by_label("false: Description as JSON")
-    ).to_be_visible()
+    expect(urgent.locator(".row.case").nth(0).get_by_label("false: Entry as JSON")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     tech.scroll_into_view_if_needed()
     page.screenshot(path=f"/tmp/editor-structured-{width}.png")
@@ -226,7 +224,7 @@ def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
         page.locator(".card", has=page.locator("input[value=desk]"))
         .locator(".rows > .row")
         .nth(0)
-        .get_by_label("Description as JSON")
+        .get_by_label("Entry as JSON")
     )
     field.fill('{"owns": [}')
     expect(field).to_have_attribute("aria-invalid", "true")
