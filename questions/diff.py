@@ -53,7 +53,7 @@ def entry_words(entry: Any) -> str:
             shown = "; ".join(map(str, examples)) if isinstance(examples, list) else examples
             lines.append(f"examples: {shown}")
         return "\n".join(lines) or "{} (an empty description)"
-    return json.dumps(entry, ensure_ascii=False)
+    return json.dumps(entry, ensure_ascii=False)  # a structured form: all of it, as written
 
 
 def value_words(value: Any) -> str:
@@ -225,7 +225,8 @@ def _noul_changes(before: Any, after: Any) -> list[Change]:
     changes: list[Change] = []
     if mode_a != mode_b:
         changes.append(Change("criteria", "changed", [("delete", mode_a), ("insert", mode_b)]))
-    for case in ("true", "false"):
+    written = [k for k in after if k in spec.NOUL_CRITERIA_KEYS] if isinstance(after, dict) else []
+    for case in [*written, *(k for k in spec.NOUL_CRITERIA_KEYS if k not in written)]:
         ea = before.get(case, spec.ABSENT) if isinstance(before, dict) else spec.ABSENT
         eb = after.get(case, spec.ABSENT) if isinstance(after, dict) else spec.ABSENT
         change = _text_change(f"the `{case}` case", ea, eb, entry_words)
@@ -278,17 +279,17 @@ def question_content(qid: str, question: Any) -> Content:
     q = question if isinstance(question, dict) else {}
     qtype, criteria = str(q.get("type", "")), q.get("criteria", spec.ABSENT)
     instructions = q.get("instructions", spec.ABSENT)
-    text = "" if instructions in (spec.ABSENT, None) else str(instructions)
+    text = "" if instructions is spec.ABSENT or instructions is None else value_words(instructions)
     content = Content(qid, qtype, text, [])
     if qtype == "choice" and isinstance(criteria, dict):
         content.entries = [(name, entry_words(entry)) for name, entry in criteria.items()]
     elif qtype == "score" and isinstance(criteria, list):
         content.entries = [(f"level {i}", entry_words(entry)) for i, entry in enumerate(criteria)]
     elif qtype == "noul" and isinstance(criteria, dict) and criteria:
-        content.entries = [
-            (case, entry_words(criteria.get(case, spec.ABSENT)))
-            for case in ("true", "false")
-            if case in criteria
+        content.entries = [  # in the author's order
+            (case, entry_words(entry))
+            for case, entry in criteria.items()
+            if case in ("true", "false")
         ]
     elif qtype == "noul":
         content.note = "no criteria: the statement is read by its instructions alone"

@@ -5,9 +5,14 @@ noul case is a row, `q-<card>-r-<row>-…`. Hidden `q` and `q-<card>-r` inputs l
 rows in page order, so reordering on the page reorders the document.
 
 Nothing is lost or rewritten on the way through: absent and `null` instructions and criteria
-are distinct choices on the form; an entry keeps its shape (no description / text / structured);
-and every row carries its original entry (and every card its original question) so that what
-the author did not touch comes back byte-for-byte — `{"what": "x"}` does not turn into `"x"`.
+are distinct choices on the form; an entry keeps its shape (no description / text / what, not
+for and examples / JSON); and every row carries its original entry (and every card its original
+instructions) so that what the author did not touch comes back byte-for-byte — `{"what": "x"}`
+does not turn into `"x"`. The order the author wrote is kept too: a card carries its question's
+key order (`q-<card>-keys`) and a noul's case order (`q-<card>-cases`), and an edited entry keeps
+its original keys in their order. An entry the what / not for / examples fields cannot show
+exactly (an array, an object with other keys or other values, an example the lines would trim) is
+edited as JSON text in its row, parsed with `spec.loads`, its errors at the row.
 Textareas send CRLF; it is read back as LF.
 """
 
@@ -24,7 +29,7 @@ from django.utils.datastructures import MultiValueDict
 from questions import spec
 from questions.services.errors import Invalid
 
-ENTRY_SHAPES = ("text", "object", "null")  # a noul case may also be "absent"
+ENTRY_SHAPES = ("text", "object", "json", "null")  # a noul case may also be "absent"
 INSTRUCTION_MODES = ("text", "json", "null", "absent")
 NOUL_MODES = ("absent", "null", "empty", "described")
 
@@ -69,6 +74,7 @@ class Row:
     what: str = ""
     not_for: str = ""
     examples: str = ""  # one per line
+    json: str = ""  # the entry as JSON text (the `json` shape)
     orig: str = ""  # JSON of the entry this row was made from
     #: the posted field `orig` came from, to name it when it is not JSON
     orig_field: str = field(default="orig", compare=False, repr=False)
@@ -80,21 +86,24 @@ class Row:
             row.shape = "absent"
             return row
         row.orig = json.dumps(entry, ensure_ascii=False)
+        row.json = json.dumps(entry, ensure_ascii=False, indent=2)
         if entry is None:
             row.shape = "null"
         elif isinstance(entry, str):
             row.shape, row.what = "text", entry
-        elif isinstance(entry, dict):
+        elif plain_entry(entry):
             row.shape = "object"
-            row.what = entry.get("what") if isinstance(entry.get("what"), str) else ""
-            row.not_for = entry.get("not_for") if isinstance(entry.get("not_for"), str) else ""
-            examples = entry.get("examples")
-            if isinstance(examples, list):
-                row.examples = "\n".join(e for e in examples if isinstance(e, str))
+            row.what = entry.get("what", "")
+            row.not_for = entry.get("not_for", "")
+            row.examples = "\n".join(entry.get("examples", ()))
+        else:  # a structured description the fields cannot show exactly: its JSON
+            row.shape = "json"
         return row
 
     def entry(self) -> Any:
-        """The entry these fields mean; the original one when the fields still show it."""
+        """The entry these fields mean; the original one when the fields still show it.
+        `EntryNotJSON` when the JSON field holds what is not JSON."""
+        original: Any = spec.ABSENT
         if self.orig:
             original = _original(self.orig_field, self.orig)
             if Row.from_entry(self.key, original, self.name).fields() == self.fields():
@@ -105,15 +114,20 @@ class Row:
             return None
         if self.shape == "text":
             return self.what
-        entry: dict[str, Any] = {}
-        if self.what:
-            entry["what"] = self.what
-        if self.not_for:
-            entry["not_for"] = self.not_for
-        examples = [line.strip() for line in self.examples.split("\n") if line.strip()]
-        if examples:
-            entry["examples"] = examples
-        return entry
+        if self.shape == "json":
+            try:
+                return spec.loads(self.json)
+            except spec.JSONTextError as exc:
+                raise EntryNotJSON(str(exc)) from None
+        values = {
+            "what": self.what,
+            "not_for": self.not_for,
+            "examples": [line.strip() for line in self.examples.split("\n") if line.strip()],
+        }
+        # the keys the entry had stay, in their order (also when emptied); new ones follow
+        kept = [k for k in original if k in values] if isinstance(original, dict) else []
+        order = [*kept, *(k for k in spec.ENTRY_KEYS if k not in kept)]
+        return {k: values[k] for k in order if values[k] or k in kept}
 
     def fields(self) -> tuple:
         """What the form shows: fields hidden by the shape do not count."""
@@ -121,8 +135,30 @@ class Row:
             return (self.shape,)
         if self.shape == "text":
             return (self.shape, _lf(self.what))
+        if self.shape == "json":
+            return (self.shape, _lf(self.json))
         examples = tuple(line.strip() for line in _lf(self.examples).split("\n") if line.strip())
         return (self.shape, _lf(self.what), _lf(self.not_for), examples)
+
+
+class EntryNotJSON(ValueError):
+    """A row's JSON field holds what is not JSON."""
+
+
+def plain_entry(entry: Any) -> bool:
+    """Whether the what / not for / examples fields show object `entry` exactly: the documented
+    object (`spec.is_documented_entry`, each key once), with no carriage return in `what` or
+    `not_for` and examples that one line each holds as typed (non-blank, no surrounding space).
+    Anything else is edited as JSON."""
+    if not isinstance(entry, dict) or getattr(entry, "repeated", ()):
+        return False
+    if not spec.is_documented_entry(entry):
+        return False
+    if any("\r" in entry.get(k, "") for k in ("what", "not_for")):
+        return False
+    return all(
+        e and e == e.strip() and "\n" not in e and "\r" not in e for e in entry.get("examples", [])
+    )
 
 
 @dataclass
@@ -139,10 +175,15 @@ class Card:
     noul_mode: str = "absent"
     noul_true: Row = field(default_factory=lambda: Row(key="t", shape="absent"))
     noul_false: Row = field(default_factory=lambda: Row(key="f", shape="absent"))
+    #: the order the author gave the question's keys and a noul's cases in (comma-separated;
+    #: empty: the usual order); keys not named come after, in the usual order
+    keys: str = ""
+    cases: str = ""
     #: what JSON cannot hold (instructions that are not JSON, a name used twice)
     errors: list[str] = field(default_factory=list)
-    #: (message, row key): what JSON cannot hold at one row (an option name used again)
-    row_errors: list[tuple[str, str]] = field(default_factory=list)
+    #: (message, row key, code): what JSON cannot hold at one row (an option name used again,
+    #: a JSON field that is not JSON)
+    row_errors: list[tuple[str, str, str]] = field(default_factory=list)
     #: issues found at this card's fields, for its status badge
     error_count: int = 0
     warning_count: int = 0
@@ -157,6 +198,7 @@ class Card:
         card = cls(key=key, id=qid)
         if not isinstance(question, dict):
             return card
+        card.keys = ",".join(k for k in question if k in spec.QUESTION_KEYS)
         qtype = question.get("type")
         card.type = qtype if qtype in spec.QUESTION_TYPES else "choice"
         instructions = question.get("instructions", spec.ABSENT)
@@ -182,7 +224,14 @@ class Card:
             if isinstance(criteria, dict):
                 card.noul_true = Row.from_entry("t", criteria.get("true", spec.ABSENT))
                 card.noul_false = Row.from_entry("f", criteria.get("false", spec.ABSENT))
+                card.cases = ",".join(k for k in criteria if k in spec.NOUL_CRITERIA_KEYS)
         return card
+
+    @property
+    def case_rows(self) -> list[tuple[str, Row]]:
+        """A noul's two cases, in the order the author wrote them."""
+        rows = {"true": self.noul_true, "false": self.noul_false}
+        return [(name, rows[name]) for name in _ordered(self.cases, spec.NOUL_CRITERIA_KEYS)]
 
     @classmethod
     def blank(cls, qtype: str = "choice") -> Card:
@@ -197,10 +246,10 @@ class Card:
         if self.stored is not spec.ABSENT:  # a closed card: what is stored, exactly
             return self.stored
         self.errors, self.row_errors = [], []
-        question: dict[str, Any] = {"type": self.type}
+        parts: dict[str, Any] = {"type": self.type}
         instructions = self._instructions()
         if instructions is not spec.ABSENT:
-            question["instructions"] = instructions
+            parts["instructions"] = instructions
         if self.type == "choice":
             criteria: dict[str, Any] = {}
             for row in self.rows:
@@ -210,21 +259,33 @@ class Card:
                             f"choice `{spec.shown_id(self.id)}`: option name "
                             f"`{spec.shown_id(row.name)}` is used twice",
                             row.key,
+                            "duplicate_option_name",
                         )
                     )
                     continue
-                criteria[row.name] = row.entry()
-            question["criteria"] = criteria
+                criteria[row.name] = self._entry(row)
+            parts["criteria"] = {k: v for k, v in criteria.items() if v is not spec.ABSENT}
         elif self.type == "score":
-            question["criteria"] = [row.entry() for row in self.rows]
+            levels = [self._entry(row) for row in self.rows]
+            parts["criteria"] = [v for v in levels if v is not spec.ABSENT]
         elif self.noul_mode == "null":
-            question["criteria"] = None
+            parts["criteria"] = None
         elif self.noul_mode == "empty":
-            question["criteria"] = {}
+            parts["criteria"] = {}
         elif self.noul_mode == "described":
-            cases = {"true": self.noul_true.entry(), "false": self.noul_false.entry()}
-            question["criteria"] = {k: v for k, v in cases.items() if v is not spec.ABSENT}
-        return question
+            cases = {name: self._entry(row) for name, row in self.case_rows}
+            parts["criteria"] = {k: v for k, v in cases.items() if v is not spec.ABSENT}
+        return {k: parts[k] for k in _ordered(self.keys, spec.QUESTION_KEYS) if k in parts}
+
+    def _entry(self, row: Row) -> Any:
+        """A row's entry; ABSENT, with the problem at the row, when its JSON is not JSON."""
+        try:
+            return row.entry()
+        except EntryNotJSON as exc:
+            self.row_errors.append(
+                (f"This description is not JSON: {exc}", row.key, "entry_not_json")
+            )
+            return spec.ABSENT
 
     def _instructions(self) -> Any:
         if self.instructions_orig:
@@ -260,6 +321,12 @@ class Card:
         if self.type == "noul":
             return {"true": self.noul_true, "false": self.noul_false}.get(key)
         return None
+
+
+def _ordered(written: str, usual: tuple[str, ...]) -> list[str]:
+    """The names of `usual` in the order `written` (comma-separated) gives, then the rest."""
+    first = [name for name in dict.fromkeys(written.split(",")) if name in usual]
+    return [*first, *(name for name in usual if name not in first)]
 
 
 def _instructions_fields(instructions: Any) -> tuple[str, str]:
@@ -307,6 +374,7 @@ def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
         what=_lf(data.get(p + "what", "")),
         not_for=_lf(data.get(p + "not_for", "")),
         examples=_lf(data.get(p + "examples", "")),
+        json=_lf(data.get(p + "json", "")),
         orig=data.get(p + "orig", ""),
         orig_field=p + "orig",
     )
@@ -330,6 +398,8 @@ def card_from_post(data: MultiValueDict, key: str) -> Card:
         instructions=_lf(data.get(f"{prefix}-instructions", "")),
         instructions_orig=data.get(f"{prefix}-instructions_orig", ""),
         noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
+        keys=data.get(f"{prefix}-keys", ""),
+        cases=data.get(f"{prefix}-cases", ""),
     )
     if card.type == "noul":
         card.noul_true = _row_from_post(data, prefix, "t")
@@ -378,7 +448,10 @@ class EditorDocument:
 
     @property
     def representable(self) -> bool:
-        return not any(card.errors for card in self.cards)
+        return not any(
+            card.errors or any(code == "entry_not_json" for *_, code in card.row_errors)
+            for card in self.cards
+        )
 
 
 DUPLICATE_ID = "Question id `{}` is used by another question."

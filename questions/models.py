@@ -66,6 +66,21 @@ class Version(models.Model):
     approved_model = models.CharField(
         max_length=200, blank=True, help_text="DECISIONS__MODEL when approved; its export's model"
     )
+    #: the concrete model(s) that answered the approval's evidence run, frozen at approval: a
+    #: name, a sorted list when several did, None when no run or no model name was recorded
+    approved_model_answered = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="who answered the approval's evidence run; its export's answered_by",
+    )
+    approved_evidence_run = models.ForeignKey(
+        "BatchRun",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the run the version was approved on (its latest finished plain run)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -109,8 +109,10 @@ def approval_of(version: Version) -> ReviewEvent | None:
 def export_document(version: Version) -> dict[str, Any]:
     """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
     is the approved document exactly; `sha256` is the canonical hash of that map; `model` is
-    the one recorded when the version was approved (frozen with it); `advice`, when the version
-    has any, sits beside `questions` — never inside it, never sent to a provider."""
+    the one recorded when the version was approved (frozen with it), and `answered_by` the
+    concrete model that answered the run it was approved on (a name, a sorted list when several
+    did, null when none is known); `advice`, when the version has any, sits beside `questions`
+    — never inside it, never sent to a provider."""
     approval = approval_of(version)
     document = {
         "format": spec.EXPORT_FORMAT,
@@ -119,6 +121,7 @@ def export_document(version: Version) -> dict[str, Any]:
         "status": str(version.status),
         "sha256": version.sha256,
         "model": version.approved_model,
+        "answered_by": version.approved_model_answered,
         "approved_by": approval.actor.get_username() if approval else None,
         "approved_at": approval.created_at.isoformat() if approval else None,
         "questions": version.document,
@@ -185,7 +188,15 @@ def export_ref(
         [
             *(
                 f"v.{column(Version, f)}"
-                for f in ("id", "number", "status", "approved_model", "revision", "sha256")
+                for f in (
+                    "id",
+                    "number",
+                    "status",
+                    "approved_model",
+                    "revision",
+                    "sha256",
+                    "approved_model_answered",
+                )
             ),
             f"v.{column(Version, 'updated_at')}",
             f"s.{column(QuestionSet, 'slug')}",
@@ -224,7 +235,7 @@ def export_ref(
     if row is None:
         return None
     return ExportRef(
-        version_id=row[0], number=row[1], slug=row[7], key=json.dumps([str(v) for v in row])
+        version_id=row[0], number=row[1], slug=row[8], key=json.dumps([str(v) for v in row])
     )
 
 

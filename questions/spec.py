@@ -319,6 +319,7 @@ WRAPPER_KEYS: Final = {
         "status",
         "sha256",
         "model",
+        "answered_by",
         "approved_by",
         "approved_at",
         "questions",
@@ -1036,6 +1037,14 @@ class _Checker:
                 "64 lowercase hex digits",
             ),
             "model": (_nonblank, "a non-blank string"),
+            "answered_by": (
+                lambda v: (
+                    v is None
+                    or _nonblank(v)
+                    or (isinstance(v, list) and len(v) > 1 and all(map(_nonblank, v)))
+                ),
+                "a model name, a list of two or more, or null",
+            ),
             "approved_by": (lambda v: v is None or isinstance(v, str), "a string or null"),
             "approved_at": (lambda v: v is None or isinstance(v, str), "a string or null"),
         }

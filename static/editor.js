@@ -185,7 +185,9 @@
       if (!row) return [];
       const codes = Array.from(slot.querySelectorAll(".issue.error"), (p) => p.dataset.code || "");
       const named = codes.some((c) => c.includes("name") || c.includes("duplicate"));
-      const field = row.querySelector(named ? ".row-name" : ".what") || row.querySelector(".what");
+      const shape = row.querySelector("select.shape");
+      const described = shape && shape.value === "json" ? ".entry-json" : ".what";
+      const field = row.querySelector(named ? ".row-name" : described) || row.querySelector(described);
       return field ? [field] : [];
     }
     return [];

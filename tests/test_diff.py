@@ -116,6 +116,23 @@ def test_question_order_change_is_noted():
     assert result.reordered and not result.changed
 
 
+def test_a_structured_entry_changes_where_the_words_cannot_show_it():
+    before = choice({"tech": {"what": "bugs", "owns": ["app"]}, "other": ["a", {"b": 1}]})
+    after = choice({"tech": {"what": "bugs", "owns": ["app", "api"]}, "other": ["a", {"b": 2}]})
+    status, found = changes(before, after)
+    assert status == "changed"
+    assert len(found) == 2, found  # both entries, though `what` did not change
+    content = diff.question_content("q", after)
+    assert dict(content.entries)["tech"] == '{"what": "bugs", "owns": ["app", "api"]}'
+    structured = {"type": "noul", "instructions": {"read": "`state.x`"}}
+    assert diff.question_content("n", structured).instructions == '{\n "read": "`state.x`"\n}'
+
+
+def test_noul_cases_read_in_the_author_s_order():
+    question = {"type": "noul", "criteria": {"false": "later", "true": "now"}}
+    assert [case for case, _ in diff.question_content("n", question).entries] == ["false", "true"]
+
+
 def test_a_structured_description_diffs_as_its_json_in_the_authors_order():
     before = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late", "lost"]}, "b": "x"}}
     after = {"type": "choice", "criteria": {"a": {"what": "w", "why": ["late"]}, "b": "x"}}

@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 
-from questions import services, spec
-from questions.models import Version
+from questions import services, spec, standin
+from questions.models import Decision, Version
 from tests import factories
 from tests.strategies import question_maps
 
@@ -192,8 +192,8 @@ def test_any_valid_document_survives_the_editor_unchanged(author_client, documen
     author_client.post(
         editor_url(version, "version-save"), as_post(fields_of(page.content.decode()))
     )
+    assert stored_text(version) == services.document_text(document)  # byte for byte
     version.refresh_from_db()
-    assert version.document == document
     assert version.sha256 == spec.sha256_of(document)
 
 
@@ -548,3 +548,179 @@ def test_csrf_is_enforced_on_every_form_endpoint():
         assert client.post(editor_url(version, name), {}).status_code == 403, name
     assert client.post(reverse("set-create"), {}).status_code == 403
     assert client.post(reverse("state-create", args=[qs.slug]), {}).status_code == 403
+
+
+# --- every byte the author wrote -------------------------------------------------------------
+
+#: the author's order everywhere: question keys `criteria, type, instructions`, noul cases
+#: `false, true`, entry fields `examples, what`, options and ids not in alphabetical order
+AUTHOR_ORDER = {
+    "urgent": {
+        "criteria": {
+            "false": "it can wait a day",
+            "true": {"examples": ["down"], "what": "blocked"},
+        },
+        "type": "noul",
+        "instructions": "Is it urgent?",
+    },
+    "desk": {
+        "instructions": "Which desk handles it?",
+        "criteria": {
+            "tech": {"examples": ["the app crashes", "login fails"], "what": "bugs"},
+            "billing": {"not_for": "refund policy questions", "what": "money owed"},
+            "other": "anything else",
+        },
+        "type": "choice",
+    },
+    "energy": {
+        "type": "score",
+        "criteria": [{"examples": ["sits"], "what": "still"}, "calm", "lively"],
+        "instructions": "How lively is it?",
+    },
+}
+
+
+def stored_text(version: Version) -> str:
+    return Version.objects.get(pk=version.pk).document_text
+
+
+def test_a_save_with_no_edit_changes_no_byte_of_the_stored_document(author_client):
+    version = draft_with(author_client, AUTHOR_ORDER)
+    before, revision = stored_text(version), version.revision
+    assert before == services.document_text(AUTHOR_ORDER)  # the author's order, stored
+    page = author_client.get(editor_url(version)).content.decode()
+    response = author_client.post(editor_url(version, "version-save"), as_post(fields_of(page)))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert stored_text(version) == before
+    version.refresh_from_db()
+    assert version.revision == revision  # no edit: no new revision, no `edited` event
+
+
+def test_an_edit_keeps_the_order_of_everything_else(author_client):
+    version = draft_with(author_client, AUTHOR_ORDER)
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    desk, urgent = card_key(pairs, "desk"), card_key(pairs, "urgent")
+    tech = next(v for n, v in pairs if n == f"q-{desk}-r")
+    data = post_with(
+        pairs,
+        **{
+            f"q-{desk}-instructions": "Which desk takes it?",
+            f"q-{desk}-r-{tech}-what": "software faults",
+            f"q-{urgent}-r-t-examples": "down\r\noutage",
+        },
+    )
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    expected = json.loads(json.dumps(AUTHOR_ORDER))
+    expected["desk"]["instructions"] = "Which desk takes it?"
+    expected["desk"]["criteria"]["tech"]["what"] = "software faults"
+    expected["urgent"]["criteria"]["true"]["examples"] = ["down", "outage"]
+    assert stored_text(version) == services.document_text(expected)
+
+
+def test_the_preview_sends_the_author_s_bytes(author_client, settings):
+    from tests.providers import KEY, Provider
+
+    provider = Provider(default=lambda body: standin.respond(body)[1])
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = KEY, provider.url
+    try:
+        version = draft_with(author_client, AUTHOR_ORDER)
+        pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+        data = post_with(
+            pairs,
+            preview_state="",
+            preview_state_json='{"b": 1, "a": 2}',
+            preview_backend="typesafe",
+        )
+        response = author_client.post(editor_url(version, "version-preview"), data)
+        assert response.status_code == 200, response.content.decode()[:2000]
+    finally:
+        provider.stop()
+    [request] = provider.requests
+    wire = spec.wire_json(
+        {"state": {"b": 1, "a": 2}, "model": settings.DECISIONS_MODEL, "questions": AUTHOR_ORDER}
+    )
+    assert request["raw"] == wire
+    assert Decision.objects.get().request_text.encode() == wire  # and as recorded
+
+
+#: structured descriptions (DESIGN.md §2.1): an array, an object with other keys, nested values
+STRUCTURED = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {
+            "tech": {"owns": ["the app", "the API"], "what": "bugs"},
+            "billing": ["money owed", {"not": "refunds"}],
+            "other": "anything else",
+        },
+    },
+    "urgent": {"type": "noul", "criteria": {"false": ["it can wait"], "true": "blocked"}},
+    "level": {"type": "score", "criteria": [{"label": "low", "n": 1}, "high"]},
+}
+
+
+def _json_fields(html: str) -> dict[str, str]:
+    return {n: v for n, v in fields_of(html) if n.endswith("-json")}
+
+
+def test_a_structured_entry_is_edited_as_json_in_its_row(author_client):
+    version = draft_with(author_client, STRUCTURED)
+    html = author_client.get(editor_url(version)).content.decode()
+    pairs = fields_of(html)
+    desk, urgent = card_key(pairs, "desk"), card_key(pairs, "urgent")
+    tech, billing, other = [v for n, v in pairs if n == f"q-{desk}-r"]
+    shapes = dict(pairs)
+    assert shapes[f"q-{desk}-r-{tech}-shape"] == "json"
+    assert shapes[f"q-{desk}-r-{billing}-shape"] == "json"
+    assert shapes[f"q-{desk}-r-{other}-shape"] == "text"
+    assert shapes[f"q-{urgent}-r-f-shape"] == "json"
+    shown = _json_fields(html)[f"q-{desk}-r-{tech}-json"].replace("\r\n", "\n")
+    assert spec.loads(shown) == STRUCTURED["desk"]["criteria"]["tech"]
+    assert list(spec.loads(shown)) == ["owns", "what"]
+    # another field edited: the structured entries stay byte for byte
+    data = post_with(pairs, **{f"q-{desk}-r-{other}-what": "anything else at all"})
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    expected = json.loads(json.dumps(STRUCTURED))
+    expected["desk"]["criteria"]["other"] = "anything else at all"
+    assert stored_text(version) == services.document_text(expected)
+    # the JSON edited: parsed as written, in its order
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    data = post_with(pairs, **{f"q-{desk}-r-{tech}-json": '{"what": "bugs", "owns": []}'})
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    expected["desk"]["criteria"]["tech"] = {"what": "bugs", "owns": []}
+    assert stored_text(version) == services.document_text(expected)
+
+
+def test_json_in_a_row_that_is_not_json_is_refused_at_the_row(author_client):
+    version = draft_with(author_client, STRUCTURED)
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    desk = card_key(pairs, "desk")
+    tech = next(v for n, v in pairs if n == f"q-{desk}-r")
+    before = stored_text(version)
+    data = post_with(pairs, **{f"q-{desk}-r-{tech}-json": '{"owns": [}'})
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 422
+    html = response.content.decode()
+    row_slot = html.split(f'id="slot-{desk}-row-{tech}"', 1)[1].split("</div>", 1)[0]
+    assert "This description is not JSON" in row_slot
+    assert "{&quot;owns&quot;: [}" in html or '{"owns": [}' in html  # what was typed stays
+    assert stored_text(version) == before
+    # as the author types, the same message at the same row
+    checked = author_client.post(
+        editor_url(version, "version-validate"), {**data, "card": desk}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "This description is not JSON" in checked.split(f'id="slot-{desk}-row-{tech}"', 1)[1]
+
+
+def test_a_plain_entry_can_be_turned_into_json_and_back(author_client):
+    version = draft_with(author_client, AUTHOR_ORDER)
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    desk = card_key(pairs, "desk")
+    tech = next(v for n, v in pairs if n == f"q-{desk}-r")
+    shown = dict(pairs)[f"q-{desk}-r-{tech}-json"]  # the plain entry's JSON, ready to edit
+    assert spec.loads(shown) == AUTHOR_ORDER["desk"]["criteria"]["tech"]
+    data = post_with(
+        pairs, **{f"q-{desk}-r-{tech}-shape": "json", f"q-{desk}-r-{tech}-json": '["a", "b"]'}
+    )
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    assert Version.objects.get(pk=version.pk).document["desk"]["criteria"]["tech"] == ["a", "b"]

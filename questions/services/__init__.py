@@ -33,6 +33,7 @@ from questions.services.errors import (
 )
 from questions.services.reviews import (
     label_move,
+    pin_check,
     version_approve,
     version_comment,
     version_request_changes,
@@ -103,6 +104,7 @@ __all__ = [
     "document_text",
     "label_move",
     "open_draft",
+    "pin_check",
     "question_set_create",
     "question_set_start",
     "run_summary_store",

@@ -8,13 +8,14 @@ webhooks (`services.webhooks`), once the change commits.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
-from questions import roles, webhooks
-from questions.models import Label, LabelMove, QuestionSet, ReviewEvent, Version
+from questions import roles, selectors, standin, webhooks
+from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
 from questions.services.webhooks import webhook_event
@@ -61,8 +62,15 @@ def version_approve(*, version: Version, reviewer: Any, note: str = "", label: s
             "person approves it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
         )
     require_valid(locked, "version")
-    locked.approved_model = settings.DECISIONS_MODEL  # frozen with the version: the export's model
-    locked.save(update_fields=["approved_model"])
+    # frozen with the version: the model production asks (the export's model), and who
+    # answered the evidence it was approved on (the export's answered_by)
+    run = selectors.latest_run(locked)
+    locked.approved_model = settings.DECISIONS_MODEL
+    locked.approved_evidence_run = run
+    locked.approved_model_answered = pinned(answered_models(run))
+    locked.save(
+        update_fields=["approved_model", "approved_evidence_run", "approved_model_answered"]
+    )
     move(locked, Version.Status.APPROVED, ReviewEvent.Kind.APPROVED, reviewer, note)
     webhook_event(webhooks.APPROVED, version=locked, label=label or None)
     if label:
@@ -152,3 +160,124 @@ def label_move(
         previous=previous.number if previous else None,
     )
     return label
+
+
+# --- pinning: who answered the evidence, against what production asks ---------------------------
+
+STAND_IN_MODELS = frozenset({standin.MODEL, standin.CHAT_MODEL})
+
+
+def answered_models(run: BatchRun | None) -> list[str]:
+    """The models that answered a run's calls, as the provider named them (sorted; empty when
+    there is no run, it was replayed from recordings, or no provider named its model)."""
+    if run is None:
+        return []
+    return sorted(
+        run.items.exclude(decision=None)
+        .exclude(decision__model_answered="")
+        .values_list("decision__model_answered", flat=True)
+        .distinct()
+        .order_by()
+    )
+
+
+def pinned(models: list[str]) -> str | list[str] | None:
+    """What an export's `answered_by` says: the one model that answered, every one (sorted)
+    when several did, None when none is known."""
+    if not models:
+        return None
+    return models[0] if len(models) == 1 else list(models)
+
+
+@dataclass
+class PinCheck:
+    """What a review says about the model its evidence was answered by: `asked` and
+    `answered` of the evidence run, the model production will ask, and the warnings."""
+
+    production: str
+    run: BatchRun | None
+    asked: str = ""
+    answered: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def resolution(self) -> str:
+        """ "jev-latest answered by jev-1.13.0", or the asked model alone when it answered."""
+        others = [m for m in self.answered if m != self.asked]
+        return f"{self.asked} answered by {', '.join(others)}" if others else self.asked
+
+
+def pin_check(version: Version, run: BatchRun | None = None, *, find: bool = True) -> PinCheck:
+    """Whether the evidence of `version` was answered by the model production will ask: the
+    frozen one of an approved version (on the run it was approved on), else DECISIONS__MODEL
+    (on `run`, the review's evidence; found as the latest finished plain run when not given
+    and `find` is on). "Other" means: the local
+    stand-in answered (always a warning: it is not Jev); the run asked another model than
+    production asks; several models answered; no model was named; or the latest live call
+    asking production's model since the run was answered by a model that did not answer the
+    evidence (an alias that has moved on). An alias answered by one concrete model
+    (`jev-latest` by `jev-1.13.0`) is not a warning: it is what gets pinned."""
+    approved = version.status == Version.Status.APPROVED
+    production = (version.approved_model if approved else "") or settings.DECISIONS_MODEL
+    if approved:
+        run = version.approved_evidence_run
+    elif run is None and find:
+        run = selectors.latest_run(version)
+    check = PinCheck(production=production, run=run)
+    if run is None:
+        return check
+    check.asked = run.model
+    if approved:
+        frozen = version.approved_model_answered
+        check.answered = [frozen] if isinstance(frozen, str) else list(frozen or [])
+    else:
+        check.answered = answered_models(run)
+    warn = check.warnings.append
+    stand_ins = [m for m in check.answered if m in STAND_IN_MODELS]
+    if stand_ins:
+        warn(
+            f"The evidence (run {run.pk}) was answered by the local stand-in "
+            f"({', '.join(stand_ins)}), not by a model behind {production}: its answers say "
+            "nothing about production's."
+        )
+    if run.model != production:
+        warn(f"The evidence run {run.pk} asked {run.model}; production asks {production}.")
+    if not check.answered:
+        warn(
+            f"The evidence run {run.pk} recorded no answering model (replayed, or the provider "
+            "named none): the export's answered_by is null, and a tool that pins a model has "
+            "nothing to pin."
+        )
+    elif len(check.answered) > 1:
+        warn(
+            f"The evidence run {run.pk} was answered by {len(check.answered)} models "
+            f"({', '.join(check.answered)}): no one model stands behind it."
+        )
+    later = _latest_answer_to(production, run)
+    if later and check.answered and later[0] not in check.answered:
+        warn(
+            f"The latest call asking {production} ({later[1]:%Y-%m-%d %H:%M}) was answered by "
+            f"{later[0]}, not by {', '.join(check.answered)} that answered the evidence: "
+            f"{production} now resolves elsewhere."
+        )
+    return check
+
+
+def _latest_answer_to(model: str, run: BatchRun) -> tuple[str, Any] | None:
+    """(model answered, when) of the latest live call asking `model` after `run`'s calls,
+    through the run's backend; one range read on the newest decisions."""
+    newest = (
+        run.items.exclude(decision=None)
+        .order_by("-decision_id")
+        .values_list("decision_id", flat=True)
+    )
+    after = newest.first()
+    if after is None:
+        return None
+    return (
+        Decision.objects.filter(pk__gt=after, model_asked=model, backend=run.backend, status=200)
+        .exclude(model_answered="")
+        .order_by("-pk")
+        .values_list("model_answered", "created_at")
+        .first()
+    )

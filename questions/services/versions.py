@@ -241,8 +241,8 @@ def version_save(
     if locked.revision != base_revision:
         raise StaleRevision(locked.revision, base_revision, version=locked)
     text = document_text(document)
-    if text == locked.document_text:
-        return locked
+    if text == locked.document_text or text == document_text(locked.document):
+        return locked  # no edit: not a byte of the stored text changes, nor the revision
     locked.document_text = text
     locked.sha256 = spec.sha256_of(document)
     locked.revision += 1

@@ -45,13 +45,13 @@ def _form_issues(cards: list[forms.Card]) -> list[spec.Issue]:
     at_row = [
         spec.Issue(
             path=f"questions.{card.id}.criteria",
-            code="duplicate_option_name",
+            code=code,
             message=message,
             question=card.id,
             loc=("questions", card.id, "row", row),
         )
         for card in cards
-        for message, row in card.row_errors
+        for message, row, code in card.row_errors
     ]
     return at_card + at_row
 

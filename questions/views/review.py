@@ -134,6 +134,9 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "problem": problem,
         "evidence": evidence,
         "weak": weak_evidence(version, evidence) if version.status == "in_review" else "",
+        "pin": services.pin_check(
+            version, evidence["this"]["run_obj"] if evidence["this"] else None, find=False
+        ),
         "evidence_rows": [
             (f"v{version.number} (this version)", evidence["this"], version),
             *(

@@ -2,6 +2,7 @@
 to the provider, counted at a loopback provider), the editor's keyboard flow, and its two
 panes at 1280 px and one column at 390 px."""
 
+import json
 import threading
 
 import pytest
@@ -165,3 +166,71 @@ def test_the_editor_at_wide_and_phone_widths(page, live_server, width):
         assert side["y"] >= cards["y"] + cards["height"] - 1  # one column
     page.screenshot(path=f"/tmp/editor-{width}.png")
     page.locator(".pane-side").screenshot(path=f"/tmp/editor-side-{width}.png")
+
+
+STRUCTURED = {
+    "desk": {
+        "criteria": {
+            "tech": {"owns": ["the app", "the API"], "what": "bugs"},
+            "billing": ["money owed", {"not": "refunds"}],
+            "other": "anything else",
+        },
+        "type": "choice",
+        "instructions": "Which desk handles it?",
+    },
+    "urgent": {
+        "type": "noul",
+        "instructions": "Is it urgent?",
+        "criteria": {"false": ["it can wait"], "true": "someone is blocked"},
+    },
+}
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
+    page, live_server, width
+):
+    writer = factories.author("writer")
+    qs = factories.question_set("structured", owner=writer, doc=STRUCTURED)
+    version = services.open_draft(qs)
+    before = version.document_text
+    _sign_in(page, live_server.url, writer)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/sets/structured/v1/")
+    desk = page.locator(".card", has=page.locator("input[value=desk]"))
+    tech = desk.locator(".rows > .row").nth(0)
+    field = tech.get_by_label("Entry as JSON")
+    expect(field).to_be_visible()
+    expect(tech.get_by_label("Description", exact=True)).to_be_hidden()
+    shown = field.input_value()
+    assert '"owns"' in shown and shown.index('"owns"') < shown.index('"what"')  # as written
+    urgent = page.locator(".card", has=page.locator("input[value=urgent]"))
+    cases = urgent.locator(".case-name")
+    expect(cases).to_have_text(["false", "true"])  # the author's order
+    expect(urgent.locator(".row.case").nth(0).get_by_label("false: Entry as JSON")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    tech.scroll_into_view_if_needed()
+    page.screenshot(path=f"/tmp/editor-structured-{width}.png")
+    urgent.screenshot(path=f"/tmp/editor-structured-noul-{width}.png")
+    desk.get_by_label("Instructions", exact=True).fill("Which desk takes it?")
+    page.locator("#editor").get_by_role("button", name="Save").click()
+    expect(page.locator(".messages")).to_contain_text("Saved revision 2")
+    version.refresh_from_db()
+    expected = json.loads(before)
+    expected["desk"]["instructions"] = "Which desk takes it?"
+    assert version.document_text == services.document_text(expected)  # byte for byte
+    # a JSON field that is not JSON is marked at its row, and nothing is saved
+    field = (
+        page.locator(".card", has=page.locator("input[value=desk]"))
+        .locator(".rows > .row")
+        .nth(0)
+        .get_by_label("Entry as JSON")
+    )
+    field.fill('{"owns": [}')
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(
+        page.locator(".card", has=page.locator("input[value=desk]"))
+        .locator(".rows > .row")
+        .nth(0)
+        .locator(".slot")
+    ).to_contain_text("not JSON")

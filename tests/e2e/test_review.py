@@ -79,3 +79,36 @@ def test_submit_approve_with_production_and_download_a_valid_export(page, live_s
     review.goto(f"{live_server.url}/sets/routing/")
     expect(review.locator(".label-chip")).to_contain_text("production → v1")
     reviewer_context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_review_warns_when_the_stand_in_answered_the_evidence(
+    page, live_server, settings, width
+):
+    """The evidence run is answered by the local stand-in (a real loopback server): the review
+    says which model answered it and warns that production asks another."""
+    from questions import services
+    from tests.providers import stand_in_serving
+
+    writer, checker = factories.author("writer"), factories.reviewer("checker")
+    checker.set_password(PASSWORD)
+    checker.save()
+    qs = factories.question_set("routing", owner=writer)
+    services.sample_state_create(question_set=qs, name="s0", state={"n": 0}, author=writer)
+    version = services.version_submit(version=factories.draft(qs), author=writer)
+    with stand_in_serving(settings):
+        run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+        services.batch_execute(run.pk)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("checker")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()
+    page.goto(f"{live_server.url}/sets/routing/v1/review/")
+    pin = page.locator("#pin")
+    expect(pin.locator(".resolution")).to_contain_text("jev-latest answered by local-stand-in")
+    expect(pin.locator(".model-warning")).to_contain_text("the local stand-in")
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    pin.scroll_into_view_if_needed()
+    page.screenshot(path=f"/tmp/review-model-warning-{width}.png")

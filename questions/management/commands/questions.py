@@ -444,12 +444,24 @@ class Command(ControlCommands, BaseCommand):
         version = services.version_approve(
             version=version, reviewer=_user(user), note=note, label=label
         )
-        out = {"set": slug, "version": number, "status": version.status, "label": label or None}
+        out = {
+            "set": slug,
+            "version": number,
+            "status": version.status,
+            "label": label or None,
+            "model": version.approved_model,
+            "answered_by": version.approved_model_answered,
+        }
         if json:
             self.emit_json(out)
         else:
+            answered = version.approved_model_answered
+            shown = ", ".join(answered) if isinstance(answered, list) else answered
             self.stdout.write(
-                f"{slug} version {number} approved" + (f"; {label} points at it" if label else "")
+                f"{slug} version {number} approved"
+                + (f"; {label} points at it" if label else "")
+                + f"; model {version.approved_model}, "
+                + (f"answered by {shown}" if shown else "no answering model recorded")
             )
         return EXIT_OK
 
