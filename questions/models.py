@@ -512,15 +512,15 @@ class WebhookDelivery(models.Model):
 
 
 class WebhookAttempt(models.Model):
-    """One POST of a delivery: the endpoint's status code, or what went wrong instead."""
+    """One POST of a delivery: the endpoint's status code, or what went wrong instead (never
+    what the endpoint answered: its body is not read)."""
 
     delivery = models.ForeignKey(
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
     )
     number = models.PositiveSmallIntegerField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=200, blank=True)
-    response_excerpt = models.CharField(max_length=200, blank=True)
+    error = models.CharField(max_length=400, blank=True)
     duration_ms = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
 
