@@ -467,7 +467,8 @@ class BatchItem(models.Model):
 
 class Webhook(models.Model):
     """An endpoint a reviewer configured for a set: told of every approval and label move by a
-    signed POST (HMAC-SHA256 of the body with `secret`, shown once when it is made)."""
+    signed POST (HMAC-SHA256 of a timestamp and the body with `secret`, shown once when it is
+    made)."""
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
