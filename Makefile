@@ -29,7 +29,8 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
-	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)}; \
+	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)} \
+	        DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1}; \
 	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
 	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
@@ -41,7 +42,9 @@ run: $(VENV)/.synced
 	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
 	fi; \
 	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 & \
-	worker=$$!; trap 'kill $$worker $${standin:-} 2>/dev/null' EXIT INT TERM; \
+	worker=$$!; \
+	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 --queue-name webhooks & \
+	hooks=$$!; trap 'kill $$worker $$hooks $${standin:-} 2>/dev/null' EXIT INT TERM; \
 	echo; \
 	echo "  Decision Console: http://$(HOST):$(PORT)/"; \
 	echo "  Sign in as author (writes) or reviewer (reviews), password demo."; \

@@ -314,7 +314,15 @@ DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 DECISIONS_ALLOW_SELF_APPROVAL = _flag("DECISIONS__ALLOW_SELF_APPROVAL")
 
 # --- batch runs (DESIGN.md §7): Django's tasks API with the database backend -------------------
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+#: webhook deliveries have a queue of their own, with its own worker (`db_worker --queue-name
+#: webhooks`), so a slow receiver never holds a worker that batch runs wait for
+WEBHOOK_QUEUE = "webhooks"
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", WEBHOOK_QUEUE],
+    }
+}
 DECISIONS_BATCH_ATTEMPTS = int(_number("DECISIONS__BATCH_ATTEMPTS", 4))
 DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.5)
 DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
@@ -327,4 +335,8 @@ CONSOLE_PUBLIC_URL = (_env("CONSOLE_PUBLIC_URL") or "http://127.0.0.1:8000").rst
 DECISIONS_WEBHOOK_ATTEMPTS = int(_number("DECISIONS__WEBHOOK_ATTEMPTS", 5))
 DECISIONS_WEBHOOK_BACKOFF_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_SECONDS", 2.0)
 DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS", 300.0)
+#: one attempt's total deadline: resolving, connecting, TLS, sending and the answer's status
 DECISIONS_WEBHOOK_TIMEOUT_SECONDS = _number("DECISIONS__WEBHOOK_TIMEOUT_SECONDS", 5.0)
+#: let webhooks reach loopback and private networks (questions/addresses.py says which), for a
+#: runtime on the console's own network; never the cloud metadata or link-local addresses
+DECISIONS_WEBHOOK_ALLOW_PRIVATE = _flag("DECISIONS__WEBHOOK_ALLOW_PRIVATE")

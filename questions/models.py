@@ -482,7 +482,8 @@ class BatchItem(models.Model):
 
 class Webhook(models.Model):
     """An endpoint a reviewer configured for a set: told of every approval and label move by a
-    signed POST (HMAC-SHA256 of the body with `secret`, shown once when it is made)."""
+    signed POST (HMAC-SHA256 of a timestamp and the body with `secret`, shown once when it is
+    made)."""
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
@@ -527,15 +528,15 @@ class WebhookDelivery(models.Model):
 
 
 class WebhookAttempt(models.Model):
-    """One POST of a delivery: the endpoint's status code, or what went wrong instead."""
+    """One POST of a delivery: the endpoint's status code, or what went wrong instead (never
+    what the endpoint answered: its body is not read)."""
 
     delivery = models.ForeignKey(
         WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
     )
     number = models.PositiveSmallIntegerField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=200, blank=True)
-    response_excerpt = models.CharField(max_length=200, blank=True)
+    error = models.CharField(max_length=400, blank=True)
     duration_ms = models.FloatField()
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -4,13 +4,20 @@
 answers what the test queued — or, when nothing is queued, the default answer (a body, or a
 function of the request's JSON); `point_every_wire_at` aims every wire at it. `FlakyProvider`
 answers with the stand-in's answers and can rate-limit, fail, hang up or answer oddly, for the
-batch runs; `DOC` is the question map they ask; `run_cli` calls the command line."""
+batch runs; `DOC` is the question map they ask; `run_cli` calls the command line.
+For webhooks: `Receiver` answers POSTs (over TLS too), `Listener` records every connection and
+can trickle its answer a byte at a time, `resolving` points the console's name lookups at a
+table, `work` runs django-tasks' database worker until a condition holds."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import select
+import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -217,9 +224,16 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 class Receiver:
     """A webhook receiver on 127.0.0.1: records every POST (raw body and headers) and answers
-    `statuses` in turn (then 200), after `delay` seconds, with `body` as its answer."""
+    `statuses` in turn (then 200), after `delay` seconds, with `body` as its answer. With `tls`
+    (a server context) it speaks HTTPS and records the name each client asked for (SNI)."""
 
-    def __init__(self, statuses=(), delay: float = 0.0, body: bytes = b'{"ok": true}'):
+    def __init__(
+        self,
+        statuses=(),
+        delay: float = 0.0,
+        body: bytes = b'{"ok": true}',
+        tls: ssl.SSLContext | None = None,
+    ):
         self.statuses = list(statuses)
         self.delay, self.body = delay, body
         self.requests: list[dict] = []
@@ -228,6 +242,11 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def handle(self):
+                # a webhook attempt hangs up without reading the answer's body
+                with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                    super().handle()
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -247,9 +266,182 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        self.port = self.server.server_address[1]
+        self.server_names: list[str | None] = []
+        if tls is not None:
+
+            def named(sock, name, context):
+                self.server_names.append(name)
+
+            tls.sni_callback = named
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}/hooks"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def certificate(directory, name: str) -> tuple[str, str]:
+    """A self-signed certificate for the host `name` (openssl): (certificate file, key file)."""
+    cert, key = str(directory / f"{name}.pem"), str(directory / f"{name}.key")
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt"),
+            *("ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"),
+            *("-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}"),
+            *("-keyout", key, "-out", cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+class Listener:
+    """A bare TCP server on 127.0.0.1 that records every connection made to it, in order, with
+    whether each is still open. With `trickle`, it reads the request's head and then sends an
+    HTTP answer one byte every `every` seconds (`trickle` bytes at most, or until `release`),
+    noticing at once when the client hangs up; without, it closes each connection at once."""
+
+    def __init__(self, trickle: int = 0, every: float = 0.05):
+        self.trickle, self.every = trickle, every
+        self.connections: list[dict] = []
+        self.lock = threading.RLock()  # conditions read `open_now`, which takes it too
+        self.changed = threading.Condition(self.lock)
+        self.released = threading.Event()
+        self.most_open = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/hooks"
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def open_now(self) -> int:
+        with self.lock:
+            return sum(1 for c in self.connections if c["open"])
+
+    def wait_for(self, condition, seconds: float = 30) -> None:
+        """Until `condition(listener)` holds (it is checked on every change)."""
+        with self.changed:
+            assert self.changed.wait_for(lambda: condition(self), seconds), "never happened"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            record = {"open": True, "head": b""}
+            with self.changed:
+                self.connections.append(record)
+                self.most_open = max(self.most_open, sum(c["open"] for c in self.connections))
+                self.changed.notify_all()
+            threading.Thread(target=self._serve, args=(conn, record), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, record: dict) -> None:
+        try:
+            if self.trickle:
+                self._trickle(conn, record)
+        finally:
+            conn.close()
+            with self.changed:
+                record["open"] = False
+                self.changed.notify_all()
+
+    def _trickle(self, conn: socket.socket, record: dict) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            head += chunk
+        with self.changed:
+            record["head"] = head
+            self.changed.notify_all()
+        answer = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"." * self.trickle
+        for byte in answer[: self.trickle]:
+            readable, _, _ = select.select([conn], [], [], self.every)
+            try:
+                if readable and not conn.recv(65536):
+                    return  # the client hung up
+            except OSError:
+                return  # … or reset the connection
+            if self.released.is_set() or self._stop.is_set():
+                return
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                return
+        with contextlib.suppress(OSError):
+            conn.sendall(b"\r\nContent-Length: 0\r\n\r\n")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.released.set()
+        self.sock.close()
+
+
+@contextlib.contextmanager
+def resolving(table: dict[str, list[str]]):
+    """The console's name lookups (`questions.addresses.getaddrinfo`) answer from `table` (a
+    name → its addresses); any other name does not resolve. The calls are recorded."""
+    from questions import addresses
+
+    calls: list[str] = []
+
+    def lookup(host, port, *args, **kwargs):
+        calls.append(host)
+        if host not in table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [
+            (
+                socket.AF_INET6 if ":" in a else socket.AF_INET,
+                socket.SOCK_STREAM,
+                socket.IPPROTO_TCP,
+                "",
+                (a, port, 0, 0) if ":" in a else (a, port),
+            )
+            for a in table[host]
+        ]
+
+    kept, addresses.getaddrinfo = addresses.getaddrinfo, lookup
+    try:
+        yield calls
+    finally:
+        addresses.getaddrinfo = kept
+
+
+def work(until: Callable[[], bool], seconds: float = 15, queues=("default", "webhooks")) -> None:
+    """Run django-tasks' database worker (the real one, in batch mode) on `queues` until
+    `until()` holds."""
+    deadline = time.monotonic() + seconds
+    while not until():
+        assert time.monotonic() < deadline, "the worker did not finish in time"
+        worker(queues).run()
+        time.sleep(0.02)
+
+
+def worker(queues=("default", "webhooks"), worker_id: str = "test-worker"):
+    """django-tasks' database worker on `queues`, in batch mode (it stops when they are empty)."""
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    return Worker(
+        queue_names=list(queues),
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id=worker_id,
+        excluded_queue_names=[],
+    )
+
+
+def webhooks_finished() -> bool:
+    """No webhook delivery is pending."""
+    from questions.models import WebhookDelivery
+
+    return not WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING).exists()

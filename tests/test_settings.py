@@ -74,6 +74,7 @@ def test_values_from_the_environment():
         ({"DECISIONS__MAX_STATE_BYTES": "0"}, "DECISIONS__MAX_STATE_BYTES"),
         ({"DECISIONS__TIMEOUT_SECONDS": "-1"}, "DECISIONS__TIMEOUT_SECONDS"),
         ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG"),
+        ({"DECISIONS__WEBHOOK_ALLOW_PRIVATE": "maybe"}, "DECISIONS__WEBHOOK_ALLOW_PRIVATE"),
     ],
 )
 def test_a_bad_value_names_its_variable(env, named):
@@ -81,6 +82,40 @@ def test_a_bad_value_names_its_variable(env, named):
     assert proc.returncode != 0
     assert named in proc.stderr
     assert "ImproperlyConfigured" in proc.stderr
+
+
+def test_webhooks_reach_private_addresses_only_when_allowed_and_have_their_own_queue():
+    code = (
+        "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'console.settings'; "
+        "from django.conf import settings as s; "
+        "print(s.DECISIONS_WEBHOOK_ALLOW_PRIVATE, s.WEBHOOK_QUEUE, "
+        "','.join(s.TASKS['default']['QUEUES']))"
+    )
+
+    def read(**env: str) -> list[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "DJANGO_SECRET_KEY": "k", **env},
+        ).stdout.split()
+
+    assert read() == ["False", "webhooks", "default,webhooks"]
+    assert read(DECISIONS__WEBHOOK_ALLOW_PRIVATE="1")[0] == "True"
+    assert read(DECISIONS__WEBHOOK_ALLOW_PRIVATE="off")[0] == "False"
+
+
+def test_the_demo_and_the_suite_let_webhooks_reach_loopback():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1}" in makefile
+    assert "db_worker --no-reload --interval 0.5 --queue-name webhooks" in makefile
+    assert "--queue-name webhooks" in (ROOT / "Procfile").read_text()
+    assert "--queue-name webhooks" in (ROOT / "console" / "serve").read_text()
+    from django.conf import settings
+
+    assert settings.DECISIONS_WEBHOOK_ALLOW_PRIVATE is True  # tests/settings.py
 
 
 def test_a_secret_key_is_required_unless_debugging():

@@ -8,11 +8,19 @@ unreachable endpoint — is logged as an attempt and, while attempts remain
 (`DECISIONS__WEBHOOK_ATTEMPTS`), retried by a new task after a backoff that doubles from
 `DECISIONS__WEBHOOK_BACKOFF_SECONDS` up to `DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS`. An attempt
 is claimed by bumping the attempt count where it still has the value read, and leased by moving
-its next attempt past the POST's timeout, so two workers — or two tasks of one delivery — never
-make the same attempt, and a task that finds its delivery not yet due leaves it to the task that
-is. A delivery whose task was lost with its worker is queued again by `webhook_sweep_overdue`
-(every idle `db_worker` runs it). The secret signs every body and is shown once, when the
-endpoint is made; it never reaches a page, a log line or the delivery log.
+its next attempt past the attempt's total deadline (`DECISIONS__WEBHOOK_TIMEOUT_SECONDS`) and a
+margin, so two workers — or two tasks of one delivery — never make the same attempt, an
+attempt in flight always ends before its lease does (it is never swept while it runs), and a
+task that finds its delivery not yet due leaves it to the task that is. A delivery whose task
+was lost with its worker is queued again by `webhook_sweep_overdue` (every idle `db_worker`
+runs it). Deliveries run on their own queue (`settings.WEBHOOK_QUEUE`) and its own worker, so
+they never hold a worker batch runs wait for.
+
+Where a webhook may go is `questions.addresses`' policy, applied when the endpoint is saved and
+again, after resolving the name, at every attempt (`webhooks.post`); an attempt the policy
+refuses connects to nothing and ends the delivery. The secret signs every attempt and is shown
+once, when the endpoint is made; it never reaches a page, a log line or the delivery log, and
+neither does anything the receiver answers but its status.
 """
 
 from __future__ import annotations
@@ -25,15 +33,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 from django_tasks import task
 
-from questions import roles, webhooks
-from questions.backends.base import scrub
+from questions import addresses, roles, webhooks
 from questions.models import (
     QuestionSet,
     Version,
@@ -46,9 +51,11 @@ from questions.services.errors import Invalid, require, storable
 log = logging.getLogger("questions.webhooks")
 
 WEBHOOK_MANAGERS_ONLY = "Only reviewers configure a set's webhooks."
-#: an attempt in flight holds its delivery for the POST's timeout and this much more
+#: an attempt in flight holds its delivery for its total deadline and this much more (the
+#: attempt's bookkeeping), so its lease never runs out while it is in flight
 LEASE_MARGIN_SECONDS = 30.0
-_URL = URLValidator(schemes=["http", "https"])
+#: how long saving an endpoint waits for its name to resolve, at most
+SAVE_RESOLVE_SECONDS = 3.0
 
 
 def webhook_create(
@@ -61,10 +68,7 @@ def webhook_create(
     limit = Webhook._meta.get_field("url").max_length
     if len(url) > limit:
         raise Invalid(f"The URL has {len(url)} characters; at most {limit}.")
-    try:
-        _URL(url)
-    except ValidationError as exc:
-        raise Invalid(f"{url[:100]!r} is not an http(s) URL.") from exc
+    check_url(url)
     if len(description) > 200:
         raise Invalid(f"The description has {len(description)} characters; at most 200.")
     secret = webhooks.new_secret()
@@ -76,6 +80,25 @@ def webhook_create(
         created_by=roles.recorded_as(user),
     )
     return hook, secret
+
+
+def check_url(url: str) -> None:
+    """Invalid unless a webhook may go to `url` (`questions.addresses`): its literal address,
+    or every address its name resolves to now; a name that does not resolve (yet) passes, and
+    is checked again at every attempt."""
+    allow = settings.DECISIONS_WEBHOOK_ALLOW_PRIVATE
+    try:
+        target = addresses.parse(url)
+        addresses.check_name(target, allow_private=allow)
+        try:
+            found = addresses.resolve(
+                target, min(SAVE_RESOLVE_SECONDS, settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS)
+            )
+        except addresses.Unresolved:
+            return
+        addresses.check_addresses(target, found, allow_private=allow)
+    except addresses.Refused as exc:
+        raise Invalid(str(exc)) from None
 
 
 def webhook_delete(*, webhook: Webhook, user: Any) -> None:
@@ -160,18 +183,18 @@ def webhook_deliver(delivery_pk: int) -> float | None:
         return None
     hook = delivery.webhook
     raw = delivery.body_text.encode("utf-8")
-    result = webhooks.post(
+    result = webhooks.post(  # signed now: every attempt carries its own timestamp
         hook.url,
         raw,
         webhooks.headers(hook.secret, raw, delivery.event, delivery.delivery_id),
         settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS,
+        allow_private=settings.DECISIONS_WEBHOOK_ALLOW_PRIVATE,
     )
     WebhookAttempt.objects.create(
         delivery=delivery,
         number=number,
         status_code=result.status_code,
-        error=result.error[:200],
-        response_excerpt=scrub(result.excerpt, hook.secret).replace("\x00", "\ufffd")[:200],
+        error=result.error[:400],
         duration_ms=result.duration_ms,
     )
     log.info(
@@ -181,7 +204,8 @@ def webhook_deliver(delivery_pk: int) -> float | None:
         result.status_code or result.error,
     )
     now = timezone.now()
-    if result.ok or number >= max(1, settings.DECISIONS_WEBHOOK_ATTEMPTS):
+    last = number >= max(1, settings.DECISIONS_WEBHOOK_ATTEMPTS)
+    if result.ok or result.refused or last:
         status = WebhookDelivery.Status.DELIVERED if result.ok else WebhookDelivery.Status.FAILED
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             status=status, finished_at=now, next_attempt_at=None
@@ -222,7 +246,7 @@ def webhook_sweep_overdue(queued: dict[int, float] | None = None) -> list[int]:
     return swept
 
 
-@task()
+@task(queue_name=settings.WEBHOOK_QUEUE)
 def webhook_deliver_task(delivery_pk: int) -> None:
     """One attempt of a delivery in a django-tasks worker; the next, if any, as a new task
     that waits out the backoff."""

@@ -1,5 +1,6 @@
 """A set's change webhooks: reviewers add and remove endpoints, send a test event, and read the
-delivery log (every attempt, with the endpoint's status code or what went wrong)."""
+delivery log (every attempt: the endpoint's status code and how long it took, or what went
+wrong; never what the endpoint answered)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def set_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
         "typed": typed,
         "events": [webhooks.describe(e) for e in (webhooks.APPROVED, webhooks.LABEL_MOVED)],
         "signature_header": webhooks.SIGNATURE_HEADER,
+        "tolerance": webhooks.TOLERANCE_SECONDS,
         "event_header": webhooks.EVENT_HEADER,
         "delivery_header": webhooks.DELIVERY_HEADER,
         "pending": WebhookDelivery.Status.PENDING,
