@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0015_batch_run_tries"),
+        ("questions", "0016_version_approved_model_answered"),
     ]
 
     operations = [
