@@ -515,8 +515,10 @@ def test_two_workers_never_overlap_an_attempt(listener, settings, monkeypatch):
     settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS = 0.3
     settings.DECISIONS_WEBHOOK_BACKOFF_SECONDS = 0.3
     settings.DECISIONS_BATCH_STALE_SECONDS = 0.2
-    monkeypatch.setattr(webhook_service, "LEASE_MARGIN_SECONDS", 2.0)
-    slow = listener(trickle=200, every=0.05)  # 10 s of answer, were it not cut
+    # a margin far above any stall of a busy machine, and an answer that outlasts it: without a
+    # total deadline the lease would run out mid-attempt and the second worker would overlap
+    monkeypatch.setattr(webhook_service, "LEASE_MARGIN_SECONDS", 10.0)
+    slow = listener(trickle=600, every=0.05)  # 30 s of answer, were it not cut
     hook, _, checker = _endpoint(slow.url)
     services.webhook_send_test(webhook=hook, user=checker)
     delivery = WebhookDelivery.objects.get()
@@ -540,7 +542,7 @@ def test_a_batch_run_is_claimed_while_a_delivery_is_stuck(listener, settings):
     worker batch runs wait for."""
     settings.DECISIONS_WEBHOOK_ATTEMPTS = 1
     settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS = 120  # stuck for as long as the test needs
-    stuck = listener(trickle=100, every=0.1)  # ends by itself (10 s) should anything go wrong
+    stuck = listener(trickle=100, every=1.0)  # held until released (ends by itself in 100 s)
     hook, _, checker = _endpoint(stuck.url)
     services.webhook_send_test(webhook=hook, user=checker)  # queued first
     writer = factories.author("runner")
