@@ -259,6 +259,7 @@ def _load_sets() -> tuple[list[str], list[Any]]:
                 version = services.version_submit(version=version, author=users["author"])
             if step == "approve":
                 version = services.version_approve(
+                    confirm_weak_evidence=True,
                     version=version,
                     reviewer=users["reviewer"],
                     note="demo",

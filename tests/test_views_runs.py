@@ -141,7 +141,9 @@ def test_the_review_page_shows_both_versions_runs_side_by_side(setup):
     )
     services.batch_execute(first.pk)
     services.version_submit(version=version, author=writer)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=version, author=writer)
     second = services.batch_create(
         version=v2, backend="typesafe", user=roles.OPERATOR, enqueue=False
@@ -312,7 +314,9 @@ def _reviewed_v2(version, *, v2_threshold, reword=True):
     )
     services.batch_execute(first.pk)
     services.version_submit(version=version, author=writer)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=version, author=writer)
     document = dict(v2.document)
     if reword:

@@ -32,10 +32,12 @@ from questions.services.errors import (
     ServiceError,
 )
 from questions.services.reviews import (
+    WeakEvidence,
     label_move,
     version_approve,
     version_comment,
     version_request_changes,
+    weak_evidence,
     wrote,
 )
 from questions.services.states import (
@@ -88,6 +90,7 @@ __all__ = [
     "Refusal",
     "ServiceError",
     "StaleRevision",
+    "WeakEvidence",
     "api_token_authenticate",
     "api_token_create",
     "api_token_revoke",
@@ -122,6 +125,7 @@ __all__ = [
     "version_save",
     "version_set_advice",
     "version_submit",
+    "weak_evidence",
     "webhook_create",
     "webhook_delete",
     "webhook_deliver",

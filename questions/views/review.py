@@ -57,20 +57,12 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         note = request.POST.get("note", "")
         try:
             if action == "approve":
-                require(request.user, roles.may_review, REVIEWERS_ONLY)  # who, before what
-                weak = weak_evidence(version)
-                if weak and request.POST.get("confirm_weak") != "yes":
-                    raise services.Invalid(
-                        f"This version {weak}: tick “Approve anyway” to approve it, and say "
-                        "why in the note."
-                    )
-                if weak:
-                    note = f"Approved although this version {weak} (confirmed). {note}".strip()
                 services.version_approve(
                     version=version,
                     reviewer=request.user,
                     note=note,
                     label=request.POST.get("label", "").strip(),
+                    confirm_weak_evidence=request.POST.get("confirm_weak") == "yes",
                 )
                 messages.success(request, f"Approved version {number}.")
                 return redirect("version-review", slug, number)
@@ -82,6 +74,11 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
                 services.version_comment(version=version, actor=request.user, note=note)
                 return redirect("version-review", slug, number)
             problem = "Unknown action."
+        except services.WeakEvidence as exc:
+            problem = (
+                f"This version {exc.reason}: tick “Approve anyway” to approve it, and say why "
+                "in the note."
+            )
         except services.ServiceError as exc:
             problem = str(exc)
     baseline, baseline_name = selectors.review_baseline(version)
@@ -121,7 +118,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "labels": selectors.labels_of(version.question_set),
         "problem": problem,
         "evidence": evidence,
-        "weak": weak_evidence(version, evidence) if version.status == "in_review" else "",
+        "weak": services.weak_evidence(version, evidence) if version.status == "in_review" else "",
         "evidence_rows": [
             (f"v{version.number} (this version)", evidence["this"], version),
             *(
@@ -180,29 +177,6 @@ def review_questions(
             }
         )
     return questions
-
-
-def weak_evidence(version: Version, evidence: dict | None = None) -> str:
-    """Why approving `version` needs an explicit confirmation, or "": it has no finished run,
-    or its latest run passes less than the baseline's latest run."""
-    if evidence is None:
-        baseline, _name = selectors.review_baseline(version)
-        evidence = {
-            "this": selectors.run_evidence(selectors.latest_run(version)),
-            "base": selectors.run_evidence(selectors.latest_run(baseline)),
-        }
-    this, base = evidence["this"], evidence["base"]
-    if this is None:
-        return "has no finished batch run over the sample states"
-    if base and base["pass_rate"] is not None:
-        if this["pass_rate"] is None:
-            return "has no pass rate (nothing checked) while the baseline's run has one"
-        if this["pass_rate"] < base["pass_rate"]:
-            return (
-                f"passes {this['pass_rate']:.0%} of its checks, less than the baseline's "
-                f"{base['pass_rate']:.0%}"
-            )
-    return ""
 
 
 @require_POST

@@ -128,6 +128,13 @@ class Command(ControlCommands, BaseCommand):
         approve.add_argument("--user", required=True)
         approve.add_argument("--label", default="", metavar="L")
         approve.add_argument("--note", default="")
+        approve.add_argument(
+            "--confirm-weak-evidence",
+            action="store_true",
+            help="approve a version whose evidence is weak (no finished batch run, or a pass "
+            "rate below the baseline's), as the review page's “Approve anyway”; recorded "
+            "in the note",
+        )
         approve.add_argument("--json", action="store_true")
 
         export = sub.add_parser("export", help="write an approved version's export document")
@@ -428,14 +435,35 @@ class Command(ControlCommands, BaseCommand):
         return EXIT_OK
 
     def do_approve(
-        self, *, slug: str, number: int, user: str, label: str, note: str, json: bool, **_: Any
+        self,
+        *,
+        slug: str,
+        number: int,
+        user: str,
+        label: str,
+        note: str,
+        confirm_weak_evidence: bool,
+        json: bool,
+        **_: Any,
     ) -> int:
         version = Version.objects.filter(question_set__slug=slug, number=number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
-        version = services.version_approve(
-            version=version, reviewer=_user(user), note=note, label=label
-        )
+        try:
+            version = services.version_approve(
+                version=version,
+                reviewer=_user(user),
+                note=note,
+                label=label,
+                confirm_weak_evidence=confirm_weak_evidence,
+            )
+        except services.WeakEvidence as exc:
+            return self.fail(
+                f"{slug} version {number} {exc.reason}: give --confirm-weak-evidence to approve "
+                "it anyway, and say why with --note.",
+                as_json=json,
+                status=exc.status,
+            )
         out = {"set": slug, "version": number, "status": version.status, "label": label or None}
         if json:
             self.emit_json(out)
