@@ -370,13 +370,10 @@ def latest_run(version: Version | None) -> BatchRun | None:
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
     """What a review shows of a run: its stored pass rate, answered/failed, cost per call
-    (a few aggregate queries, whatever the number of states)."""
+    (a few aggregate queries, whatever the number of states). A read: the summary was stored
+    when the run finished (`services.batches`; the migration that added it filled older runs)."""
     if run is None:
         return None
-    if run.checked is None and run.finished:  # finished before summaries were stored
-        from questions.services.summaries import store_summary
-
-        store_summary(run)
     counts = run_counts(run)
     cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
     return {

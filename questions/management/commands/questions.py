@@ -628,7 +628,7 @@ class Command(ControlCommands, BaseCommand):
                     f"{slug} has no sample state {state_name!r}.", as_json=json, status=404
                 )
             selection.state = str(state.pk)
-        built, streamed = comparison.stream(question_set, selection, roles.OPERATOR)
+        built, streamed = comparison.stream(question_set, selection, roles.OPERATOR, ask_live=True)
         rows = list(streamed)  # every state, not one page of them
         problems = [f"{c.key}: {c.problem}" for c in built if c.problem]
         if problems:
