@@ -99,6 +99,17 @@ def test_a_draft_takes_advice_and_a_frozen_version_does_not(team):
     assert Version.objects.get(pk=follow.pk).advice == {}
 
 
+def test_keep_as_vn_and_continue_carries_the_advice_into_the_continuing_draft(team):
+    writer, _checker, qs = team
+    draft = factories.draft(qs)
+    services.version_set_advice(version=draft, advice=ADVICE, author=writer)
+    follow = services.version_keep(version=draft, author=writer)
+    kept = Version.objects.get(pk=draft.pk)
+    assert (kept.status, kept.advice) == ("kept", ADVICE)
+    assert (follow.parent_id, follow.status, follow.advice) == (kept.pk, "draft", ADVICE)
+    assert follow.events.get().note == f"continues version {kept.number}"
+
+
 def test_advice_that_no_longer_fits_its_questions_stops_a_submission(team):
     writer, _, qs = team
     draft = factories.draft(qs)
