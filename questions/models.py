@@ -44,7 +44,7 @@ class Version(models.Model):
         DRAFT = "draft", "draft"
         KEPT = "kept", "kept"
         IN_REVIEW = "in_review", "in review"
-        APPROVED = "approved", "approved"
+        APPROVED = spec.EXPORT_STATUS, "approved"  # the status an export carries
         CHANGES_REQUESTED = "changes_requested", "changes requested"
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="versions")
@@ -93,6 +93,18 @@ class Version(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+    @property
+    def is_kept(self) -> bool:
+        return self.status == self.Status.KEPT
+
+    @property
+    def is_in_review(self) -> bool:
+        return self.status == self.Status.IN_REVIEW
+
+    @property
+    def is_approved(self) -> bool:
+        return self.status == self.Status.APPROVED
 
     @property
     def advice(self) -> dict[str, Any]:

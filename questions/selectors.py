@@ -116,7 +116,7 @@ def export_document(version: Version) -> dict[str, Any]:
         "format": spec.EXPORT_FORMAT,
         "question_set": version.question_set.slug,
         "version": version.number,
-        "status": str(version.status),
+        "status": spec.EXPORT_STATUS,  # only an approved version has an export
         "sha256": version.sha256,
         "model": version.approved_model,
         "approved_by": approval.actor.get_username() if approval else None,

@@ -217,6 +217,23 @@ def validate_export(document: dict) -> None:
     ).validate(document)
 
 
+@pytest.mark.parametrize("status", Version.Status.values)
+def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_carries(
+    team, status
+):
+    writer, checker, qs = team
+    version = services.version_approve(
+        version=submitted(qs, writer), reviewer=checker, confirm_weak_evidence=True
+    )
+    exported = selectors.export_document(version)
+    assert exported["status"] == spec.EXPORT_STATUS == Version.Status.APPROVED
+    assert SCHEMA["properties"]["status"] == {"const": spec.EXPORT_STATUS}
+    document = {**exported, "status": status}
+    by_spec = spec.validate(document, limits=spec.DEFAULT_LIMITS).valid
+    by_schema = jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
+    assert by_spec == by_schema == (status == Version.Status.APPROVED)
+
+
 def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
     writer, checker, qs = team
     doc = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]

@@ -118,7 +118,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "labels": selectors.labels_of(version.question_set),
         "problem": problem,
         "evidence": evidence,
-        "weak": services.weak_evidence(version, evidence) if version.status == "in_review" else "",
+        "weak": services.weak_evidence(version, evidence) if version.is_in_review else "",
         "evidence_rows": [
             (f"v{version.number} (this version)", evidence["this"], version),
             *(
