@@ -16,6 +16,7 @@ from django.db.models import F, QuerySet
 from django.http import QueryDict
 
 from questions import backends, metrics, roles, services, spec
+from questions.answers import NOUL_THRESHOLD
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -24,8 +25,8 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
+from questions.numbers import whole_number
 from questions.services.errors import model_name
-from questions.views import whole_number
 
 COLUMN = re.compile(
     r"\A(?:run:(?P<run>[0-9]{1,18})"
@@ -123,7 +124,7 @@ class Selection:
     columns: list[str]
     state: str = "all"  # a sample state id, or "all"
     filter: str = "all"
-    threshold: float = 0.5
+    threshold: float = NOUL_THRESHOLD
     start: int = 0  # the page: the index of its first state in name order
     errors: list[str] = field(default_factory=list)
     next_start: int | None = None  # where the next page starts; None on the last page
@@ -139,12 +140,14 @@ class Selection:
             selection.errors.append(f"Unknown filter {selection.filter!r}; showing all.")
             selection.filter = "all"
         try:
-            selection.threshold = float(query.get("threshold", 0.5))
+            selection.threshold = float(query.get("threshold", NOUL_THRESHOLD))
             if not 0 < selection.threshold < 1:
                 raise ValueError
         except ValueError:
-            selection.errors.append("The threshold lies strictly between 0 and 1; using 0.5.")
-            selection.threshold = 0.5
+            selection.errors.append(
+                f"The threshold lies strictly between 0 and 1; using {NOUL_THRESHOLD}."
+            )
+            selection.threshold = NOUL_THRESHOLD
         start = whole_number(query.get("start", "0"), digits=9)
         if start is None:
             selection.errors.append("The page starts at a whole number of states; from the first.")

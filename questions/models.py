@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import spec
+from questions import answers, spec
 
 
 class QuestionSet(models.Model):
@@ -275,7 +275,12 @@ class DecisionAnswer(models.Model):
 class Label(models.Model):
     """A movable named pointer from a set to one of its approved versions."""
 
-    NAME_PATTERN = r"[a-z0-9_.-]{1,36}"
+    #: what a label name may be; written so that Python and an HTML `pattern` (a `v`-flag
+    #: JavaScript regex, where a `-` in a class is escaped) read it alike
+    NAME_PATTERN = r"[a-z0-9_.\-]{1,36}"
+    #: the label a review compares against (and the set list shows), and those a form suggests
+    BASELINE = "production"
+    SUGGESTED = (BASELINE, "staging")
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="labels")
     name = models.CharField(max_length=36)
@@ -348,15 +353,24 @@ class BatchRun(models.Model):
         CANCELLED = "cancelled"
         FAILED = "failed"
 
+    #: a run's defaults and bounds, the one definition the services, the command line and the
+    #: run form (through the context, `context_processors.console`) use
+    DEFAULT_CONCURRENCY = 4
+    MAX_CONCURRENCY = 64
+    DEFAULT_ATTEMPTS = 4
+    DEFAULT_THRESHOLD = answers.NOUL_THRESHOLD
+
     question_set = models.ForeignKey(
         QuestionSet, on_delete=models.CASCADE, related_name="batch_runs"
     )
     version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="batch_runs")
     backend = models.CharField(max_length=20)
     model = models.CharField(max_length=200)
-    concurrency = models.PositiveSmallIntegerField(default=4)
-    max_attempts = models.PositiveSmallIntegerField(default=4)
-    threshold = models.FloatField(default=0.5, help_text="a noul's P(true) at or above is true")
+    concurrency = models.PositiveSmallIntegerField(default=DEFAULT_CONCURRENCY)
+    max_attempts = models.PositiveSmallIntegerField(default=DEFAULT_ATTEMPTS)
+    threshold = models.FloatField(
+        default=DEFAULT_THRESHOLD, help_text="a noul's P(true) at or above is true"
+    )
     tag = models.CharField(max_length=64, blank=True, help_text="only states with this tag")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)

@@ -37,7 +37,7 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name
     or description holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
-    production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
+    production = Label.objects.filter(question_set=OuterRef("pk"), name=Label.BASELINE)
     waiting = (
         Version.objects.filter(question_set=OuterRef("pk"), status=Version.Status.IN_REVIEW)
         .order_by()
@@ -283,9 +283,9 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
     """What a version is reviewed against: the version under `production`, else the last
     approved one (never itself)."""
     question_set = version.question_set
-    label = question_set.labels.filter(name="production").select_related("version").first()
+    label = question_set.labels.filter(name=Label.BASELINE).select_related("version").first()
     if label and label.version_id != version.pk:
-        return label.version, "production"
+        return label.version, Label.BASELINE
     approved = (
         question_set.versions.filter(status=Version.Status.APPROVED)
         .exclude(pk=version.pk)

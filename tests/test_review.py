@@ -218,9 +218,7 @@ def validate_export(document: dict) -> None:
 
 
 @pytest.mark.parametrize("status", Version.Status.values)
-def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_carries(
-    team, status
-):
+def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_carries(team, status):
     writer, checker, qs = team
     version = services.version_approve(
         version=submitted(qs, writer), reviewer=checker, confirm_weak_evidence=True

@@ -56,9 +56,10 @@ from questions.services.versions import InvalidContent, limits
 log = logging.getLogger("questions.batches")
 
 RUNNERS_ONLY = "Only authors and reviewers run batches."
-DEFAULT_CONCURRENCY = 4
-MAX_CONCURRENCY = 64
-DEFAULT_THRESHOLD = 0.5
+# the run defaults, owned by the model
+DEFAULT_CONCURRENCY = BatchRun.DEFAULT_CONCURRENCY
+MAX_CONCURRENCY = BatchRun.MAX_CONCURRENCY
+DEFAULT_THRESHOLD = BatchRun.DEFAULT_THRESHOLD
 
 
 def batch_create(

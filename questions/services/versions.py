@@ -103,7 +103,8 @@ def question_set_create(
     return question_set
 
 
-SLUG = re.compile(r"[a-z0-9_-]+")
+#: what a set's slug may be (an HTML `pattern` reads it too: the `-` is escaped for its `v` flag)
+SLUG = re.compile(r"[a-z0-9_\-]+")
 
 
 def check_slug(slug: str) -> str:

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from questions import metrics
+from questions.answers import NOUL_THRESHOLD
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -141,7 +142,7 @@ def run_outcome(run) -> SafeString:
 
 
 @register.simple_tag
-def shown(qtype: str, answer, threshold: float = 0.5) -> str:
+def shown(qtype: str, answer, threshold: float = NOUL_THRESHOLD) -> str:
     """An answer as reports show it (`metrics.shown`): `billing 0.71`, `2 (2.05)`, `true 0.66`."""
     return metrics.shown(qtype, answer, threshold)
 

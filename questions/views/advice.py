@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 
 from questions import charts, metrics, roles, selectors, services, spec
 from questions.models import BatchRun, Version
-from questions.views import whole_number
+from questions.numbers import whole_number
 
 WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}
 

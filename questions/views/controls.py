@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import backends, controls, roles, services
 from questions.models import QuestionSet
+from questions.numbers import whole_number
 from questions.services import controls as control_services
-from questions.views import whole_number
 
 #: control and drift runs listed, newest first
 SHOWN_RUNS = 30

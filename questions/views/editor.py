@@ -13,10 +13,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import backends, forms, roles, services, spec
 from questions.models import Version
+from questions.numbers import whole_number
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
-from questions.views import whole_number
 
 EDIT_TEMPLATE = "questions/version_edit.html"
 

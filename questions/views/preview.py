@@ -9,7 +9,8 @@ from django.views.decorators.http import require_POST
 
 from questions import backends, charts, forms, metrics, services, spec
 from questions.models import SampleState, Version
-from questions.views import editor, whole_number
+from questions.numbers import whole_number
+from questions.views import editor
 
 TEMPLATE = "questions/_preview_result.html"
 

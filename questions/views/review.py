@@ -18,10 +18,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
+from questions.numbers import whole_number
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
-from questions.views import whole_number
 
 
 @require_GET
@@ -366,7 +366,7 @@ def _export_example(request: HttpRequest) -> str | None:
     slug = request.GET.get("set", "")
     if slug:
         labels = labels.filter(question_set__slug=slug).order_by(
-            Case(When(name="production", then=0), default=1), "-updated_at"
+            Case(When(name=Label.BASELINE, then=0), default=1), "-updated_at"
         )
     label = labels.first()
     if label is None:

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import charts, metrics, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Version
+from questions.numbers import whole_number
 from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
-from questions.views import whole_number
 
 
 @require_POST

@@ -203,7 +203,12 @@ class Command(ControlCommands, BaseCommand):
             "--col", required=True, action="append", dest="columns", metavar="run:ID|vN:BACKEND"
         )
         compare.add_argument("--state", dest="state_name", metavar="NAME", help="one state")
-        compare.add_argument("--threshold", type=float, default=0.5, help="a noul's true from")
+        compare.add_argument(
+            "--threshold",
+            type=float,
+            default=run_defaults.DEFAULT_THRESHOLD,
+            help="a noul's true from",
+        )
         compare_format = compare.add_mutually_exclusive_group()
         compare_format.add_argument("--csv", action="store_true")
         compare_format.add_argument("--json", action="store_true")
