@@ -10,10 +10,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import F, QuerySet
-from django.http import QueryDict
 
 from questions import backends, metrics, roles, services, spec
 from questions.answers import NOUL_THRESHOLD
@@ -132,15 +132,27 @@ class Selection:
     total: int = 0  # states in the selection
 
     @classmethod
-    def from_query(cls, query: QueryDict, question_set: QuestionSet) -> Selection:
-        selection = cls(columns=[c for c in query.getlist("col") if c.strip()])
-        selection.state = query.get("state", "all") or "all"
-        selection.filter = query.get("filter", "all")
+    def read(
+        cls,
+        question_set: QuestionSet,
+        *,
+        columns: Iterable[str] = (),
+        state: str = "all",
+        filter: str = "all",
+        threshold: str | None = None,
+        start: str = "0",
+    ) -> Selection:
+        """The selection a page names (its query string's values, parsed by the view): what
+        does not read is replaced by its default and said in `errors`. No columns: the set's
+        newest two plain runs."""
+        selection = cls(columns=[c for c in columns if c.strip()])
+        selection.state = state or "all"
+        selection.filter = filter
         if selection.filter not in FILTERS:
             selection.errors.append(f"Unknown filter {selection.filter!r}; showing all.")
             selection.filter = "all"
         try:
-            selection.threshold = float(query.get("threshold", NOUL_THRESHOLD))
+            selection.threshold = NOUL_THRESHOLD if threshold is None else float(threshold)
             if not 0 < selection.threshold < 1:
                 raise ValueError
         except ValueError:
@@ -148,10 +160,10 @@ class Selection:
                 f"The threshold lies strictly between 0 and 1; using {NOUL_THRESHOLD}."
             )
             selection.threshold = NOUL_THRESHOLD
-        start = whole_number(query.get("start", "0"), digits=9)
-        if start is None:
+        first = whole_number(start, digits=9)
+        if first is None:
             selection.errors.append("The page starts at a whole number of states; from the first.")
-        selection.start = start or 0
+        selection.start = first or 0
         if not selection.columns:
             plain = question_set.batch_runs.filter(kind=BatchRun.PLAIN)  # not a control's
             runs = list(plain.order_by("-id").values_list("pk", flat=True)[:2])
@@ -161,17 +173,17 @@ class Selection:
     def query(self, **changes: Any) -> str:
         """The query string of this selection, with some parts changed (from the first page,
         unless `start` is given)."""
-        params = QueryDict(mutable=True)
-        params.setlist("col", changes.get("columns", self.columns))
-        params["state"] = changes.get("state", self.state)
-        params["filter"] = changes.get("filter", self.filter)
-        params["threshold"] = str(changes.get("threshold", self.threshold))
+        params = [("col", c) for c in changes.get("columns", self.columns)]
+        state = changes.get("state", self.state)
+        if state is not None:
+            params.append(("state", state))
+        params.append(("filter", changes.get("filter", self.filter)))
+        params.append(("threshold", str(changes.get("threshold", self.threshold))))
         if changes.get("start"):
-            params["start"] = str(changes["start"])
-        if params["state"] is None:  # the query of one state: state= comes last, to be appended
-            del params["state"]
-            return params.urlencode() + "&state="
-        return params.urlencode()
+            params.append(("start", str(changes["start"])))
+        if state is None:  # the query of one state: state= comes last, to be appended
+            return urlencode(params) + "&state="
+        return urlencode(params)
 
 
 def _parsed(document: Any) -> dict[str, spec.Question] | None:

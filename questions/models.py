@@ -39,6 +39,33 @@ class QuestionSet(models.Model):
         return reverse("set-detail", args=[self.slug])
 
 
+class VersionQuerySet(models.QuerySet):
+    """The lookups of versions the console asks for (Bennett: the ORM carries the vocabulary)."""
+
+    def of(self, slug: str, number: int) -> VersionQuerySet:
+        """Version `number` of the set `slug`."""
+        return self.filter(question_set__slug=slug, number=number)
+
+    def drafts(self) -> VersionQuerySet:
+        return self.filter(status=Version.Status.DRAFT)
+
+    def open_draft(self) -> Version | None:
+        """A set's one open draft (on `question_set.versions`), if it has one."""
+        return self.drafts().first()
+
+    def approved(
+        self, slug: str, *, label: str | None = None, number: int | None = None
+    ) -> VersionQuerySet:
+        """The approved version of the set `slug` that `label` points at, or approved version
+        `number` (exactly one of them); nothing for neither or both — never a fallback."""
+        found = self.filter(question_set__slug=slug, status=Version.Status.APPROVED)
+        if (label is None) == (number is None):
+            return found.none()
+        return (
+            found.filter(labels__name=label) if label is not None else found.filter(number=number)
+        )
+
+
 class Version(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "draft"
@@ -68,6 +95,8 @@ class Version(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VersionQuerySet.as_manager()
 
     class Meta:
         ordering = ["question_set", "-number"]

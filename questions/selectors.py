@@ -261,14 +261,11 @@ def exportable_version(
 ) -> Version | None:
     """The approved version a label points at, or the approved version `number`; None for an
     unknown set, label or version, or one that is not approved. Never a fallback."""
-    versions = Version.objects.select_related("question_set").filter(
-        question_set__slug=slug, status=Version.Status.APPROVED
+    return (
+        Version.objects.approved(slug, label=label, number=number)
+        .select_related("question_set")
+        .first()
     )
-    if label is not None:
-        return versions.filter(labels__name=label).first()
-    if number is not None:
-        return versions.filter(number=number).first()
-    return None
 
 
 def review_queue() -> QuerySet[Version]:
@@ -498,7 +495,7 @@ def version_named(
     """The version a command names: by label (approved only), by number, or the newest."""
     if label:
         return exportable_version(slug, label=label)
-    versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
     if number is not None:
-        return versions.filter(number=number).first()
+        return Version.objects.of(slug, number).select_related("question_set").first()
+    versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
     return versions.order_by("-number").first()

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from questions import comparison, services
 from questions.models import BatchItem
+from questions.views.compare import selection_of
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +72,7 @@ def two_runs(client):
 
 
 def grid(qs, query: str):
-    selection = comparison.Selection.from_query(QueryDict(query), qs)
+    selection = selection_of(QueryDict(query), qs)
     return selection, *comparison.build(qs, selection, qs.owner)
 
 
@@ -120,7 +121,7 @@ def test_the_selection_round_trips_through_the_url(two_runs):
     qs, base, new, a, _ = two_runs
     query = f"col=run:{new.pk}&col=run:{base.pk}&state={a.pk}&filter=failures&threshold=0.7"
     selection, *_ = grid(qs, query)
-    again = comparison.Selection.from_query(QueryDict(selection.query()), qs)
+    again = selection_of(QueryDict(selection.query()), qs)
     assert (again.columns, again.state, again.filter, again.threshold) == (
         [f"run:{new.pk}", f"run:{base.pk}"],
         str(a.pk),
@@ -307,7 +308,7 @@ def test_asking_a_live_column_is_a_post_that_records_and_the_grid_reads_it(
     assert (decision.backend, decision.version.number) == ("typesafe", 1)
     page = client.get(asked["Location"])
     assert len(live_provider.requests) == 1  # the page read the recording
-    selection = comparison.Selection.from_query(QueryDict(query), qs)
+    selection = selection_of(QueryDict(query), qs)
     _columns, rows = comparison.build(qs, selection, qs.owner)
     assert all(r.cells[1].answer is not None for r in rows)
     assert all(r.cells[0].answer is not None for r in rows)  # `recorded` replays it as well

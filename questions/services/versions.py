@@ -167,7 +167,7 @@ def _next_number(locked: QuestionSet) -> int:
 
 def open_draft(question_set: QuestionSet) -> Version | None:
     """The set's one open draft, if it has one."""
-    return question_set.versions.filter(status=Version.Status.DRAFT).first()
+    return question_set.versions.open_draft()
 
 
 @transaction.atomic

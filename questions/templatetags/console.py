@@ -111,20 +111,6 @@ def uncalibrated(backend: str) -> bool:
     return not backends.calibrated(backend)
 
 
-@register.inclusion_tag("questions/_advice_review.html")
-def advice_curves(version):
-    """The advice of a version with its curves over the latest labelled run, for the review."""
-    from questions.views.advice import designer_items, labelled_runs
-
-    run = labelled_runs(version).first()
-    return {
-        "version": version,
-        "set": version.question_set,
-        "run": run,
-        "items": designer_items(version, run) if version.advice else [],
-    }
-
-
 @register.simple_tag
 def percent(part, whole) -> str:
     """`part / whole` as a whole percentage with its counts: `67% (4 / 6)`; `—` when whole is 0."""

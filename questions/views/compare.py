@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
@@ -14,13 +14,25 @@ from questions.models import QuestionSet
 TEMPLATE = "questions/set_compare.html"
 
 
+def selection_of(query: QueryDict, question_set: QuestionSet) -> comparison.Selection:
+    """The comparison a query string names, read into plain values for `comparison`."""
+    return comparison.Selection.read(
+        question_set,
+        columns=query.getlist("col"),
+        state=query.get("state", "all"),
+        filter=query.get("filter", "all"),
+        threshold=query.get("threshold"),
+        start=query.get("start", "0"),
+    )
+
+
 @require_http_methods(["GET", "POST"])
 def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     """The grid of the selection in the query string. A GET only reads: a live column shows
     what its wire recorded. A POST (`ask=<column>`, the selection still in the URL) asks that
     live column about the one state now, records it, and goes back to the grid."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    selection = comparison.Selection.from_query(request.GET, question_set)
+    selection = selection_of(request.GET, question_set)
     if request.method == "POST":
         key = request.POST.get("ask", "")
         outcome = comparison.ask_column(question_set, selection, key, request.user)

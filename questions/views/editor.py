@@ -23,9 +23,7 @@ EDIT_TEMPLATE = "questions/version_edit.html"
 
 def _version(slug: str, number: int) -> Version:
     return get_object_or_404(
-        Version.objects.select_related("question_set", "author", "parent"),
-        question_set__slug=slug,
-        number=number,
+        Version.objects.of(slug, number).select_related("question_set", "author", "parent")
     )
 
 
@@ -112,9 +110,7 @@ def _page(
     draft = (
         version
         if version.is_draft
-        else question_set.versions.filter(status=Version.Status.DRAFT)
-        .defer("document_text")
-        .first()
+        else question_set.versions.drafts().defer("document_text").first()
     )
     context = {
         "set": question_set,

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import diff, roles, selectors, services, spec
+from questions import advice, diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
 from questions.numbers import whole_number
 from questions.services.errors import require
@@ -37,9 +37,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The evidence (diff against production, open lints) and the decision on it."""
     version = get_object_or_404(
-        Version.objects.select_related("question_set", "author"),
-        question_set__slug=slug,
-        number=number,
+        Version.objects.of(slug, number).select_related("question_set", "author")
     )
     if request.method == "GET" and request.GET.get("question"):  # one question's entries
         qid = request.GET["question"]
@@ -118,6 +116,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "labels": selectors.labels_of(version.question_set),
         "problem": problem,
         "evidence": evidence,
+        "advice": advice.review_curves(version),
         "weak": services.weak_evidence(version, evidence) if version.is_in_review else "",
         "evidence_rows": [
             (f"v{version.number} (this version)", evidence["this"], version),

@@ -22,9 +22,7 @@ from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
 
 @require_POST
 def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(
-        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
-    )
+    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
     try:
         concurrency = int(request.POST.get("concurrency") or DEFAULT_CONCURRENCY)
         threshold = float(request.POST.get("threshold") or DEFAULT_THRESHOLD)

@@ -363,7 +363,7 @@ class Command(ControlCommands, BaseCommand):
         return EXIT_OK
 
     def do_submit(self, *, slug: str, number: int, user: str, json: bool, **_: Any) -> int:
-        version = Version.objects.filter(question_set__slug=slug, number=number).first()
+        version = Version.objects.of(slug, number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
         version = services.version_submit(version=version, author=_user(user))
@@ -451,7 +451,7 @@ class Command(ControlCommands, BaseCommand):
         json: bool,
         **_: Any,
     ) -> int:
-        version = Version.objects.filter(question_set__slug=slug, number=number).first()
+        version = Version.objects.of(slug, number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
         try:
@@ -530,11 +530,7 @@ class Command(ControlCommands, BaseCommand):
 
     def _version(self, slug: str, number: int, as_json: bool) -> Version | int:
         """Version `number` of set `slug`, or the exit status of saying there is none."""
-        version = (
-            Version.objects.filter(question_set__slug=slug, number=number)
-            .select_related("question_set")
-            .first()
-        )
+        version = Version.objects.of(slug, number).select_related("question_set").first()
         if version is not None:
             return version
         if not QuestionSet.objects.filter(slug=slug).exists():
