@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from questions import advice, diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
 from questions.numbers import whole_number
+from questions.post_forms import LabelMoveForm, first_error
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
@@ -182,19 +183,21 @@ def review_questions(
 def label_move(request: HttpRequest, slug: str) -> HttpResponse:
     require(request.user, roles.may_review, REVIEWERS_ONLY)
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    name = request.POST.get("name", "").strip()
-    raw = request.POST.get("version", "")
-    number = whole_number(raw, digits=9)
-    version = None if number is None else question_set.versions.filter(number=number).first()
+    form = LabelMoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, first_error(form))
+        return redirect("set-detail", slug)
+    name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+    version = question_set.versions.filter(number=number).first()
     try:
         if version is None:
-            raise services.NotFound(f"{slug} has no version {raw[:20]!r}.")
+            raise services.NotFound(f"{slug} has no version {number}.")
         services.label_move(
             question_set=question_set,
             name=name,
             version=version,
             actor=request.user,
-            note=request.POST.get("note", ""),
+            note=form.cleaned_data["note"],
         )
     except services.ServiceError as exc:
         messages.error(request, str(exc))
