@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 
 from questions.models import BatchRun
 from questions.numbers import whole_number
@@ -34,6 +35,17 @@ class WholeNumberField(forms.Field):
         return number
 
 
+class TextField(forms.CharField):
+    """Text handed to the service as it came: its rules (a NUL, a length, a pattern) are the
+    service's, which names the field in its refusal, not Django's generic words."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+
+
 def first_error(form: forms.Form) -> str:
     """The first of a form's errors, as a page shows it beside the form."""
     for errors in form.errors.values():
@@ -42,12 +54,12 @@ def first_error(form: forms.Form) -> str:
 
 
 class RunStartForm(forms.Form):
-    backend = forms.CharField(max_length=40, required=False, empty_value="typesafe")
+    backend = TextField(required=False, empty_value="typesafe")
     concurrency = WholeNumberField(digits=6, what="Concurrency", required=False)
     threshold = forms.FloatField(
         required=False, error_messages={"invalid": "The threshold is a number from 0 to 1."}
     )
-    tag = forms.CharField(max_length=200, required=False)
+    tag = TextField(required=False)
 
     def clean_concurrency(self) -> int:
         value = self.cleaned_data["concurrency"]
@@ -59,11 +71,11 @@ class RunStartForm(forms.Form):
 
 
 class LabelMoveForm(forms.Form):
-    name = forms.CharField(max_length=200, error_messages={"required": "Name the label."})
+    name = TextField(error_messages={"required": "Name the label."})
     version = WholeNumberField(
         digits=9, what="The version", error_messages={"required": "Pick a version."}
     )
-    note = forms.CharField(required=False, strip=False)
+    note = TextField(required=False, strip=False)
 
 
 class ControlStartForm(forms.Form):
@@ -72,14 +84,14 @@ class ControlStartForm(forms.Form):
         what="The version",
         error_messages={"required": "Pick a version of the set to ask."},
     )
-    kind = forms.CharField(max_length=40, required=False)
+    kind = TextField(required=False)
     count = WholeNumberField(
         digits=9,
         what="The number of shuffles, orders or calls",
         error_messages={"required": "Say how many shuffles, orders or calls."},
     )
     seed = WholeNumberField(digits=10, what="The seed", required=False)
-    backend = forms.CharField(max_length=40, required=False)
+    backend = TextField(required=False)
 
     def clean_seed(self) -> int:
         value = self.cleaned_data["seed"]

@@ -4,7 +4,7 @@ code, and the step is not taken."""
 import pytest
 from django.urls import reverse
 
-from questions import services
+from questions import roles, services
 from questions.models import BatchRun
 from questions.post_forms import ControlStartForm, LabelMoveForm, RunStartForm
 from tests import factories
@@ -54,3 +54,16 @@ def test_a_run_with_a_concurrency_in_other_digits_is_refused_plainly(client):
     )
     assert "Concurrency is a whole number in digits" in page.content.decode()
     assert not BatchRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_form_leaves_the_rules_of_text_to_the_service():
+    form = LabelMoveForm({"name": "production\x00" + "x" * 300, "version": "1"})
+    assert form.is_valid()  # the service refuses it, naming the label name
+    with pytest.raises(services.Invalid, match="label name"):
+        services.label_move(
+            question_set=None,
+            name=form.cleaned_data["name"],
+            version=None,
+            actor=roles.OPERATOR,
+        )
