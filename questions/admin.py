@@ -16,6 +16,8 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
+from questions.services.errors import TEXT_LIMIT, Invalid, a_name, storable
+from questions.services.versions import check_slug
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -38,8 +40,37 @@ class VersionInline(admin.TabularInline):
         return False
 
 
+class QuestionSetForm(forms.ModelForm):
+    """A set's slug, name and description held to the rules `services.question_set_create`
+    applies (one owner of each: `check_slug`, `a_name`, `storable`), so the admin is no second
+    door for a name the console refuses."""
+
+    class Meta:
+        model = QuestionSet
+        fields = ("slug", "name", "description", "owner")
+
+    @staticmethod
+    def _ruled(rule, *args) -> str:
+        try:
+            return rule(*args)
+        except Invalid as exc:
+            raise forms.ValidationError(str(exc), code=exc.code) from None
+
+    def clean_slug(self) -> str:
+        return self._ruled(check_slug, self.cleaned_data["slug"])
+
+    def clean_name(self) -> str:
+        return self._ruled(a_name, self.cleaned_data["name"], "The set's name")
+
+    def clean_description(self) -> str:
+        return self._ruled(
+            storable, self.cleaned_data["description"], "The set's description", TEXT_LIMIT
+        )
+
+
 @admin.register(QuestionSet)
 class QuestionSetAdmin(admin.ModelAdmin):
+    form = QuestionSetForm
     list_display = ("slug", "name", "owner", "updated_at")
     search_fields = ("slug", "name", "description")
     prepopulated_fields = {"slug": ("name",)}

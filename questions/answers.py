@@ -72,6 +72,9 @@ from questions import spec
 HALF_HUNDREDTH: Final = 0.005
 FLOAT_SLACK: Final = 1e-9
 NEAR_UNIFORM_WITHIN: Final = 0.05
+#: a noul's P(true) at or above this reads as true, unless a run or a comparison sets its own
+#: threshold: the one definition the runs, reports, charts, controls and pages use
+NOUL_THRESHOLD: Final = 0.5
 DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS: Final = 0.042
 
 REQUIRED_FIELDS: Final = {

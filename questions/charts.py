@@ -13,6 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from questions import metrics, spec
+from questions.answers import NOUL_THRESHOLD
 
 #: a bar chart fills its card's width and draws its text at the card's text size: lengths are
 #: in em and percent, never in a viewBox that would scale the text with the chart
@@ -133,7 +134,9 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
     return mark_safe(bars + axis)  # escaped above
 
 
-def noul_bar_chart(qid: str, answer: dict[str, Any], threshold: float = 0.5) -> SafeString:
+def noul_bar_chart(
+    qid: str, answer: dict[str, Any], threshold: float = NOUL_THRESHOLD
+) -> SafeString:
     """P(true) against P(false), the side the answer reads as marked."""
     p = float(answer["noul"])
     rows = [("P(true)", p, p >= threshold), ("P(false)", 1 - p, p < threshold)]

@@ -10,12 +10,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import F, QuerySet
-from django.http import QueryDict
 
 from questions import backends, metrics, roles, services, spec
+from questions.answers import NOUL_THRESHOLD
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -24,14 +25,14 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
+from questions.numbers import whole_number
 from questions.services.errors import model_name
-from questions.views import whole_number
 
 COLUMN = re.compile(
     r"\A(?:run:(?P<run>[0-9]{1,18})"
     r"|v(?P<version>[0-9]{1,9}):(?P<backend>[a-z]{1,20}(?::[a-z]{1,20})?))\Z"
 )
-#: live columns ask the provider once per column on every view: a page asks at most this many
+#: the command line (`questions compare`) asks live columns itself: at most this many per call
 MAX_LIVE_COLUMNS = 3
 FILTERS = ("all", "changes", "failures")
 
@@ -55,6 +56,11 @@ class Column:
     version: Version | None = None  # a version's column, asked through `backend`
     backend: str = ""
     calibrated: bool = True  # False: a chat model's stated probabilities (the llm wire)
+    #: a live column read from what its wire recorded (the page never asks on a GET): the
+    #: replay's backend name, e.g. `recorded` for typesafe
+    replay: str = ""
+    askable: bool = False  # this person may ask it now, for this one state (a POST)
+    hint: str = ""  # why it cannot be asked from here, when it cannot
 
     def mark(self, backend: str) -> None:
         """Mark the column uncalibrated when its backend is (the label says so too)."""
@@ -118,7 +124,7 @@ class Selection:
     columns: list[str]
     state: str = "all"  # a sample state id, or "all"
     filter: str = "all"
-    threshold: float = 0.5
+    threshold: float = NOUL_THRESHOLD
     start: int = 0  # the page: the index of its first state in name order
     errors: list[str] = field(default_factory=list)
     next_start: int | None = None  # where the next page starts; None on the last page
@@ -126,24 +132,38 @@ class Selection:
     total: int = 0  # states in the selection
 
     @classmethod
-    def from_query(cls, query: QueryDict, question_set: QuestionSet) -> Selection:
-        selection = cls(columns=[c for c in query.getlist("col") if c.strip()])
-        selection.state = query.get("state", "all") or "all"
-        selection.filter = query.get("filter", "all")
+    def read(
+        cls,
+        question_set: QuestionSet,
+        *,
+        columns: Iterable[str] = (),
+        state: str = "all",
+        filter: str = "all",
+        threshold: str | None = None,
+        start: str = "0",
+    ) -> Selection:
+        """The selection a page names (its query string's values, parsed by the view): what
+        does not read is replaced by its default and said in `errors`. No columns: the set's
+        newest two plain runs."""
+        selection = cls(columns=[c for c in columns if c.strip()])
+        selection.state = state or "all"
+        selection.filter = filter
         if selection.filter not in FILTERS:
             selection.errors.append(f"Unknown filter {selection.filter!r}; showing all.")
             selection.filter = "all"
         try:
-            selection.threshold = float(query.get("threshold", 0.5))
+            selection.threshold = NOUL_THRESHOLD if threshold is None else float(threshold)
             if not 0 < selection.threshold < 1:
                 raise ValueError
         except ValueError:
-            selection.errors.append("The threshold lies strictly between 0 and 1; using 0.5.")
-            selection.threshold = 0.5
-        start = whole_number(query.get("start", "0"), digits=9)
-        if start is None:
+            selection.errors.append(
+                f"The threshold lies strictly between 0 and 1; using {NOUL_THRESHOLD}."
+            )
+            selection.threshold = NOUL_THRESHOLD
+        first = whole_number(start, digits=9)
+        if first is None:
             selection.errors.append("The page starts at a whole number of states; from the first.")
-        selection.start = start or 0
+        selection.start = first or 0
         if not selection.columns:
             plain = question_set.batch_runs.filter(kind=BatchRun.PLAIN)  # not a control's
             runs = list(plain.order_by("-id").values_list("pk", flat=True)[:2])
@@ -153,17 +173,17 @@ class Selection:
     def query(self, **changes: Any) -> str:
         """The query string of this selection, with some parts changed (from the first page,
         unless `start` is given)."""
-        params = QueryDict(mutable=True)
-        params.setlist("col", changes.get("columns", self.columns))
-        params["state"] = changes.get("state", self.state)
-        params["filter"] = changes.get("filter", self.filter)
-        params["threshold"] = str(changes.get("threshold", self.threshold))
+        params = [("col", c) for c in changes.get("columns", self.columns)]
+        state = changes.get("state", self.state)
+        if state is not None:
+            params.append(("state", state))
+        params.append(("filter", changes.get("filter", self.filter)))
+        params.append(("threshold", str(changes.get("threshold", self.threshold))))
         if changes.get("start"):
-            params["start"] = str(changes["start"])
-        if params["state"] is None:  # the query of one state: state= comes last, to be appended
-            del params["state"]
-            return params.urlencode() + "&state="
-        return params.urlencode()
+            params.append(("start", str(changes["start"])))
+        if state is None:  # the query of one state: state= comes last, to be appended
+            return urlencode(params) + "&state="
+        return urlencode(params)
 
 
 def _parsed(document: Any) -> dict[str, spec.Question] | None:
@@ -173,9 +193,16 @@ def _parsed(document: Any) -> dict[str, spec.Question] | None:
 
 
 def _open_column(
-    key: str, question_set: QuestionSet, user, single: bool, live_budget: list[int]
+    key: str,
+    question_set: QuestionSet,
+    user,
+    single: bool,
+    live_budget: list[int],
+    ask_live: bool = False,
 ) -> Column:
-    """A column with its questions, or with the problem that keeps it empty; no answers yet."""
+    """A column with its questions, or with the problem that keeps it empty; no answers yet.
+    A live column is asked now only when `ask_live` (the command line); otherwise it shows what
+    its wire recorded for these questions, and says whether `user` may ask it (`ask_column`)."""
     match = COLUMN.match(key)
     if not match:
         return Column(key, key, problem=f"Unknown column {key!r}: use run:N or vN:backend.")
@@ -207,6 +234,16 @@ def _open_column(
         live = backends.get(backend).live
     except backends.DecisionError as exc:
         column.problem = f"{exc.status}: {exc.detail}"
+        return column
+    if live and not ask_live:  # a page: read the recordings; asking is a POST (`ask_column`)
+        column.version, column.backend = version, backend
+        column.replay = backends.RecordedBackend(backend).name
+        if not roles.may_ask_live(user):
+            column.hint = services.LIVE_ASKERS_ONLY
+        elif not single:
+            column.hint = "Pick one state to ask it live (one call, recorded)."
+        else:
+            column.askable = True
         return column
     if live and not roles.may_ask_live(user):
         column.problem = services.LIVE_ASKERS_ONLY
@@ -243,8 +280,8 @@ def _fill(column: Column, states: list[SampleState] | None, user) -> None:
         return
     if column.version is None:
         return  # a column with a problem
-    chosen = backends.get(column.backend)
-    if chosen.live:  # one state (see _open_column): asked now, and recorded
+    chosen = backends.get(column.replay or column.backend)
+    if chosen.live:  # the command line, one state (see _open_column): asked now, and recorded
         for state in SampleState.objects.filter(pk__in=[s.pk for s in states or []]):
             _answered(
                 column,
@@ -291,7 +328,7 @@ def states_of(question_set: QuestionSet, selection: Selection) -> QuerySet[Sampl
 
 
 def _open(
-    question_set: QuestionSet, selection: Selection, user
+    question_set: QuestionSet, selection: Selection, user, ask_live: bool = False
 ) -> tuple[QuerySet[SampleState], list[Column]]:
     states = states_of(question_set, selection)
     selection.total = states.count()
@@ -300,9 +337,36 @@ def _open(
     live_budget = [MAX_LIVE_COLUMNS]
     single = selection.total == 1
     columns = [
-        _open_column(key, question_set, user, single, live_budget) for key in selection.columns
+        _open_column(key, question_set, user, single, live_budget, ask_live)
+        for key in selection.columns
     ]
     return states, columns
+
+
+def ask_column(question_set: QuestionSet, selection: Selection, key: str, user) -> backends.Outcome:
+    """Ask a live column of the selection (`vN:backend`) about its one state, now, and record
+    the answer (`services.decision_ask`): what the page's "Ask now" does, on a POST. The page
+    then reads the recording. `Invalid`/`NotFound` when the column or the state is not one to
+    ask; `NotAllowed` when `user` may not ask a live backend."""
+    if key not in selection.columns:
+        raise services.Invalid(f"{key[:40]!r} is not a column of this comparison.")
+    states, columns = _open(question_set, selection, user)
+    column = columns[selection.columns.index(key)]
+    if column.problem:
+        raise services.Invalid(column.problem)
+    if not column.replay:
+        raise services.Invalid(f"{key} is not a live column: it reads what was recorded.")
+    if selection.total != 1:
+        raise services.Invalid(column.hint or "Pick one state to ask a live column.")
+    state = SampleState.objects.get(pk=states.get().pk)
+    return services.decision_ask(
+        backend=column.backend,
+        questions=column.questions,
+        state=state.state,
+        user=user,
+        version=column.version,
+        sample_state=state.current_revision(),
+    )
 
 
 def _question_ids(columns: list[Column]) -> list[str]:
@@ -326,7 +390,13 @@ def _state_rows(
             answer = column.answers.get(state.pk, {}).get(qid)
             cell = Cell(answer)
             if answer is None:
-                cell.note = "not asked" if qid not in column.questions else "no answer"
+                cell.note = (
+                    "not asked"
+                    if qid not in column.questions
+                    else "not asked yet"
+                    if column.replay
+                    else "no answer"
+                )
             else:
                 if i and base is not None and base.get("type") == answer.get("type"):
                     cell.flipped = metrics.flipped(qtype, base, answer, selection.threshold)
@@ -347,7 +417,8 @@ def build(
     question_set: QuestionSet, selection: Selection, user=None
 ) -> tuple[list[Column], list[Row]]:
     """One page of the grid: the rows of up to PAGE_STATES states from `selection.start` (with a
-    filter, states that have a row to show), their answers loaded for the states read only."""
+    filter, states that have a row to show), their answers loaded for the states read only.
+    A read: a live column shows what its wire recorded, and nothing is asked or written."""
     states, columns = _open(question_set, selection, user)
     if not columns:
         return columns, []
@@ -386,10 +457,12 @@ def build(
 
 
 def stream(
-    question_set: QuestionSet, selection: Selection, user=None
+    question_set: QuestionSet, selection: Selection, user=None, *, ask_live: bool = False
 ) -> tuple[list[Column], Iterator[Row]]:
-    """Every row of the selection, read CHUNK_STATES states at a time (constant memory)."""
-    states, columns = _open(question_set, selection, user)
+    """Every row of the selection, read CHUNK_STATES states at a time (constant memory). Live
+    columns are asked (and recorded) only with `ask_live` — the command line's compare, one
+    state at a time; otherwise they read what their wire recorded."""
+    states, columns = _open(question_set, selection, user, ask_live)
     qids = _question_ids(columns)
 
     def rows() -> Iterator[Row]:

@@ -1,9 +1,20 @@
 """What every page shows: whether answers come from the local stand-in, and the navigation a
-user may follow."""
+user may follow; and the facts forms restate for the browser (a run's defaults, what a label
+name may be), from the code that owns them."""
 
 from django.conf import settings
 
 from questions import roles
+from questions.models import BatchRun, Label, QuestionSet
+from questions.services.versions import SLUG
+
+RUN_DEFAULTS = {
+    "concurrency": BatchRun.DEFAULT_CONCURRENCY,
+    "max_concurrency": BatchRun.MAX_CONCURRENCY,
+    "threshold": BatchRun.DEFAULT_THRESHOLD,
+}
+LABELS = {"pattern": Label.NAME_PATTERN, "suggested": Label.SUGGESTED, "baseline": Label.BASELINE}
+SLUGS = {"pattern": SLUG.pattern, "max_length": QuestionSet._meta.get_field("slug").max_length}
 
 
 def console(request) -> dict:
@@ -12,4 +23,7 @@ def console(request) -> dict:
         "standin": settings.DECISIONS_STANDIN,
         "api_key_env": settings.DECISIONS_API_KEY_ENV,
         "can_manage_tokens": bool(user and user.is_authenticated and roles.may_manage_tokens(user)),
+        "run_defaults": RUN_DEFAULTS,
+        "label_rules": LABELS,
+        "slug_rules": SLUGS,
     }

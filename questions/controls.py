@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from questions import metrics, spec
+from questions.answers import NOUL_THRESHOLD
 
 SHUFFLE = "shuffle"
 ORDERS = "orders"
@@ -208,7 +209,7 @@ def control_report(
     kind: str,
     qtypes: Mapping[str, str],
     answered: Iterable[Answered],
-    threshold: float = 0.5,
+    threshold: float = NOUL_THRESHOLD,
 ) -> dict[str, QuestionControl]:
     """Per question of a control run: the real pass rate and the shuffled floor (shuffle), the
     flip rate and largest distance against each state's variant 0, and the spread of the
@@ -306,7 +307,9 @@ def delta(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else after - before
 
 
-def drift(before: list[metrics.Case], after: list[metrics.Case], threshold: float = 0.5) -> Drift:
+def drift(
+    before: list[metrics.Case], after: list[metrics.Case], threshold: float = NOUL_THRESHOLD
+) -> Drift:
     """What changed from one run's answers (`before`, the approved model's) to another's: per
     question the states whose answer flipped, and both runs' pass rates and calibration."""
     old = {(c.state, c.question): c for c in before}

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.test.utils import override_settings
 
 from questions import roles, services, standin
-from questions.models import QuestionSet
+from questions.models import Label, QuestionSet
 
 PASSWORD = "demo"
 
@@ -261,10 +261,11 @@ def _load_sets() -> tuple[list[str], list[Any]]:
                 version = services.version_submit(version=version, author=users["author"])
             if step == "approve":
                 version = services.version_approve(
+                    confirm_weak_evidence=True,
                     version=version,
                     reviewer=users["reviewer"],
                     note="demo",
-                    label="staging" if previous else "production",
+                    label="staging" if previous else Label.BASELINE,
                 )
                 runs.append(
                     services.batch_create(
@@ -285,12 +286,12 @@ def _promote(runs: list[Any]) -> list[str]:
     reviewer = get_user_model().objects.get(username="reviewer")
     for question_set in {run.question_set for run in runs}:
         newest = question_set.versions.filter(status="approved").order_by("-number").first()
-        label = question_set.labels.get(name="production")
+        label = question_set.labels.get(name=Label.BASELINE)
         if label.version != newest:
             before = label.version.number
             services.label_move(
                 question_set=question_set,
-                name="production",
+                name=Label.BASELINE,
                 version=newest,
                 actor=reviewer,
                 note="demo: v2 describes every option",

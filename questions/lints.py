@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from questions import spec
+from questions.numbers import whole_number
 
 CODES: Final = (
     "counting",
@@ -537,7 +538,7 @@ class StatePaths:
             if not rest:
                 return True
             exact = ".".join(p for p in rest if p != "")
-            general = ".".join(p for p in rest if p != "" and not p.isdigit())
+            general = ".".join(p for p in rest if p != "" and whole_number(p) is None)
             if exact in self._paths or general in self._general:
                 return True
         folded = path.casefold()

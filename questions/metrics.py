@@ -1,9 +1,9 @@
 """What answers mean against each other and against expected answers (pure Python).
 
 Comparison: a choice *flips* when the chosen option differs; a score flips when its nearest
-level differs; a noul flips when it crosses the threshold (0.5 unless set). A cell's *distance*
-from the baseline is the total variation distance for a choice or a score (half the summed
-absolute differences of the probabilities) and |Δp| for a noul.
+level differs; a noul flips when it crosses the threshold (`answers.NOUL_THRESHOLD` unless
+set). A cell's *distance* from the baseline is the total variation distance for a choice or a
+score (half the summed absolute differences of the probabilities) and |Δp| for a noul.
 
 Tests: a choice passes when it equals the expected option; a score when |score − level| < 0.5
 (a score exactly between two levels passes neither); a noul when it is on the expected side of
@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from questions.answers import NOUL_THRESHOLD
+
 SPARSE_BIN = 5
 BINS = 10
 
@@ -32,7 +34,7 @@ def nearest_level(score: float) -> int:
 
 
 def flipped(
-    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any], threshold: float = 0.5
+    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any], threshold: float = NOUL_THRESHOLD
 ) -> bool:
     if qtype == "choice":
         return base["choice"] != other["choice"]
@@ -48,7 +50,9 @@ def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> f
     return 0.5 * sum(abs(float(a.get(k, 0)) - float(b.get(k, 0))) for k in set(a) | set(b))
 
 
-def passes(qtype: str, answer: Mapping[str, Any], expected: Any, threshold: float = 0.5) -> bool:
+def passes(
+    qtype: str, answer: Mapping[str, Any], expected: Any, threshold: float = NOUL_THRESHOLD
+) -> bool:
     if qtype == "choice":
         return answer["choice"] == expected
     if qtype == "score":
@@ -155,7 +159,7 @@ class Report:
         return self.passed / self.checked if self.checked else None
 
 
-def report(cases: Iterable[Case], threshold: float = 0.5) -> Report:
+def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
     """Pass rates overall and per question, confusion matrices, MAE and calibration."""
     questions: dict[str, QuestionReport] = {}
     noul_pairs: list[tuple[float, bool]] = []
@@ -197,7 +201,7 @@ class Summary:
 
 def summarize(
     items: Iterable[tuple[int, str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
-    threshold: float = 0.5,
+    threshold: float = NOUL_THRESHOLD,
 ) -> Summary:
     """A run's summary from its items as (id, status, expected, answers) rows."""
     summary = Summary()
@@ -218,7 +222,7 @@ def summarize(
     return summary
 
 
-def shown(qtype: str, answer: Mapping[str, Any] | None, threshold: float = 0.5) -> str:
+def shown(qtype: str, answer: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str:
     """An answer as a report shows it: the value it reads as, then the number behind it —
     `billing 0.71`, `2 (2.05)`, `true 0.66`; `—` for no answer."""
     if not answer:
@@ -302,7 +306,7 @@ class RunDelta:
 def compare_runs(
     before: Iterable[Case],
     after: Iterable[Case],
-    threshold: float = 0.5,
+    threshold: float = NOUL_THRESHOLD,
     threshold_before: float | None = None,
 ) -> RunDelta:
     """What moved from run `before` to run `after` on the (state, question) cells both
@@ -345,7 +349,7 @@ def compare_readings(
     before: Mapping[str, tuple[Mapping[str, Any], tuple]],
     after: Mapping[str, tuple[Mapping[str, Any], tuple]],
     qtypes: Mapping[str, str],
-    threshold: float = 0.5,
+    threshold: float = NOUL_THRESHOLD,
     threshold_before: float | None = None,
 ) -> RunDelta:
     """`compare_runs` over two runs' readings without a `Case` per cell (a review compares

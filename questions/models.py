@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import spec
+from questions import answers, spec
 
 
 class QuestionSet(models.Model):
@@ -39,12 +39,39 @@ class QuestionSet(models.Model):
         return reverse("set-detail", args=[self.slug])
 
 
+class VersionQuerySet(models.QuerySet):
+    """The lookups of versions the console asks for (Bennett: the ORM carries the vocabulary)."""
+
+    def of(self, slug: str, number: int) -> VersionQuerySet:
+        """Version `number` of the set `slug`."""
+        return self.filter(question_set__slug=slug, number=number)
+
+    def drafts(self) -> VersionQuerySet:
+        return self.filter(status=Version.Status.DRAFT)
+
+    def open_draft(self) -> Version | None:
+        """A set's one open draft (on `question_set.versions`), if it has one."""
+        return self.drafts().first()
+
+    def approved(
+        self, slug: str, *, label: str | None = None, number: int | None = None
+    ) -> VersionQuerySet:
+        """The approved version of the set `slug` that `label` points at, or approved version
+        `number` (exactly one of them); nothing for neither or both — never a fallback."""
+        found = self.filter(question_set__slug=slug, status=Version.Status.APPROVED)
+        if (label is None) == (number is None):
+            return found.none()
+        return (
+            found.filter(labels__name=label) if label is not None else found.filter(number=number)
+        )
+
+
 class Version(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "draft"
         KEPT = "kept", "kept"
         IN_REVIEW = "in_review", "in review"
-        APPROVED = "approved", "approved"
+        APPROVED = spec.EXPORT_STATUS, "approved"  # the status an export carries
         CHANGES_REQUESTED = "changes_requested", "changes requested"
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="versions")
@@ -84,6 +111,8 @@ class Version(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = VersionQuerySet.as_manager()
+
     class Meta:
         ordering = ["question_set", "-number"]
         constraints = [
@@ -108,6 +137,18 @@ class Version(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.status == self.Status.DRAFT
+
+    @property
+    def is_kept(self) -> bool:
+        return self.status == self.Status.KEPT
+
+    @property
+    def is_in_review(self) -> bool:
+        return self.status == self.Status.IN_REVIEW
+
+    @property
+    def is_approved(self) -> bool:
+        return self.status == self.Status.APPROVED
 
     @property
     def advice(self) -> dict[str, Any]:
@@ -278,7 +319,12 @@ class DecisionAnswer(models.Model):
 class Label(models.Model):
     """A movable named pointer from a set to one of its approved versions."""
 
-    NAME_PATTERN = r"[a-z0-9_.-]{1,36}"
+    #: what a label name may be; written so that Python and an HTML `pattern` (a `v`-flag
+    #: JavaScript regex, where a `-` in a class is escaped) read it alike
+    NAME_PATTERN = r"[a-z0-9_.\-]{1,36}"
+    #: the label a review compares against (and the set list shows), and those a form suggests
+    BASELINE = "production"
+    SUGGESTED = (BASELINE, "staging")
 
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="labels")
     name = models.CharField(max_length=36)
@@ -351,15 +397,24 @@ class BatchRun(models.Model):
         CANCELLED = "cancelled"
         FAILED = "failed"
 
+    #: a run's defaults and bounds, the one definition the services, the command line and the
+    #: run form (through the context, `context_processors.console`) use
+    DEFAULT_CONCURRENCY = 4
+    MAX_CONCURRENCY = 64
+    DEFAULT_ATTEMPTS = 4
+    DEFAULT_THRESHOLD = answers.NOUL_THRESHOLD
+
     question_set = models.ForeignKey(
         QuestionSet, on_delete=models.CASCADE, related_name="batch_runs"
     )
     version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="batch_runs")
     backend = models.CharField(max_length=20)
     model = models.CharField(max_length=200)
-    concurrency = models.PositiveSmallIntegerField(default=4)
-    max_attempts = models.PositiveSmallIntegerField(default=4)
-    threshold = models.FloatField(default=0.5, help_text="a noul's P(true) at or above is true")
+    concurrency = models.PositiveSmallIntegerField(default=DEFAULT_CONCURRENCY)
+    max_attempts = models.PositiveSmallIntegerField(default=DEFAULT_ATTEMPTS)
+    threshold = models.FloatField(
+        default=DEFAULT_THRESHOLD, help_text="a noul's P(true) at or above is true"
+    )
     tag = models.CharField(max_length=64, blank=True, help_text="only states with this tag")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)

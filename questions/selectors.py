@@ -37,7 +37,7 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name
     or description holds `search`, when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
-    production = Label.objects.filter(question_set=OuterRef("pk"), name="production")
+    production = Label.objects.filter(question_set=OuterRef("pk"), name=Label.BASELINE)
     waiting = (
         Version.objects.filter(question_set=OuterRef("pk"), status=Version.Status.IN_REVIEW)
         .order_by()
@@ -118,7 +118,7 @@ def export_document(version: Version) -> dict[str, Any]:
         "format": spec.EXPORT_FORMAT,
         "question_set": version.question_set.slug,
         "version": version.number,
-        "status": str(version.status),
+        "status": spec.EXPORT_STATUS,  # only an approved version has an export
         "sha256": version.sha256,
         "model": version.approved_model,
         "answered_by": version.approved_model_answered,
@@ -272,14 +272,11 @@ def exportable_version(
 ) -> Version | None:
     """The approved version a label points at, or the approved version `number`; None for an
     unknown set, label or version, or one that is not approved. Never a fallback."""
-    versions = Version.objects.select_related("question_set").filter(
-        question_set__slug=slug, status=Version.Status.APPROVED
+    return (
+        Version.objects.approved(slug, label=label, number=number)
+        .select_related("question_set")
+        .first()
     )
-    if label is not None:
-        return versions.filter(labels__name=label).first()
-    if number is not None:
-        return versions.filter(number=number).first()
-    return None
 
 
 def review_queue() -> QuerySet[Version]:
@@ -294,9 +291,9 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
     """What a version is reviewed against: the version under `production`, else the last
     approved one (never itself)."""
     question_set = version.question_set
-    label = question_set.labels.filter(name="production").select_related("version").first()
+    label = question_set.labels.filter(name=Label.BASELINE).select_related("version").first()
     if label and label.version_id != version.pk:
-        return label.version, "production"
+        return label.version, Label.BASELINE
     approved = (
         question_set.versions.filter(status=Version.Status.APPROVED)
         .exclude(pk=version.pk)
@@ -381,13 +378,10 @@ def latest_run(version: Version | None) -> BatchRun | None:
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
     """What a review shows of a run: its stored pass rate, answered/failed, cost per call
-    (a few aggregate queries, whatever the number of states)."""
+    (a few aggregate queries, whatever the number of states). A read: the summary was stored
+    when the run finished (`services.batches`; the migration that added it filled older runs)."""
     if run is None:
         return None
-    if run.checked is None and run.finished:  # finished before summaries were stored
-        from questions.services.summaries import store_summary
-
-        store_summary(run)
     counts = run_counts(run)
     cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
     return {
@@ -512,9 +506,9 @@ def version_named(
     """The version a command names: by label (approved only), by number, or the newest."""
     if label:
         return exportable_version(slug, label=label)
-    versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
     if number is not None:
-        return versions.filter(number=number).first()
+        return Version.objects.of(slug, number).select_related("question_set").first()
+    versions = Version.objects.filter(question_set__slug=slug).select_related("question_set")
     return versions.order_by("-number").first()
 
 

@@ -40,7 +40,9 @@ NOUL_CRITERIA_KEYS: Final = ("true", "false")
 QUESTION_KEYS: Final = ("type", "instructions", "criteria")
 
 EXPORT_FORMAT: Final = "decision-console/question-set@1"
-VERSION_STATUSES: Final = ("draft", "in_review", "approved", "changes_requested")
+#: the one status an export document carries: only an approved version is exported (the
+#: model's `Version.Status.APPROVED` is this value; the schema's `"const"` says the same)
+EXPORT_STATUS: Final = "approved"
 
 #: Rough bytes per token of canonical JSON, for the budget lints only (no tokenizer is shipped).
 BYTES_PER_TOKEN: Final = 4
@@ -1031,7 +1033,7 @@ class _Checker:
                 lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                 "a whole number from 1",
             ),
-            "status": (lambda v: v in VERSION_STATUSES, "one of " + ", ".join(VERSION_STATUSES)),
+            "status": (lambda v: v == EXPORT_STATUS, f"{json.dumps(EXPORT_STATUS)}"),
             "sha256": (
                 lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None,
                 "64 lowercase hex digits",

@@ -30,6 +30,7 @@ import httpcore
 import httpx
 
 from questions import addresses
+from questions.numbers import whole_number
 
 SIGNATURE_HEADER: Final = "X-Console-Signature"
 EVENT_HEADER: Final = "X-Console-Event"
@@ -102,12 +103,12 @@ def verify(
     for part in header.split(","):
         key, _, value = part.strip().partition("=")
         fields.setdefault(key, []).append(value)
-    stamp = (fields.get("t") or [""])[0]
-    if not (stamp.isascii() and stamp.isdigit()):
+    stamp = whole_number((fields.get("t") or [""])[0])
+    if stamp is None:
         return False
-    if abs((clock() if now is None else now) - int(stamp)) > tolerance:
+    if abs((clock() if now is None else now) - stamp) > tolerance:
         return False
-    expected = signature(secret, raw, int(stamp)).rpartition("v1=")[2]
+    expected = signature(secret, raw, stamp).rpartition("v1=")[2]
     return any(hmac.compare_digest(expected, given) for given in fields.get("v1", []))
 
 

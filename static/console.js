@@ -65,3 +65,44 @@ function slugify(text) {
     .replace(/^-+|-+$/g, "")
     .slice(0, 64);
 }
+
+// htmx 2 swaps no 4xx response by default, so a refused request (the error middleware's
+// fragment at the refusal's status, Django's 403 or 404 page, a plain-text 404) would change
+// nothing on the page and say nothing. Its words go into #request-error (base.html) instead,
+// and what asked is left as it was.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const xhr = event.detail.xhr;
+  if (!xhr || xhr.status < 400 || xhr.status >= 500) return;
+  const region = document.getElementById("request-error");
+  if (!region) return;
+  event.detail.shouldSwap = false;
+  const message = document.createElement("p");
+  message.className = "message error";
+  message.setAttribute("role", "alert");
+  message.textContent = refusalText(xhr);
+  region.replaceChildren(message);
+});
+
+// The words of a refused response: the error fragment's, a page's alert, a JSON detail, or
+// the plain text; its status when it has none.
+function refusalText(xhr) {
+  const type = (xhr.getResponseHeader("Content-Type") || "").toLowerCase();
+  const body = xhr.responseText || "";
+  if (type.startsWith("text/html")) {
+    const page = new DOMParser().parseFromString(body, "text/html");
+    const found =
+      page.getElementById("error-detail") ||
+      page.querySelector("main [role=alert], main .message.error, [role=alert]");
+    if (found && found.textContent.trim()) return found.textContent.trim();
+  } else if (type.startsWith("application/json")) {
+    try {
+      const detail = JSON.parse(body).detail;
+      if (detail) return String(detail);
+    } catch (error) {
+      // not JSON after all: the status below
+    }
+  } else if (body.trim()) {
+    return body.trim().slice(0, 500);
+  }
+  return `${xhr.status} ${xhr.statusText || "refused"}: nothing was changed.`;
+}

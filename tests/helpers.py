@@ -99,7 +99,9 @@ def make_world() -> dict[str, int]:
     checker = factories.reviewer("checker")
     qs = factories.question_set("s", owner=writer)
     v1 = services.version_submit(version=factories.draft(qs), author=writer)
-    services.version_approve(version=v1, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=v1, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=v1, author=writer)
     services.version_save(
         version=v2, document=factories.document(2), base_revision=1, author=writer

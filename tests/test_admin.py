@@ -85,3 +85,25 @@ def test_an_admin_save_over_a_newer_revision_is_refused_and_keeps_the_text(clien
         {"editor": {"type": "noul", "instructions": "Is it so?"}},
         2,
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("name", "live\u202eevil", "U+202E"),
+        ("slug", "Upper-Case", "lower-case letters"),
+        ("description", "x" * 4001, "at most"),
+    ],
+)
+def test_the_admin_holds_a_set_to_the_services_rules(client, staff, field, value, words):
+    from questions.models import QuestionSet
+
+    fields = {"slug": "fine", "name": "Fine", "description": "", "owner": staff.pk}
+    fields[field] = value
+    fields |= {f"versions-{k}": v for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0))}
+    page = client.post(reverse("admin:questions_questionset_add"), fields)
+    assert page.status_code == 200 and words in page.content.decode()
+    assert not QuestionSet.objects.exists()
+    fields[field] = {"name": "Fine", "slug": "fine", "description": ""}[field]
+    done = client.post(reverse("admin:questions_questionset_add"), fields)
+    assert done.status_code == 302 and QuestionSet.objects.get().slug == "fine"

@@ -40,7 +40,7 @@ def team():
 
 def approve(version, writer, checker) -> Version:
     services.version_submit(version=version, author=writer)
-    return services.version_approve(version=version, reviewer=checker)
+    return services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
 
 
 # --- the contract --------------------------------------------------------------------------------
@@ -97,6 +97,17 @@ def test_a_draft_takes_advice_and_a_frozen_version_does_not(team):
     assert follow.advice == ADVICE  # a new draft starts from the version's advice
     services.version_set_advice(version=follow, advice={}, author=writer)
     assert Version.objects.get(pk=follow.pk).advice == {}
+
+
+def test_keep_as_vn_and_continue_carries_the_advice_into_the_continuing_draft(team):
+    writer, _checker, qs = team
+    draft = factories.draft(qs)
+    services.version_set_advice(version=draft, advice=ADVICE, author=writer)
+    follow = services.version_keep(version=draft, author=writer)
+    kept = Version.objects.get(pk=draft.pk)
+    assert (kept.status, kept.advice) == ("kept", ADVICE)
+    assert (follow.parent_id, follow.status, follow.advice) == (kept.pk, "draft", ADVICE)
+    assert follow.events.get().note == f"continues version {kept.number}"
 
 
 def test_advice_that_no_longer_fits_its_questions_stops_a_submission(team):

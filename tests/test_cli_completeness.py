@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def approved_two(world):
     """The world, with v2 approved too (production still on v1)."""
     v2 = Version.objects.get(question_set__slug="s", number=2)
-    services.version_approve(version=v2, reviewer=_user("checker"))
+    services.version_approve(confirm_weak_evidence=True, version=v2, reviewer=_user("checker"))
     return world
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from questions import comparison, services
 from questions.models import BatchItem
+from questions.views.compare import selection_of
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +72,7 @@ def two_runs(client):
 
 
 def grid(qs, query: str):
-    selection = comparison.Selection.from_query(QueryDict(query), qs)
+    selection = selection_of(QueryDict(query), qs)
     return selection, *comparison.build(qs, selection, qs.owner)
 
 
@@ -120,7 +121,7 @@ def test_the_selection_round_trips_through_the_url(two_runs):
     qs, base, new, a, _ = two_runs
     query = f"col=run:{new.pk}&col=run:{base.pk}&state={a.pk}&filter=failures&threshold=0.7"
     selection, *_ = grid(qs, query)
-    again = comparison.Selection.from_query(QueryDict(selection.query()), qs)
+    again = selection_of(QueryDict(selection.query()), qs)
     assert (again.columns, again.state, again.filter, again.threshold) == (
         [f"run:{new.pk}", f"run:{base.pk}"],
         str(a.pk),
@@ -135,8 +136,10 @@ def test_defaults_and_bad_input(two_runs):
     assert selection.columns == [f"run:{base.pk}", f"run:{new.pk}"]  # the newest two runs
     assert len(selection.errors) == 2
     _, columns, _ = grid(qs, "col=bogus&col=run:999&col=v9:recorded&col=v1:typesafe")
-    assert [bool(c.problem) for c in columns] == [True, True, True, True]
-    assert "one state at a time" in columns[3].problem
+    assert [bool(c.problem) for c in columns] == [True, True, True, False]
+    # a live column over every state reads what was recorded; asking it needs one state
+    assert columns[3].replay == "recorded" and not columns[3].askable
+    assert "Pick one state" in columns[3].hint
 
 
 def test_a_version_column_replays_recordings(two_runs, settings):
@@ -262,3 +265,67 @@ def test_the_csv_writes_true_and_false_as_the_contract_does_and_no_flip_without_
     assert line[:4] == ["s", "urgent", "noul", "true"]
     assert line[5] == "" and line[9] == "true" and line[11] == "false"
     assert "True" not in text and "False" not in text
+
+
+@pytest.fixture
+def live_provider(settings):
+    from questions import standin
+    from tests.providers import Provider, point_every_wire_at
+
+    p = Provider(default=lambda body: standin.respond(body)[1])
+    point_every_wire_at(settings, p)
+    yield p
+    p.stop()
+
+
+def test_a_get_of_a_live_column_never_asks_and_never_writes(two_runs, client, live_provider):
+    from questions.models import Decision, DecisionAnswer
+
+    _qs, _base, _new, a, _b = two_runs
+    url = f"{reverse('set-compare', args=['s'])}?col=v1:recorded&col=v1:typesafe&state={a.pk}"
+    for _ in range(2):  # a reload, the back button, a prefetch
+        page = client.get(url)
+        assert page.status_code == 200
+        assert "not asked yet" in page.content.decode()
+    assert 'name="ask" value="v1:typesafe"' in page.content.decode()
+    assert live_provider.requests == []
+    assert (Decision.objects.count(), DecisionAnswer.objects.count()) == (0, 0)
+
+
+def test_asking_a_live_column_is_a_post_that_records_and_the_grid_reads_it(
+    two_runs, client, live_provider
+):
+    from questions.models import Decision
+
+    qs, _base, _new, a, _b = two_runs
+    query = f"col=v1:recorded&col=v1:typesafe&state={a.pk}"
+    url = f"{reverse('set-compare', args=['s'])}?{query}"
+    asked = client.post(url, {"ask": "v1:typesafe"})
+    assert asked.status_code == 302 and f"state={a.pk}" in asked["Location"]
+    assert "col=v1%3Atypesafe" in asked["Location"]  # the selection is kept
+    assert len(live_provider.requests) == 1
+    decision = Decision.objects.get()
+    assert (decision.backend, decision.version.number) == ("typesafe", 1)
+    page = client.get(asked["Location"])
+    assert len(live_provider.requests) == 1  # the page read the recording
+    selection = selection_of(QueryDict(query), qs)
+    _columns, rows = comparison.build(qs, selection, qs.owner)
+    assert all(r.cells[1].answer is not None for r in rows)
+    assert all(r.cells[0].answer is not None for r in rows)  # `recorded` replays it as well
+    assert "Asked v1:typesafe" in page.content.decode()
+
+
+def test_a_live_column_is_asked_about_one_state_and_by_an_asker_only(
+    two_runs, client, live_provider
+):
+    qs, *_ = two_runs
+    every = f"{reverse('set-compare', args=['s'])}?col=v1:typesafe"
+    refused = client.post(every, {"ask": "v1:typesafe"})
+    assert refused.status_code == 422 and "Pick one state" in refused.content.decode()
+    assert client.post(every, {"ask": "v9:typesafe"}).status_code == 422
+    client.force_login(factories.user("viewer"))
+    state = qs.sample_states.get(name="a")
+    one = f"{reverse('set-compare', args=['s'])}?col=v1:typesafe&state={state.pk}"
+    assert services.LIVE_ASKERS_ONLY in client.get(one).content.decode()
+    assert client.post(one, {"ask": "v1:typesafe"}).status_code == 403
+    assert live_provider.requests == []

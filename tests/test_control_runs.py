@@ -84,7 +84,9 @@ def a_set(*, approved_label: str | None = None):
     if approved_label:
         services.version_submit(version=version, author=writer)
         checker = factories.reviewer()
-        version = services.version_approve(version=version, reviewer=checker, label=approved_label)
+        version = services.version_approve(
+            confirm_weak_evidence=True, version=version, reviewer=checker, label=approved_label
+        )
     return version, writer
 
 

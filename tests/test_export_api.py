@@ -129,7 +129,9 @@ def approved_on_a_run(states: int = 2, *, run: bool = True, slug: str = "pinned"
             version=version, backend="typesafe", user=writer, enqueue=False
         )
         services.batch_execute(batch.pk)
-    return services.version_approve(version=version, reviewer=checker, label="production")
+    return services.version_approve(
+        version=version, reviewer=checker, label="production", confirm_weak_evidence=True
+    )
 
 
 def exported(client, raw_token: str, slug: str = "pinned"):
@@ -236,7 +238,9 @@ def test_the_review_warns_when_the_alias_has_moved_on_since_the_evidence(answeri
     assert "was answered by jev-1.14.0, not by jev-1.13.0" in pin
     assert "jev-latest now resolves elsewhere" in pin
     # approved, the page says what was pinned, and still warns
-    services.version_approve(version=version, reviewer=factories.reviewer("checker"))
+    services.version_approve(
+        version=version, reviewer=factories.reviewer("checker"), confirm_weak_evidence=True
+    )
     pin = pin_of(review_page(version))
     assert "pinned at approval on" in pin and "jev-latest answered by jev-1.13.0" in pin
     assert "now resolves elsewhere" in pin
@@ -259,7 +263,9 @@ def test_a_structured_description_is_exported_as_written_and_fits_the_schema(ans
     writer, checker = factories.author("writer"), factories.reviewer("checker")
     qs = factories.question_set("structured", owner=writer, doc=STRUCTURED)
     version = services.version_submit(version=factories.draft(qs), author=writer)
-    version = services.version_approve(version=version, reviewer=checker)
+    version = services.version_approve(
+        version=version, reviewer=checker, confirm_weak_evidence=True
+    )
     text = selectors.export_text(selectors.export_document(version))
     jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(text))
     assert spec.wire_json(spec.loads(text)["questions"]) == spec.wire_json(STRUCTURED)

@@ -87,7 +87,9 @@ def test_a_run_through_every_path_logs_json_lines_without_secrets(captured, prov
     # a batch run against the provider, one state failing with the key and state echoed
     provider.reply(500, {"detail": f"{KEY} {STATE_CANARY}"})
     version = services.version_submit(version=qs.versions.get(number=1), author=writer)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
     services.batch_execute(run.pk, sleep=lambda s: None)
     # a token made by a reviewer and used on the export API

@@ -46,14 +46,23 @@ def test_submit_approve_with_a_label_and_every_step_on_the_record(team):
     writer, checker, qs = team
     version = submitted(qs, writer)
     version = services.version_approve(
-        version=version, reviewer=checker, note="looks right", label="production"
+        confirm_weak_evidence=True,
+        version=version,
+        reviewer=checker,
+        note="looks right",
+        label="production",
     )
     assert version.status == "approved"
     events = [(e.kind, e.actor.username, e.note) for e in version.events.all()]
     assert events == [
         ("created", "writer", ""),
         ("submitted", "writer", ""),
-        ("approved", "checker", "looks right"),
+        (
+            "approved",
+            "checker",
+            "Approved although this version has no finished batch run over the sample states "
+            "(confirmed). looks right",
+        ),
     ]
     label = Label.objects.get(question_set=qs, name="production")
     assert label.version == version
@@ -82,11 +91,35 @@ def test_nobody_approves_their_own_version(team, settings):
     writer = type(writer).objects.get(pk=writer.pk)  # a fresh user: roles cache the groups
     version = submitted(qs, writer)
     with pytest.raises(services.NotAllowed, match="a second person approves it"):
-        services.version_approve(version=version, reviewer=writer)
+        services.version_approve(confirm_weak_evidence=True, version=version, reviewer=writer)
     version.refresh_from_db()
     assert version.status == "in_review"
     settings.DECISIONS_ALLOW_SELF_APPROVAL = True
-    assert services.version_approve(version=version, reviewer=writer).status == "approved"
+    assert (
+        services.version_approve(
+            confirm_weak_evidence=True, version=version, reviewer=writer
+        ).status
+        == "approved"
+    )
+
+
+def test_the_approval_service_refuses_weak_evidence_without_a_confirmation(team):
+    writer, checker, qs = team
+    version = submitted(qs, writer)
+    with pytest.raises(services.WeakEvidence) as refused:
+        services.version_approve(version=version, reviewer=checker, note="fine", label="production")
+    assert (refused.value.status, refused.value.code) == (422, "weak_evidence")
+    assert refused.value.reason == "has no finished batch run over the sample states"
+    version.refresh_from_db()
+    assert version.status == "in_review" and not qs.labels.exists()
+    assert not version.events.filter(kind=ReviewEvent.Kind.APPROVED).exists()
+    services.version_approve(
+        version=version, reviewer=checker, note="fine", confirm_weak_evidence=True
+    )
+    assert version.events.get(kind=ReviewEvent.Kind.APPROVED).note == (
+        "Approved although this version has no finished batch run over the sample states "
+        "(confirmed). fine"
+    )
 
 
 @pytest.mark.parametrize("status", ["draft", "approved", "changes_requested"])
@@ -96,7 +129,7 @@ def test_only_a_submitted_version_is_approved_or_sent_back(team, status):
     Version.objects.filter(pk=version.pk).update(status=status)
     version.refresh_from_db()
     with pytest.raises(services.ServiceError, match="not in review"):
-        services.version_approve(version=version, reviewer=checker)
+        services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     with pytest.raises(services.ServiceError, match="not in review"):
         services.version_request_changes(version=version, reviewer=checker, note="x")
     version.refresh_from_db()
@@ -110,7 +143,7 @@ def test_only_reviewers_approve_and_only_authors_submit(team):
     version = submitted(qs, writer)
     other_author = factories.author()
     with pytest.raises(services.NotAllowed):
-        services.version_approve(version=version, reviewer=other_author)
+        services.version_approve(confirm_weak_evidence=True, version=version, reviewer=other_author)
     with pytest.raises(services.NotAllowed):
         services.version_request_changes(version=version, reviewer=other_author, note="x")
 
@@ -127,7 +160,7 @@ def approved(qs, writer, checker, doc=None) -> Version:
             version=draft, document=doc, base_revision=draft.revision, author=writer
         )
     services.version_submit(version=draft, author=writer)
-    return services.version_approve(version=draft, reviewer=checker)
+    return services.version_approve(confirm_weak_evidence=True, version=draft, reviewer=checker)
 
 
 def test_label_history_and_rollback(team):
@@ -160,7 +193,9 @@ def test_labels_point_at_approved_versions_and_move_by_reviewers_only(team):
     version = submitted(qs, writer)
     with pytest.raises(services.ServiceError, match="approved versions only"):
         services.label_move(question_set=qs, name="staging", version=version, actor=checker)
-    version = services.version_approve(version=version, reviewer=checker)
+    version = services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker
+    )
     with pytest.raises(services.NotAllowed):
         services.label_move(question_set=qs, name="staging", version=version, actor=writer)
     assert not Label.objects.exists()
@@ -180,6 +215,21 @@ def validate_export(document: dict) -> None:
     jsonschema.Draft202012Validator(
         SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     ).validate(document)
+
+
+@pytest.mark.parametrize("status", Version.Status.values)
+def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_carries(team, status):
+    writer, checker, qs = team
+    version = services.version_approve(
+        version=submitted(qs, writer), reviewer=checker, confirm_weak_evidence=True
+    )
+    exported = selectors.export_document(version)
+    assert exported["status"] == spec.EXPORT_STATUS == Version.Status.APPROVED
+    assert SCHEMA["properties"]["status"] == {"const": spec.EXPORT_STATUS}
+    document = {**exported, "status": status}
+    by_spec = spec.validate(document, limits=spec.DEFAULT_LIMITS).valid
+    by_schema = jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
+    assert by_spec == by_schema == (status == Version.Status.APPROVED)
 
 
 def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
@@ -217,7 +267,7 @@ def test_export_import_approve_export_keeps_the_hash(team, tmp_path, doc):
     assert code == 0
     copy = Version.objects.get(question_set__slug=slug)
     services.version_submit(version=copy, author=writer)
-    copy = services.version_approve(version=copy, reviewer=checker)
+    copy = services.version_approve(confirm_weak_evidence=True, version=copy, reviewer=checker)
     again = selectors.export_document(copy)
     assert again["sha256"] == exported["sha256"]
     assert again["questions"] == exported["questions"]
@@ -391,6 +441,41 @@ def test_the_page_showing_a_new_token_is_never_cached(client):
 # --- the command line ----------------------------------------------------------------------------
 
 
+def test_cli_approve_refuses_weak_evidence_naming_the_flag_and_records_the_confirmation(team):
+    submitted(team[2], team[0])
+    approve = ("approve", "--set", "routing", "--version", "1", "--user", "checker")
+    code, _, err = run(*approve, "--note", "fine")
+    assert code == 1 and "has no finished batch run" in err and "--confirm-weak-evidence" in err
+    code, out, _ = run(*approve, "--json")
+    assert code == 1 and json.loads(out)["status"] == 422
+    assert "--confirm-weak-evidence" in json.loads(out)["detail"]
+    version = Version.objects.get(question_set__slug="routing", number=1)
+    assert version.status == "in_review"
+    code, _, _ = run(*approve, "--note", "fine", "--confirm-weak-evidence")
+    assert code == 0
+    assert version.events.get(kind=ReviewEvent.Kind.APPROVED).note == (
+        "Approved although this version has no finished batch run over the sample states "
+        "(confirmed). fine"
+    )
+
+
+def test_the_review_page_refuses_weak_evidence_and_records_the_confirmation(team, client):
+    writer, checker, qs = team
+    version = submitted(qs, writer)
+    client.force_login(checker)
+    url = reverse("version-review", args=["routing", 1])
+    refused = client.post(url, {"action": "approve", "note": "fine"})
+    assert refused.status_code == 422 and "Approve anyway" in refused.content.decode()
+    version.refresh_from_db()
+    assert version.status == "in_review"
+    done = client.post(url, {"action": "approve", "note": "fine", "confirm_weak": "yes"})
+    assert done.status_code == 302
+    assert version.events.get(kind=ReviewEvent.Kind.APPROVED).note == (
+        "Approved although this version has no finished batch run over the sample states "
+        "(confirmed). fine"
+    )
+
+
 def test_cli_submit_approve_export_with_the_uis_rules(team, tmp_path):
     assert run("approve", "--set", "routing", "--version", "1", "--user", "checker")[0] == 1
     assert run("submit", "--set", "routing", "--version", "1", "--user", "writer")[0] == 0
@@ -412,6 +497,7 @@ def test_cli_submit_approve_export_with_the_uis_rules(team, tmp_path):
         "checker",
         "--label",
         "production",
+        "--confirm-weak-evidence",
     )
     assert code == 0 and "production points at it" in out
     code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "checker")

@@ -131,7 +131,7 @@ def test_nobody_approves_a_version_they_edited():
     )
     version = services.version_submit(version=factories.draft(qs), author=writer)
     with pytest.raises(services.NotAllowed, match="wrote or edited version 1"):
-        services.version_approve(version=version, reviewer=boss)
+        services.version_approve(confirm_weak_evidence=True, version=version, reviewer=boss)
     version.refresh_from_db()
     assert version.status == "in_review"
     assert not ReviewEvent.objects.filter(kind="approved").exists()
@@ -164,7 +164,7 @@ def test_a_set_within_raised_limits_runs_previews_and_compares(settings):
     qs = factories.question_set("big", owner=writer, doc=document)
     services.sample_state_create(question_set=qs, name="n", state=1, author=writer)
     version = services.version_submit(version=factories.draft(qs), author=writer)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     run = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
     run = services.batch_execute(run.pk)
     # asked, not refused as invalid: each state reached the backend (nothing recorded to replay)

@@ -141,7 +141,9 @@ def test_the_review_page_shows_both_versions_runs_side_by_side(setup):
     )
     services.batch_execute(first.pk)
     services.version_submit(version=version, author=writer)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=version, author=writer)
     second = services.batch_create(
         version=v2, backend="typesafe", user=roles.OPERATOR, enqueue=False
@@ -312,7 +314,9 @@ def _reviewed_v2(version, *, v2_threshold, reword=True):
     )
     services.batch_execute(first.pk)
     services.version_submit(version=version, author=writer)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=version, author=writer)
     document = dict(v2.document)
     if reword:
@@ -407,3 +411,81 @@ def test_a_large_review_writes_out_changed_questions_and_loads_the_others_when_o
     assert client.get(url, {"question": "nope"}).status_code == 404
     full = client.get(url, {"full": "1"}).content.decode()
     assert 'class="lazy-entries"' not in full and "anything else" in full
+
+
+def _writes(queries) -> list[str]:
+    return [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
+
+
+@pytest.fixture
+def counted(settings):
+    """A live wire that answers as the stand-in does and keeps every request it got."""
+    from tests.providers import Provider, point_every_wire_at
+
+    provider = Provider(default=lambda body: standin.respond(body)[1])
+    point_every_wire_at(settings, provider)
+    yield provider
+    provider.stop()
+
+
+def test_a_get_of_the_run_review_and_compare_pages_asks_nothing_and_writes_nothing(setup, counted):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client, version = setup
+    user = version.question_set.owner
+    run = services.batch_create(version=version, backend="typesafe", user=user, enqueue=False)
+    services.batch_execute(run.pk)
+    services.version_submit(version=version, author=user)
+    client.force_login(factories.reviewer("checker"))
+    asked = len(counted.requests)
+    assert asked == 4
+    state = version.question_set.sample_states.get(name="s0")
+    pages = [
+        reverse("run-detail", args=[run.pk]),
+        reverse("version-review", args=["s", version.number]),
+        f"{reverse('set-compare', args=['s'])}?col=run:{run.pk}&col=v1:typesafe&state={state.pk}",
+    ]
+    for url in pages:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        assert _writes(queries.captured_queries) == [], url
+    assert len(counted.requests) == asked
+
+
+def test_a_review_of_a_run_without_a_stored_summary_reads_it_and_writes_nothing(setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client, version = setup
+    user = version.question_set.owner
+    run = services.batch_create(version=version, backend="typesafe", user=user, enqueue=False)
+    services.batch_execute(run.pk)
+    BatchRun.objects.filter(pk=run.pk).update(checked=None, passed=None, failed_states=None)
+    services.version_submit(version=version, author=user)
+    client.force_login(factories.reviewer("checker"))
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("version-review", args=["s", version.number]))
+    assert page.status_code == 200 and _writes(queries.captured_queries) == []
+    run.refresh_from_db()
+    assert run.checked is None
+
+
+def test_every_way_a_run_finishes_stores_its_summary(setup):
+    from questions.models import Version
+
+    _client, version = setup
+    user = version.question_set.owner
+    queued = services.batch_create(version=version, backend="typesafe", user=user, enqueue=False)
+    services.batch_cancel(run=queued, user=user)
+    queued.refresh_from_db()
+    assert (queued.status, queued.checked, queued.passed) == ("cancelled", 0, 0)
+    invalid = services.batch_create(version=version, backend="typesafe", user=user, enqueue=False)
+    Version.objects.filter(pk=version.pk).update(document_text="[]")
+    services.batch_execute(invalid.pk)
+    invalid.refresh_from_db()
+    assert (invalid.status, invalid.checked, invalid.passed) == ("failed", 0, 0)

@@ -97,3 +97,12 @@ def test_duplicate_and_delete(client, setup):
     assert qs.sample_states.filter(name="s1 (copy)").exists()
     client.post(reverse("state-delete", args=["s", sample.pk]))
     assert list(qs.sample_states.values_list("name", flat=True)) == ["s1 (copy)"]
+
+
+def test_a_level_in_digits_that_are_not_ascii_is_kept_as_typed_never_a_500(client, setup):
+    response = client.post(
+        reverse("state-create", args=["s"]),
+        {"name": "odd", "state": "{}", "expected-level": "²", "base_revision": "0"},
+    )
+    assert response.status_code == 302  # read as text, like any level that is not a number
+    assert SampleState.objects.get(name="odd").expected == {"level": "²"}

@@ -148,7 +148,9 @@ def test_an_approval_with_a_label_sends_two_signed_events_through_the_worker(rec
     r = receiver()
     qs, version, checker = in_review()
     hook, secret = services.webhook_create(question_set=qs, url=r.url, user=checker)
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     assert WebhookDelivery.objects.count() == 2
     work(finished)
     assert len(r.requests) == 2
@@ -176,7 +178,9 @@ def test_an_approval_with_a_label_sends_two_signed_events_through_the_worker(rec
 def test_every_label_move_is_sent_with_the_version_it_left(receiver):
     r = receiver()
     qs, version, checker = in_review()
-    services.version_approve(version=version, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
     services.webhook_create(question_set=qs, url=r.url, user=checker)
     writer = factories.user("w2", groups=(roles.AUTHORS,))
     v2 = services.version_draft_from(version=version, author=writer)
@@ -184,7 +188,7 @@ def test_every_label_move_is_sent_with_the_version_it_left(receiver):
         version=v2, document=factories.document(2), base_revision=1, author=writer
     )
     services.version_submit(version=v2, author=writer)
-    services.version_approve(version=v2, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=v2, reviewer=checker)
     code, _, err = run_cli(
         "label", "--set", "s", "--label", "production", "--version", "2", "--user", "checker"
     )
@@ -207,7 +211,9 @@ def test_a_refused_approval_sends_nothing(receiver):
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=r.url, user=checker)
     with pytest.raises(services.NotAllowed):
-        services.version_approve(version=version, reviewer=Version.objects.get().author)
+        services.version_approve(
+            confirm_weak_evidence=True, version=version, reviewer=Version.objects.get().author
+        )
     assert not WebhookDelivery.objects.exists()
 
 
@@ -219,7 +225,7 @@ def test_a_failing_endpoint_is_retried_with_backoff_until_it_answers(receiver):
     qs, version, checker = in_review()
     _, secret = services.webhook_create(question_set=qs, url=r.url, user=checker)
     started = time.monotonic()
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     work(finished)
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "delivered" and delivery.attempts == 3
@@ -263,7 +269,7 @@ def test_the_attempts_are_bounded_and_the_delivery_ends_failed(receiver, setting
     r = receiver(statuses=[503] * 10)
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=r.url, user=checker)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     work(finished)
     time.sleep(0.3)  # nothing further is queued
     work(finished)
@@ -279,7 +285,7 @@ def test_a_slow_or_unreachable_endpoint_is_an_attempt_that_says_why(receiver, se
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=slow.url, user=checker)
     services.webhook_create(question_set=qs, url="http://127.0.0.1:9/hooks", user=checker)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     work(finished)
     errors = sorted(attempts_of(d)[0] for d in WebhookDelivery.objects.all())
     assert errors[0].startswith("no answer within 0.2 s")
@@ -290,7 +296,7 @@ def test_two_workers_never_make_the_same_attempt(receiver):
     r = receiver()
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=r.url, user=checker)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     delivery = WebhookDelivery.objects.get()
     assert services.webhook_deliver(delivery.pk) is None  # delivered
     assert services.webhook_deliver(delivery.pk) is None  # nothing left to do
@@ -624,7 +630,7 @@ def test_a_delivery_whose_task_died_with_its_worker_is_queued_again(receiver, se
     r = receiver()
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=r.url, user=checker)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     DBTaskResult.objects.all().delete()  # the worker that held its task died with it
     delivery = WebhookDelivery.objects.get()
     assert services.webhook_sweep_overdue() == []  # not overdue yet
@@ -645,7 +651,7 @@ def test_two_tasks_of_one_delivery_make_one_attempt_at_a_time(receiver, settings
     r = receiver(statuses=[500])
     qs, version, checker = in_review()
     services.webhook_create(question_set=qs, url=r.url, user=checker)
-    services.version_approve(version=version, reviewer=checker)
+    services.version_approve(confirm_weak_evidence=True, version=version, reviewer=checker)
     delivery = WebhookDelivery.objects.get()
     services.webhook_deliver_task.enqueue(delivery.pk)  # a second task of the same delivery
     services.webhook_deliver_task.enqueue(delivery.pk)  # and a third

@@ -94,7 +94,9 @@ def approved():
     writer, checker = factories.author(), factories.reviewer()
     qs = factories.question_set(owner=writer, doc=UNSORTED)
     version = services.version_submit(version=factories.draft(qs), author=writer)
-    version = services.version_approve(version=version, reviewer=checker)
+    version = services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker
+    )
     services.sample_state_create(question_set=qs, name="refund", state=STATE, author=writer)
     return version, writer
 

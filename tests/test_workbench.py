@@ -23,7 +23,9 @@ def people():
 def _approved(slug, writer, checker, label="production"):
     qs = factories.question_set(slug, owner=writer)
     v1 = services.version_submit(version=factories.draft(qs), author=writer)
-    return qs, services.version_approve(version=v1, reviewer=checker, label=label)
+    return qs, services.version_approve(
+        confirm_weak_evidence=True, version=v1, reviewer=checker, label=label
+    )
 
 
 def test_the_set_list_shows_production_and_pending_reviews(client, people):
@@ -191,7 +193,10 @@ def test_keep_freezes_the_draft_and_continues_in_a_new_one_without_a_review(clie
     assert services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
     client.post(reverse("version-submit", args=["triage", 1]))
     assert qs.versions.get(number=1).status == "in_review"
-    assert services.version_approve(version=v1, reviewer=checker).status == "approved"
+    assert (
+        services.version_approve(confirm_weak_evidence=True, version=v1, reviewer=checker).status
+        == "approved"
+    )
 
 
 def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):

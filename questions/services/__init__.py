@@ -32,11 +32,13 @@ from questions.services.errors import (
     ServiceError,
 )
 from questions.services.reviews import (
+    WeakEvidence,
     label_move,
     pin_check,
     version_approve,
     version_comment,
     version_request_changes,
+    weak_evidence,
     wrote,
 )
 from questions.services.states import (
@@ -89,6 +91,7 @@ __all__ = [
     "Refusal",
     "ServiceError",
     "StaleRevision",
+    "WeakEvidence",
     "api_token_authenticate",
     "api_token_create",
     "api_token_revoke",
@@ -124,6 +127,7 @@ __all__ = [
     "version_save",
     "version_set_advice",
     "version_submit",
+    "weak_evidence",
     "webhook_create",
     "webhook_delete",
     "webhook_deliver",

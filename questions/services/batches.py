@@ -56,9 +56,10 @@ from questions.services.versions import InvalidContent, limits
 log = logging.getLogger("questions.batches")
 
 RUNNERS_ONLY = "Only authors and reviewers run batches."
-DEFAULT_CONCURRENCY = 4
-MAX_CONCURRENCY = 64
-DEFAULT_THRESHOLD = 0.5
+# the run defaults, owned by the model
+DEFAULT_CONCURRENCY = BatchRun.DEFAULT_CONCURRENCY
+MAX_CONCURRENCY = BatchRun.MAX_CONCURRENCY
+DEFAULT_THRESHOLD = BatchRun.DEFAULT_THRESHOLD
 
 
 def batch_create(
@@ -218,6 +219,8 @@ def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
             run.items.filter(status=BatchItem.Status.PENDING).update(
                 status=BatchItem.Status.CANCELLED
             )
+            run.refresh_from_db()
+            store_summary(run)  # finished before it started: its (empty) summary, stored now
         run.refresh_from_db()
     return run
 
@@ -551,7 +554,9 @@ def batch_execute(
             finished_at=timezone.now(),
             detail="The version's document is invalid; nothing was asked.",
         )
-        return BatchRun.objects.get(pk=run.pk)
+        run = BatchRun.objects.get(pk=run.pk)
+        store_summary(run)  # every finished run has its summary: a page only reads it
+        return run
     execution = _Execution(run, parsed.questions, on_progress)
     stopped = batches.run_pipeline(
         claim=execution.claim,

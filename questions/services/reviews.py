@@ -49,10 +49,57 @@ def wrote(user: Any, version: Version) -> bool:
     ).exists()
 
 
+class WeakEvidence(Invalid):
+    """The version's evidence is weak (`weak_evidence`): it is approved only with an explicit
+    confirmation. `reason` completes "This version …"; each surface says how to confirm."""
+
+    code = "weak_evidence"
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(
+            f"This version {reason}: approving it needs an explicit confirmation that the "
+            "evidence was looked at (and the note should say why)."
+        )
+
+
+def weak_evidence(version: Version, evidence: dict | None = None) -> str:
+    """Why approving `version` needs an explicit confirmation, or "": it has no finished run,
+    or its latest run passes less than the baseline's latest run. `evidence` is what
+    `selectors.review_evidence` gave, when the caller has it already."""
+    if evidence is None:
+        baseline, _name = selectors.review_baseline(version)
+        evidence = {
+            "this": selectors.run_evidence(selectors.latest_run(version)),
+            "base": selectors.run_evidence(selectors.latest_run(baseline)),
+        }
+    this, base = evidence["this"], evidence["base"]
+    if this is None:
+        return "has no finished batch run over the sample states"
+    if base and base["pass_rate"] is not None:
+        if this["pass_rate"] is None:
+            return "has no pass rate (nothing checked) while the baseline's run has one"
+        if this["pass_rate"] < base["pass_rate"]:
+            return (
+                f"passes {this['pass_rate']:.0%} of its checks, less than the baseline's "
+                f"{base['pass_rate']:.0%}"
+            )
+    return ""
+
+
 @transaction.atomic
-def version_approve(*, version: Version, reviewer: Any, note: str = "", label: str = "") -> Version:
+def version_approve(
+    *,
+    version: Version,
+    reviewer: Any,
+    note: str = "",
+    label: str = "",
+    confirm_weak_evidence: bool = False,
+) -> Version:
     """A reviewer approves a submitted version — never one they wrote or edited, unless
-    single-person teams are allowed — and may point a label at it in the same step."""
+    single-person teams are allowed — and may point a label at it in the same step. A version
+    with weak evidence (`weak_evidence`) is refused with `WeakEvidence` unless the reviewer
+    confirms it (`confirm_weak_evidence`); the confirmation and its reason open the note."""
     require(reviewer, roles.may_review, REVIEWERS_ONLY)
     storable(note, "The note", TEXT_LIMIT)
     locked = _in_review(version)
@@ -62,6 +109,11 @@ def version_approve(*, version: Version, reviewer: Any, note: str = "", label: s
             "person approves it (DECISIONS__ALLOW_SELF_APPROVAL=1 allows single-person teams)."
         )
     require_valid(locked, "version")
+    weak = weak_evidence(locked)
+    if weak and not confirm_weak_evidence:
+        raise WeakEvidence(weak)
+    if weak:
+        note = f"Approved although this version {weak} (confirmed). {note}".strip()
     # frozen with the version: the model production asks (the export's model), and who
     # answered the evidence it was approved on (the export's answered_by)
     run = selectors.latest_run(locked)

@@ -103,7 +103,8 @@ def question_set_create(
     return question_set
 
 
-SLUG = re.compile(r"[a-z0-9_-]+")
+#: what a set's slug may be (an HTML `pattern` reads it too: the `-` is escaped for its `v` flag)
+SLUG = re.compile(r"[a-z0-9_\-]+")
 
 
 def check_slug(slug: str) -> str:
@@ -166,7 +167,7 @@ def _next_number(locked: QuestionSet) -> int:
 
 def open_draft(question_set: QuestionSet) -> Version | None:
     """The set's one open draft, if it has one."""
-    return question_set.versions.filter(status=Version.Status.DRAFT).first()
+    return question_set.versions.open_draft()
 
 
 @transaction.atomic
@@ -212,14 +213,15 @@ def version_create(
     return version
 
 
-def version_draft_from(*, version: Version, author: Any) -> Version:
-    """ "New draft from this version": any version, any status."""
+def version_draft_from(*, version: Version, author: Any, note: str = "") -> Version:
+    """ "New draft from this version": any version, any status — its document and its advice,
+    with `version` as the parent. "Keep as vN, continue" opens its draft the same way."""
     return version_create(
         question_set=version.question_set,
         document=version.document,
         author=author,
         parent=version,
-        note=f"from version {version.number}",
+        note=note or f"from version {version.number}",
         advice=version.advice,
     )
 
@@ -292,12 +294,8 @@ def version_keep(*, version: Version, author: Any, note: str = "") -> Version:
         raise NotADraft(locked)
     require_valid(locked, "draft")
     move(locked, Version.Status.KEPT, ReviewEvent.Kind.KEPT, author, note)
-    return version_create(
-        question_set=locked.question_set,
-        document=locked.document,
-        author=author,
-        parent=locked,
-        note=f"continues version {locked.number}",
+    return version_draft_from(
+        version=locked, author=author, note=f"continues version {locked.number}"
     )
 
 

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from questions import metrics
+from questions.answers import NOUL_THRESHOLD
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -110,20 +111,6 @@ def uncalibrated(backend: str) -> bool:
     return not backends.calibrated(backend)
 
 
-@register.inclusion_tag("questions/_advice_review.html")
-def advice_curves(version):
-    """The advice of a version with its curves over the latest labelled run, for the review."""
-    from questions.views.advice import designer_items, labelled_runs
-
-    run = labelled_runs(version).first()
-    return {
-        "version": version,
-        "set": version.question_set,
-        "run": run,
-        "items": designer_items(version, run) if version.advice else [],
-    }
-
-
 @register.simple_tag
 def percent(part, whole) -> str:
     """`part / whole` as a whole percentage with its counts: `67% (4 / 6)`; `—` when whole is 0."""
@@ -141,7 +128,7 @@ def run_outcome(run) -> SafeString:
 
 
 @register.simple_tag
-def shown(qtype: str, answer, threshold: float = 0.5) -> str:
+def shown(qtype: str, answer, threshold: float = NOUL_THRESHOLD) -> str:
     """An answer as reports show it (`metrics.shown`): `billing 0.71`, `2 (2.05)`, `true 0.66`."""
     return metrics.shown(qtype, answer, threshold)
 

@@ -1,68 +1,25 @@
 """The advice designer: per noul and choice of a version, precision, recall and coverage of a
 threshold over a labelled batch run as an SVG curve, the stored advice marked; authors set the
-advice of a draft here. The review page shows the same curves (`advice_curves`)."""
+advice of a draft here. The review page shows the same curves (`questions.advice`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from questions import charts, metrics, roles, selectors, services, spec
-from questions.models import BatchRun, Version
-from questions.views import whole_number
-
-WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}
-
-
-def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any]]:
-    """One item per noul and choice of the version: its advice, the curve over the run's
-    labelled answers and the chosen point. Empty when the questions are invalid."""
-    result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS, lints=False)
-    if result.document is None:
-        return []
-    cases = selectors.run_cases(run) if run else []
-    advice = version.advice
-    items = []
-    for qid, question in result.document.questions.items():
-        field = spec.ADVICE_FIELDS.get(question.type)
-        if field is None:
-            continue
-        mine = [c for c in cases if c.question == qid and c.qtype == question.type]
-        value = advice.get(qid, {}).get(field)
-        chosen = None if value is None else metrics.curve_point(question.type, mine, value)
-        points = metrics.threshold_curve(question.type, mine)
-        items.append(
-            {
-                "id": qid,
-                "type": question.type,
-                "field": field,
-                "what": WHAT[question.type],
-                "value": value,
-                "labelled": sum(1 for c in mine if c.checked),
-                "chosen": chosen,
-                "points": points,
-                "chart": charts.threshold_chart(f"{qid}: {WHAT[question.type]}", points, chosen),
-            }
-        )
-    return items
-
-
-def labelled_runs(version: Version):
-    return version.batch_runs.filter(kind=BatchRun.PLAIN, status=BatchRun.Status.DONE).order_by(
-        "-id"
-    )
+from questions import roles, services
+from questions.advice import designer_items, labelled_runs
+from questions.models import Version
+from questions.numbers import whole_number
 
 
 @require_http_methods(["GET", "POST"])
 def version_advice(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(
-        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
-    )
+    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
     runs = list(labelled_runs(version)[:30])
     chosen_run = request.GET.get("run", "")
     pk = whole_number(chosen_run) if chosen_run else None

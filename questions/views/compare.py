@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from questions import backends, comparison
 from questions.models import QuestionSet
@@ -12,10 +14,34 @@ from questions.models import QuestionSet
 TEMPLATE = "questions/set_compare.html"
 
 
-@require_GET
+def selection_of(query: QueryDict, question_set: QuestionSet) -> comparison.Selection:
+    """The comparison a query string names, read into plain values for `comparison`."""
+    return comparison.Selection.read(
+        question_set,
+        columns=query.getlist("col"),
+        state=query.get("state", "all"),
+        filter=query.get("filter", "all"),
+        threshold=query.get("threshold"),
+        start=query.get("start", "0"),
+    )
+
+
+@require_http_methods(["GET", "POST"])
 def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
+    """The grid of the selection in the query string. A GET only reads: a live column shows
+    what its wire recorded. A POST (`ask=<column>`, the selection still in the URL) asks that
+    live column about the one state now, records it, and goes back to the grid."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    selection = comparison.Selection.from_query(request.GET, question_set)
+    selection = selection_of(request.GET, question_set)
+    if request.method == "POST":
+        key = request.POST.get("ask", "")
+        outcome = comparison.ask_column(question_set, selection, key, request.user)
+        if outcome.error:
+            messages.error(request, f"{key}: {outcome.error.status}: {outcome.error.detail}")
+        else:
+            messages.success(request, f"Asked {key} and recorded its answer.")
+        url = f"{reverse('set-compare', args=[slug])}?{selection.query()}"
+        return redirect(url)
     fmt = request.GET.get("format")
     if fmt in ("json", "csv"):  # every row, streamed a chunk of states at a time
         columns, rows = comparison.stream(question_set, selection, request.user)

@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import backends, controls, roles, services
 from questions.models import QuestionSet
+from questions.post_forms import ControlStartForm, first_error
 from questions.services import controls as control_services
-from questions.views import whole_number
 
 #: control and drift runs listed, newest first
 SHOWN_RUNS = 30
@@ -51,33 +51,23 @@ def _page(request, question_set, *, problem: str = "", values: dict | None = Non
 def control_start(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     sent = {k: request.POST.get(k, "") for k in ("version", "kind", "count", "seed", "backend")}
-    number = whole_number(sent["version"])
-    count = whole_number(sent["count"])
-    seed = whole_number(sent["seed"] or "0", digits=10)
-    version = question_set.versions.filter(number=number).first() if number else None
-    problem = ""
+    form = ControlStartForm(request.POST)
+    if not form.is_valid():
+        return _page(request, question_set, problem=first_error(form), values=sent)
+    given = form.cleaned_data
+    version = question_set.versions.filter(number=given["version"]).first()
     if version is None:
-        problem = "Pick a version of the set to ask."
-    elif count is None:
-        problem = (
-            f"The number of shuffles, orders or calls is a whole number from 1 to "
-            f"{controls.MAX_VARIANTS}, not {sent['count']!r}."
+        return _page(
+            request, question_set, problem="Pick a version of the set to ask.", values=sent
         )
-    elif seed is None:
-        problem = (
-            f"The seed is a whole number from 0 to {control_services.MAX_SEED}, "
-            f"not {sent['seed']!r}."
-        )
-    if problem:
-        return _page(request, question_set, problem=problem, values=sent)
     try:
         run = control_services.control_create(
             version=version,
-            backend=request.POST.get("backend", ""),
+            backend=given["backend"],
             user=request.user,
-            kind=request.POST.get("kind", ""),
-            count=count,
-            seed=seed,
+            kind=given["kind"],
+            count=given["count"],
+            seed=given["seed"],
         )
     except services.ServiceError as exc:
         return _page(request, question_set, problem=str(exc), values=sent, status=_status(exc))

@@ -13,19 +13,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import backends, forms, roles, selectors, services, spec
 from questions.models import Version
+from questions.numbers import whole_number
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
-from questions.views import whole_number
 
 EDIT_TEMPLATE = "questions/version_edit.html"
 
 
 def _version(slug: str, number: int) -> Version:
     return get_object_or_404(
-        Version.objects.select_related("question_set", "author", "parent"),
-        question_set__slug=slug,
-        number=number,
+        Version.objects.of(slug, number).select_related("question_set", "author", "parent")
     )
 
 
@@ -118,9 +116,7 @@ def _page(
     draft = (
         version
         if version.is_draft
-        else question_set.versions.filter(status=Version.Status.DRAFT)
-        .defer("document_text")
-        .first()
+        else question_set.versions.drafts().defer("document_text").first()
     )
     context = {
         "set": question_set,

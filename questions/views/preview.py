@@ -9,7 +9,8 @@ from django.views.decorators.http import require_POST
 
 from questions import backends, charts, forms, metrics, services, spec
 from questions.models import SampleState, Version
-from questions.views import editor, whole_number
+from questions.numbers import whole_number
+from questions.views import editor
 
 TEMPLATE = "questions/_preview_result.html"
 
@@ -26,9 +27,7 @@ def _error(request, status: int, detail: str) -> HttpResponse:
 def version_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Ask the questions on the page: a live backend for authors and reviewers (the service
     refuses anyone else), recordings for everyone."""
-    version = get_object_or_404(
-        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
-    )
+    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
     if request.POST.getlist("q"):
         edited = forms.document_from_cards(editor.posted_cards(request.POST, version))
         if not edited.representable:

@@ -16,12 +16,13 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import diff, roles, selectors, services, spec
+from questions import advice, diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
+from questions.numbers import whole_number
+from questions.post_forms import LabelMoveForm, first_error
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
-from questions.views import whole_number
 
 
 @require_GET
@@ -37,9 +38,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The evidence (diff against production, open lints) and the decision on it."""
     version = get_object_or_404(
-        Version.objects.select_related("question_set", "author"),
-        question_set__slug=slug,
-        number=number,
+        Version.objects.of(slug, number).select_related("question_set", "author")
     )
     if request.method == "GET" and request.GET.get("question"):  # one question's entries
         qid = request.GET["question"]
@@ -57,20 +56,12 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         note = request.POST.get("note", "")
         try:
             if action == "approve":
-                require(request.user, roles.may_review, REVIEWERS_ONLY)  # who, before what
-                weak = weak_evidence(version)
-                if weak and request.POST.get("confirm_weak") != "yes":
-                    raise services.Invalid(
-                        f"This version {weak}: tick “Approve anyway” to approve it, and say "
-                        "why in the note."
-                    )
-                if weak:
-                    note = f"Approved although this version {weak} (confirmed). {note}".strip()
                 services.version_approve(
                     version=version,
                     reviewer=request.user,
                     note=note,
                     label=request.POST.get("label", "").strip(),
+                    confirm_weak_evidence=request.POST.get("confirm_weak") == "yes",
                 )
                 messages.success(request, f"Approved version {number}.")
                 return redirect("version-review", slug, number)
@@ -82,6 +73,11 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
                 services.version_comment(version=version, actor=request.user, note=note)
                 return redirect("version-review", slug, number)
             problem = "Unknown action."
+        except services.WeakEvidence as exc:
+            problem = (
+                f"This version {exc.reason}: tick “Approve anyway” to approve it, and say why "
+                "in the note."
+            )
         except services.ServiceError as exc:
             problem = str(exc)
     baseline, baseline_name = selectors.review_baseline(version)
@@ -133,7 +129,8 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "labels": selectors.labels_of(version.question_set),
         "problem": problem,
         "evidence": evidence,
-        "weak": weak_evidence(version, evidence) if version.status == "in_review" else "",
+        "advice": advice.review_curves(version),
+        "weak": services.weak_evidence(version, evidence) if version.is_in_review else "",
         "pin": services.pin_check(
             version, evidence["this"]["run_obj"] if evidence["this"] else None, find=False
         ),
@@ -197,46 +194,25 @@ def review_questions(
     return questions
 
 
-def weak_evidence(version: Version, evidence: dict | None = None) -> str:
-    """Why approving `version` needs an explicit confirmation, or "": it has no finished run,
-    or its latest run passes less than the baseline's latest run."""
-    if evidence is None:
-        baseline, _name = selectors.review_baseline(version)
-        evidence = {
-            "this": selectors.run_evidence(selectors.latest_run(version)),
-            "base": selectors.run_evidence(selectors.latest_run(baseline)),
-        }
-    this, base = evidence["this"], evidence["base"]
-    if this is None:
-        return "has no finished batch run over the sample states"
-    if base and base["pass_rate"] is not None:
-        if this["pass_rate"] is None:
-            return "has no pass rate (nothing checked) while the baseline's run has one"
-        if this["pass_rate"] < base["pass_rate"]:
-            return (
-                f"passes {this['pass_rate']:.0%} of its checks, less than the baseline's "
-                f"{base['pass_rate']:.0%}"
-            )
-    return ""
-
-
 @require_POST
 def label_move(request: HttpRequest, slug: str) -> HttpResponse:
     require(request.user, roles.may_review, REVIEWERS_ONLY)
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    name = request.POST.get("name", "").strip()
-    raw = request.POST.get("version", "")
-    number = whole_number(raw, digits=9)
-    version = None if number is None else question_set.versions.filter(number=number).first()
+    form = LabelMoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, first_error(form))
+        return redirect("set-detail", slug)
+    name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+    version = question_set.versions.filter(number=number).first()
     try:
         if version is None:
-            raise services.NotFound(f"{slug} has no version {raw[:20]!r}.")
+            raise services.NotFound(f"{slug} has no version {number}.")
         services.label_move(
             question_set=question_set,
             name=name,
             version=version,
             actor=request.user,
-            note=request.POST.get("note", ""),
+            note=form.cleaned_data["note"],
         )
     except services.ServiceError as exc:
         messages.error(request, str(exc))
@@ -407,7 +383,7 @@ def _export_example(request: HttpRequest) -> str | None:
     slug = request.GET.get("set", "")
     if slug:
         labels = labels.filter(question_set__slug=slug).order_by(
-            Case(When(name="production", then=0), default=1), "-updated_at"
+            Case(When(name=Label.BASELINE, then=0), default=1), "-updated_at"
         )
     label = labels.first()
     if label is None:

@@ -16,29 +16,26 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import charts, metrics, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Version
-from questions.services.batches import DEFAULT_CONCURRENCY, DEFAULT_THRESHOLD
-from questions.views import whole_number
+from questions.numbers import whole_number
+from questions.post_forms import RunStartForm, first_error
 
 
 @require_POST
 def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(
-        Version.objects.select_related("question_set"), question_set__slug=slug, number=number
-    )
-    try:
-        concurrency = int(request.POST.get("concurrency") or DEFAULT_CONCURRENCY)
-        threshold = float(request.POST.get("threshold") or DEFAULT_THRESHOLD)
-    except (ValueError, OverflowError):
-        messages.error(request, "Concurrency is a whole number and the threshold a number.")
+    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    form = RunStartForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, first_error(form))
         return redirect(version)
+    sent = form.cleaned_data
     try:
         run = services.batch_create(
             version=version,
-            backend=request.POST.get("backend", "typesafe"),
+            backend=sent["backend"],
             user=request.user,
-            concurrency=concurrency,
-            threshold=threshold,
-            tag=request.POST.get("tag", "").strip(),
+            concurrency=sent["concurrency"],
+            threshold=sent["threshold"],
+            tag=sent["tag"],
         )
     except services.ServiceError as exc:
         messages.error(request, str(exc))

@@ -111,7 +111,7 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    version = get_object_or_404(Version.objects.of(slug, number))
     try:
         draft = services.version_draft_from(version=version, author=request.user)
     except services.DraftExists as exc:
@@ -123,7 +123,7 @@ def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpRespo
 
 @require_POST
 def version_keep(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    version = get_object_or_404(Version.objects.of(slug, number))
     try:
         draft = services.version_keep(version=version, author=request.user)
     except services.ServiceError as exc:
@@ -139,7 +139,7 @@ def version_keep(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
 @require_POST
 def version_discard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    version = get_object_or_404(Version.objects.of(slug, number))
     try:
         services.version_discard(version=version, author=request.user)
     except services.ServiceError as exc:
@@ -151,7 +151,7 @@ def version_discard(request: HttpRequest, slug: str, number: int) -> HttpRespons
 
 @require_POST
 def version_submit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version, question_set__slug=slug, number=number)
+    version = get_object_or_404(Version.objects.of(slug, number))
     try:
         services.version_submit(version=version, author=request.user)
     except services.ServiceError as exc:

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import roles, services, spec
 from questions.models import QuestionSet, SampleState
+from questions.numbers import whole_number
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -80,7 +81,8 @@ def _expected_from_post(post, questions: list[dict[str, Any]]) -> dict[str, Any]
         if raw == "":
             continue
         if q["type"] == "score":
-            expected[q["id"]] = int(raw) if raw.isdigit() else raw
+            level = whole_number(raw, digits=9)
+            expected[q["id"]] = raw if level is None else level
         elif q["type"] == "noul":
             expected[q["id"]] = raw == "true"
         else:

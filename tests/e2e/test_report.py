@@ -96,7 +96,9 @@ def world(settings):
     first = services.batch_create(version=v1, backend="typesafe", user=writer, enqueue=False)
     services.batch_execute(first.pk)
     services.version_submit(version=v1, author=writer)
-    services.version_approve(version=v1, reviewer=checker, label="production")
+    services.version_approve(
+        confirm_weak_evidence=True, version=v1, reviewer=checker, label="production"
+    )
     v2 = services.version_draft_from(version=v1, author=writer)
     document = dict(v2.document)
     document["refund_action"] = {

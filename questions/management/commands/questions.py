@@ -136,6 +136,13 @@ class Command(ControlCommands, BaseCommand):
         approve.add_argument("--user", required=True)
         approve.add_argument("--label", default="", metavar="L")
         approve.add_argument("--note", default="")
+        approve.add_argument(
+            "--confirm-weak-evidence",
+            action="store_true",
+            help="approve a version whose evidence is weak (no finished batch run, or a pass "
+            "rate below the baseline's), as the review page's “Approve anyway”; recorded "
+            "in the note",
+        )
         approve.add_argument("--json", action="store_true")
 
         export = sub.add_parser("export", help="write an approved version's export document")
@@ -204,7 +211,12 @@ class Command(ControlCommands, BaseCommand):
             "--col", required=True, action="append", dest="columns", metavar="run:ID|vN:BACKEND"
         )
         compare.add_argument("--state", dest="state_name", metavar="NAME", help="one state")
-        compare.add_argument("--threshold", type=float, default=0.5, help="a noul's true from")
+        compare.add_argument(
+            "--threshold",
+            type=float,
+            default=run_defaults.DEFAULT_THRESHOLD,
+            help="a noul's true from",
+        )
         compare_format = compare.add_mutually_exclusive_group()
         compare_format.add_argument("--csv", action="store_true")
         compare_format.add_argument("--json", action="store_true")
@@ -359,7 +371,7 @@ class Command(ControlCommands, BaseCommand):
         return EXIT_OK
 
     def do_submit(self, *, slug: str, number: int, user: str, json: bool, **_: Any) -> int:
-        version = Version.objects.filter(question_set__slug=slug, number=number).first()
+        version = Version.objects.of(slug, number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
         version = services.version_submit(version=version, author=_user(user))
@@ -436,14 +448,35 @@ class Command(ControlCommands, BaseCommand):
         return EXIT_OK
 
     def do_approve(
-        self, *, slug: str, number: int, user: str, label: str, note: str, json: bool, **_: Any
+        self,
+        *,
+        slug: str,
+        number: int,
+        user: str,
+        label: str,
+        note: str,
+        confirm_weak_evidence: bool,
+        json: bool,
+        **_: Any,
     ) -> int:
-        version = Version.objects.filter(question_set__slug=slug, number=number).first()
+        version = Version.objects.of(slug, number).first()
         if version is None:
             return self.fail(f"{slug} has no version {number}.", as_json=json, status=404)
-        version = services.version_approve(
-            version=version, reviewer=_user(user), note=note, label=label
-        )
+        try:
+            version = services.version_approve(
+                version=version,
+                reviewer=_user(user),
+                note=note,
+                label=label,
+                confirm_weak_evidence=confirm_weak_evidence,
+            )
+        except services.WeakEvidence as exc:
+            return self.fail(
+                f"{slug} version {number} {exc.reason}: give --confirm-weak-evidence to approve "
+                "it anyway, and say why with --note.",
+                as_json=json,
+                status=exc.status,
+            )
         out = {
             "set": slug,
             "version": number,
@@ -517,11 +550,7 @@ class Command(ControlCommands, BaseCommand):
 
     def _version(self, slug: str, number: int, as_json: bool) -> Version | int:
         """Version `number` of set `slug`, or the exit status of saying there is none."""
-        version = (
-            Version.objects.filter(question_set__slug=slug, number=number)
-            .select_related("question_set")
-            .first()
-        )
+        version = Version.objects.of(slug, number).select_related("question_set").first()
         if version is not None:
             return version
         if not QuestionSet.objects.filter(slug=slug).exists():
@@ -620,7 +649,7 @@ class Command(ControlCommands, BaseCommand):
                     f"{slug} has no sample state {state_name!r}.", as_json=json, status=404
                 )
             selection.state = str(state.pk)
-        built, streamed = comparison.stream(question_set, selection, roles.OPERATOR)
+        built, streamed = comparison.stream(question_set, selection, roles.OPERATOR, ask_live=True)
         rows = list(streamed)  # every state, not one page of them
         problems = [f"{c.key}: {c.problem}" for c in built if c.problem]
         if problems:

@@ -1,0 +1,98 @@
+"""Django `Form`s for the flat POSTs (run start, label move, control start): each reads the
+request into plain values, and a value that does not read is an error with a code. The rules of
+a step (a label name's pattern, the bounds of a run, who may) stay in its service; a form says
+only that a field is missing or not a number. The editor's cards are bespoke (`forms.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
+
+from questions.models import BatchRun
+from questions.numbers import whole_number
+
+
+class WholeNumberField(forms.Field):
+    """A whole number in ASCII digits (`numbers.whole_number`): `"²"` or `"٣"`, which Django's
+    `IntegerField` would read through `int()`, is `not_a_whole_number` here."""
+
+    def __init__(self, *, digits: int = 18, what: str = "This", **kwargs: Any):
+        self.digits, self.what = digits, what
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> int | None:
+        raw = (value or "").strip() if isinstance(value, str) else value
+        if raw in ("", None):
+            return None
+        number = whole_number(raw, digits=self.digits) if isinstance(raw, str) else None
+        if number is None:
+            raise forms.ValidationError(
+                f"{self.what} is a whole number in digits, not {str(raw)[:20]!r}.",
+                code="not_a_whole_number",
+            )
+        return number
+
+
+class TextField(forms.CharField):
+    """Text handed to the service as it came: its rules (a NUL, a length, a pattern) are the
+    service's, which names the field in its refusal, not Django's generic words."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+
+
+def first_error(form: forms.Form) -> str:
+    """The first of a form's errors, as a page shows it beside the form."""
+    for errors in form.errors.values():
+        return errors[0]
+    return ""
+
+
+class RunStartForm(forms.Form):
+    backend = TextField(required=False, empty_value="typesafe")
+    concurrency = WholeNumberField(digits=6, what="Concurrency", required=False)
+    threshold = forms.FloatField(
+        required=False, error_messages={"invalid": "The threshold is a number from 0 to 1."}
+    )
+    tag = TextField(required=False)
+
+    def clean_concurrency(self) -> int:
+        value = self.cleaned_data["concurrency"]
+        return BatchRun.DEFAULT_CONCURRENCY if value is None else value
+
+    def clean_threshold(self) -> float:
+        value = self.cleaned_data["threshold"]
+        return BatchRun.DEFAULT_THRESHOLD if value is None else value
+
+
+class LabelMoveForm(forms.Form):
+    name = TextField(error_messages={"required": "Name the label."})
+    version = WholeNumberField(
+        digits=9, what="The version", error_messages={"required": "Pick a version."}
+    )
+    note = TextField(required=False, strip=False)
+
+
+class ControlStartForm(forms.Form):
+    version = WholeNumberField(
+        digits=9,
+        what="The version",
+        error_messages={"required": "Pick a version of the set to ask."},
+    )
+    kind = TextField(required=False)
+    count = WholeNumberField(
+        digits=9,
+        what="The number of shuffles, orders or calls",
+        error_messages={"required": "Say how many shuffles, orders or calls."},
+    )
+    seed = WholeNumberField(digits=10, what="The seed", required=False)
+    backend = TextField(required=False)
+
+    def clean_seed(self) -> int:
+        value = self.cleaned_data["seed"]
+        return 0 if value is None else value
