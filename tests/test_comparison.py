@@ -262,3 +262,63 @@ def test_the_csv_writes_true_and_false_as_the_contract_does_and_no_flip_without_
     assert line[:4] == ["s", "urgent", "noul", "true"]
     assert line[5] == "" and line[9] == "true" and line[11] == "false"
     assert "True" not in text and "False" not in text
+
+
+# --- a question that changed type between the two columns' versions ------------------------------
+
+
+@pytest.fixture
+def retyped(client):
+    """Two runs of two versions: `urgent` is a noul in v1 and a score in v2; the state expects
+    a noul's true."""
+    writer = factories.author("writer")
+    client.force_login(writer)
+    qs = factories.question_set("t", owner=writer, doc={"urgent": {"type": "noul"}})
+    services.sample_state_create(
+        question_set=qs, name="a", state=1, author=writer, expected={"urgent": True}
+    )
+    v1 = services.version_submit(version=services.open_draft(qs), author=writer)
+    v2 = services.version_draft_from(version=v1, author=writer)
+    services.version_save(
+        version=v2,
+        document={"urgent": {"type": "score", "criteria": ["low", "mid", "high"]}},
+        base_revision=v2.revision,
+        author=writer,
+    )
+    old = services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
+    new = services.batch_create(version=v2, backend="recorded", user=writer, enqueue=False)
+    for item in BatchItem.objects.all():
+        item.status = "answered"
+        item.answers = {
+            old.pk: {"urgent": {"type": "noul", "noul": 0.8}},
+            new.pk: {
+                "urgent": {
+                    "type": "score",
+                    "score": 1.6,
+                    "confidence": 0.5,
+                    "probabilities": {"0": 0.1, "1": 0.2, "2": 0.7},
+                }
+            },
+        }[item.run_id]
+        item.save()
+    return old, new
+
+
+@pytest.mark.parametrize("order", ["noul first", "score first"])
+@pytest.mark.parametrize("shown", ["all", "changes", "failures"])
+@pytest.mark.parametrize("form", ["page", "json", "csv"])
+def test_a_question_that_changed_type_between_the_columns_compares(
+    client, retyped, order, shown, form
+):
+    old, new = retyped
+    runs = [old, new] if order == "noul first" else [new, old]
+    query = {"col": [f"run:{r.pk}" for r in runs], "filter": shown}
+    if form != "page":
+        query["format"] = form
+    response = client.get(reverse("set-compare", args=["t"]), query)
+    assert response.status_code == 200
+    body = response.getvalue().decode()
+    if form == "json":
+        assert json.loads(body)["selection"]["filter"] == shown
+    if shown != "failures":  # a changed type is a change, so the row is there
+        assert "urgent" in body
