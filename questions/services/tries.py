@@ -19,6 +19,7 @@ from django.db.models import Count
 
 from questions import backends, metrics, roles, spec
 from questions.models import BatchItem, BatchRun, Decision, SampleState, Version
+from questions.numbers import whole_number
 from questions.services.batches import RUNNERS_ONLY, _runnable, batch_create
 from questions.services.errors import Invalid, model_name, require
 from questions.services.versions import InvalidContent, limits
@@ -104,9 +105,9 @@ def try_plan(
     ).select_related("version")
     baseline_run, baseline_version = None, None
     if against:
-        number = against.removeprefix("v")
+        number = whole_number(against.removeprefix("v"), digits=9)
         baseline_version = (
-            question_set.versions.filter(number=int(number)).first() if number.isdigit() else None
+            question_set.versions.filter(number=number).first() if number is not None else None
         )
         if baseline_version is None:
             raise Invalid(f"{question_set.slug} has no version {against[:20]!r} to compare with.")

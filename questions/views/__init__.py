@@ -1,9 +1,5 @@
 """Thin views: read the request, call one service or selector, render a template or partial."""
 
+from questions.numbers import whole_number
 
-def whole_number(raw: str, *, digits: int = 18) -> int | None:
-    """A whole number a request names in ASCII digits (at most `digits` of them, so it fits the
-    database's integers), or None. `"²"` and `"١"` are digits to Python, never to a request."""
-    if raw.isascii() and raw.isdigit() and len(raw) <= digits:
-        return int(raw)
-    return None
+__all__ = ["whole_number"]

@@ -314,14 +314,15 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse(
             {"detail": "Give exactly one of ?label=NAME or ?version=N."}, status=400
         )
-    if number is not None and whole_number(number, digits=9) is None:
+    read = None if number is None else whole_number(number, digits=9)
+    if number is not None and read is None:
         return JsonResponse(
             {"detail": f"version must be a whole number in ASCII digits, not {number[:20]!r}."},
             status=400,
         )
     if label is not None and "\x00" in label:
         return JsonResponse({"detail": "label holds a NUL character (\\x00)."}, status=400)
-    ref = selectors.export_ref(slug, label=label, number=int(number) if number else None)
+    ref = selectors.export_ref(slug, label=label, number=read)
     if ref is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)

@@ -25,10 +25,12 @@ def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = get_object_or_404(
         Version.objects.select_related("question_set"), question_set__slug=slug, number=number
     )
+    concurrency = whole_number(request.POST.get("concurrency") or str(DEFAULT_CONCURRENCY))
     try:
-        concurrency = int(request.POST.get("concurrency") or DEFAULT_CONCURRENCY)
         threshold = float(request.POST.get("threshold") or DEFAULT_THRESHOLD)
     except (ValueError, OverflowError):
+        threshold = None
+    if concurrency is None or threshold is None:
         messages.error(request, "Concurrency is a whole number and the threshold a number.")
         return redirect(version)
     try:
