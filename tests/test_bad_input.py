@@ -375,3 +375,20 @@ def test_numbers_in_other_digits_are_not_read_as_numbers(world, digits):
     )
     assert "Concurrency is a whole number" in run.content.decode()
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", [AU, R])
+def test_a_nul_in_the_drift_label_is_refused_naming_it(world, role):
+    before = snapshot()
+    response = client_for(role).post(
+        "/sets/s/drift/start/", {"label": "production\x00", "model": "m-new"}
+    )
+    assert response.status_code == 422 and "label holds a NUL" in response.content.decode()
+    assert snapshot() == before
+
+
+def test_a_nul_in_the_tokens_pages_set_is_refused_naming_it(world):
+    reviewer = client_for(R)
+    response = reviewer.get("/tokens/?set=s%00")
+    assert response.status_code == 400 and "set holds a NUL" in response.content.decode()
+    assert reviewer.get("/tokens/?set=s").status_code == 200

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
-from questions.services.errors import require
+from questions.services.errors import require, storable
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
 from questions.views import whole_number
@@ -342,7 +342,12 @@ def token_list(request: HttpRequest) -> HttpResponse:
     require(request.user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
     created = None
     problem, status = None, 200
-    if request.method == "POST":
+    slug = request.GET.get("set", "")
+    try:
+        storable(slug, "?set")
+    except services.Invalid as exc:  # no database looks a NUL up; nothing is done
+        problem, status, slug = str(exc), 400, ""
+    if request.method == "POST" and status == 200:
         if request.POST.get("revoke"):
             raw = request.POST["revoke"]
             pk = whole_number(raw)
@@ -374,7 +379,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
             "tokens": APIToken.objects.select_related("created_by"),
             "created": created,
             "problem": problem,
-            "example": _export_example(request),
+            "example": _export_example(request, slug),
             "once": once,
             "name": request.POST.get("name", "") if problem else "",
         },
@@ -386,11 +391,10 @@ def token_list(request: HttpRequest) -> HttpResponse:
 TOKEN_FORM = "token_form"
 
 
-def _export_example(request: HttpRequest) -> str | None:
+def _export_example(request: HttpRequest, slug: str) -> str | None:
     """The export URL of a label to fill into the page's curl: the `?set=` given (its
     `production`, else its newest label), else the label moved last; None when no set has one."""
     labels = Label.objects.select_related("question_set").order_by("-updated_at")
-    slug = request.GET.get("set", "")
     if slug:
         labels = labels.filter(question_set__slug=slug).order_by(
             Case(When(name="production", then=0), default=1), "-updated_at"
