@@ -20,6 +20,7 @@ from django_tasks_db.models import DBTaskResult
 from questions import batches, selectors, services
 from questions.models import BatchItem, BatchRun, Decision
 from tests import factories
+from tests.helpers import execute_closing
 from tests.providers import DOC, FlakyProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -199,11 +200,3 @@ def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provi
     _exactly_once(run, provider, 200)
     other = "w2" if holder == "w1" else "w1"
     assert processes[other].poll() is None  # still serving
-
-
-def execute_closing(run_id: int) -> None:
-    """`batch_execute` in a thread of its own, closing that thread's connection after."""
-    try:
-        services.batch_execute(run_id)
-    finally:
-        connection.close()

@@ -11,32 +11,10 @@ from django.urls import reverse
 from questions import comparison, services
 from questions.models import BatchItem
 from tests import factories
+from tests.helpers import COMPARE_DOC as DOC
+from tests.helpers import answers, desk
 
 pytestmark = pytest.mark.django_db
-
-DOC = {
-    "desk": {"type": "choice", "criteria": {"billing": "money", "tech": "bugs", "other": "else"}},
-    "urgent": {"type": "noul", "instructions": "Urgent?"},
-    "level": {"type": "score", "criteria": ["low", "mid", "high"]},
-}
-
-
-def desk(chosen, p):
-    probabilities = {"billing": 0.0, "tech": 0.0, "other": 0.0} | p
-    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.5}
-
-
-def answers(desk_answer, urgent, level):
-    return {
-        "desk": desk_answer,
-        "urgent": {"type": "noul", "noul": urgent},
-        "level": {
-            "type": "score",
-            "score": level,
-            "confidence": 0.5,
-            "probabilities": {"0": 0, "1": 1, "2": 0},
-        },
-    }
 
 
 @pytest.fixture

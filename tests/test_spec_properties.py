@@ -5,68 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from questions import spec
-
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=12,
-)
-
-names = st.text(min_size=1, max_size=128).filter(lambda s: s.strip())
-entries = (
-    st.none()
-    | st.text(max_size=40)
-    | st.fixed_dictionaries(
-        {},
-        optional={
-            "what": st.text(max_size=40),
-            "not_for": st.text(max_size=40),
-            "examples": st.lists(st.text(max_size=20), max_size=3),
-        },
-    )
-)
-instructions = (
-    st.just(spec.ABSENT)
-    | st.none()
-    | st.text(max_size=60)
-    | st.dictionaries(st.text(max_size=8), json_values, max_size=3)
-    | st.lists(json_values, max_size=3)
-)
-noul_criteria = (
-    st.just(spec.ABSENT)
-    | st.none()
-    | st.just({})
-    | st.fixed_dictionaries({}, optional={"true": entries, "false": entries})
-)
-
-
-def question(qtype: str, criteria) -> st.SearchStrategy:
-    def build(instr, crit):
-        q = {"type": qtype}
-        if instr is not spec.ABSENT:
-            q["instructions"] = instr
-        if crit is not spec.ABSENT:
-            q["criteria"] = crit
-        return q
-
-    return st.builds(build, instructions, criteria)
-
-
-questions = (
-    question("choice", st.dictionaries(names, entries, min_size=2, max_size=6))
-    | question("score", st.lists(entries, min_size=2, max_size=10))
-    | question("noul", noul_criteria)
-)
-question_maps = st.dictionaries(names, questions, min_size=1, max_size=5)
+from tests.strategies import json_values, names, question_maps
 
 
 def wrap(form: str, qmap: dict, state, model: str) -> dict:

@@ -12,11 +12,11 @@ import time
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django_tasks_db.management.commands.db_worker import Worker
 
 from questions import roles, services, webhooks
 from questions.models import Version, Webhook, WebhookDelivery
 from tests import factories
+from tests.helpers import finished, work
 from tests.providers import Receiver, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)  # enqueued on commit; the worker's own
@@ -43,28 +43,6 @@ def quick(settings):
     settings.DECISIONS_WEBHOOK_TIMEOUT_SECONDS = 1
     settings.DECISIONS_WEBHOOK_ATTEMPTS = 4
     settings.CONSOLE_PUBLIC_URL = "https://console.example"
-
-
-def work(until, seconds: float = 15) -> None:
-    """Run django-tasks' database worker (the real one, in batch mode) until `until()` holds."""
-    deadline = time.monotonic() + seconds
-    while not until():
-        assert time.monotonic() < deadline, "the worker did not finish in time"
-        Worker(
-            queue_names=["default"],
-            interval=0,
-            batch=True,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=None,
-            worker_id="test-worker",
-            excluded_queue_names=[],
-        ).run()
-        time.sleep(0.02)
-
-
-def finished() -> bool:
-    return not WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING).exists()
 
 
 def in_review():
