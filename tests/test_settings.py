@@ -88,6 +88,36 @@ def test_a_secret_key_is_required_unless_debugging():
     assert load_settings(DJANGO_DEBUG="true").returncode == 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["questions", "standin", "--port", "0"],  # the README starts it by hand
+        ["questions", "validate", "tests/examples/typesafe-request.json"],
+        ["migrate", "--noinput"],
+        ["check"],
+        ["db_worker", "--no-reload"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_a_command_without_a_secret_key_says_what_to_set_in_one_line(command):
+    """Outside `make run` (which sets DJANGO_DEBUG=1) and without DJANGO_SECRET_KEY, a command
+    says so in one line and exits 2: no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DJANGO_SECRET_KEY" in lines[0], proc.stderr[-2000:]
+    assert proc.stdout == ""
+
+
 # --- DEBUG error pages (`make run` serves with DJANGO_DEBUG=1) ----------------------------------
 
 CANARIES = {
