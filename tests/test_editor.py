@@ -11,9 +11,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 
 from questions import services, spec
-from questions.models import Version
 from tests import factories
-from tests.helpers import as_post, draft_with, editor_url, fields_of
+from tests.helpers import as_post, draft_with, editor_url, fields_of, opened
 from tests.strategies import question_maps
 
 pytestmark = pytest.mark.django_db
@@ -85,6 +84,7 @@ editor_documents = question_maps.filter(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,
@@ -282,18 +282,6 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
         response = author_client.get(url)
     assert response.status_code == 200
     assert response.content.decode().count('class="card ') == 32
-
-
-def opened(client, version: Version, data: dict[str, list[str]], key: str) -> dict:
-    """The posted page with one closed card opened, as the browser has it after a click."""
-    qid = data[f"q-{key}-id"][0]
-    response = client.get(editor_url(version, "version-card-open"), {"card": key, "id": qid})
-    assert response.status_code == 200
-    card = as_post(fields_of(response.content.decode()))
-    assert f"q-{key}-stored" not in card and card[f"q-{key}-r"]
-    assert card.pop("q") == [key]
-    kept = {k: v for k, v in data.items() if not k.startswith(f"q-{key}-")}
-    return kept | card
 
 
 def test_the_largest_set_saves_through_the_editor(author_client):

@@ -62,6 +62,8 @@ def try_plan(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = editor._version(slug, number)
     try:
         plan = _plan(request, version)
+    except services.NotAllowed:
+        raise  # Django's 403: a reader may not try
     except services.Refusal as exc:
         return _problem(request, str(exc))
     return render(request, TEMPLATE + "#try-plan", {"plan": plan, "set": version.question_set})
@@ -84,6 +86,8 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
                 version=version, document=document, base_revision=base, author=request.user
             )
         run = tries.try_start(version=version, plan=plan, user=request.user)
+    except services.NotAllowed:
+        raise  # Django's 403: a reader may not try
     except services.StaleRevision as exc:
         return _problem(request, f"Not tried: {exc} Save or reload first.", "try-run")
     except services.Refusal as exc:
