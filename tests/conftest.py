@@ -18,6 +18,13 @@ settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out."""
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not os.environ.get("CI"):
         return

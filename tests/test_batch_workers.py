@@ -167,6 +167,7 @@ def _exactly_once(run: BatchRun, provider: FlakyProvider, states: int) -> None:
     assert Decision.objects.count() == states
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_database_and_ask_each_state_once(workers, provider):
     provider.latency = 0.02
     workers("w1", "w2")
@@ -176,6 +177,7 @@ def test_two_workers_share_one_database_and_ask_each_state_once(workers, provide
     _exactly_once(run, provider, 200)
 
 
+@pytest.mark.slow
 def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provider):
     processes = workers("w1", "w2")
     run = a_run(200, concurrency=4, enqueue=True)

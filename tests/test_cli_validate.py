@@ -116,6 +116,7 @@ def test_invalid_utf8_exits_2(tmp_path):
     assert run("validate", str(path))[0] == 2
 
 
+@pytest.mark.slow
 def test_exit_status_from_a_real_process(tmp_path):
     bad = write(tmp_path, {"q": {"type": "score", "criteria": []}})
     env_python = sys.executable

@@ -32,6 +32,7 @@ def load_settings(**env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_defaults():
     proc = load_settings(DJANGO_SECRET_KEY="k")
     assert proc.stdout.split() == [
@@ -45,6 +46,7 @@ def test_defaults():
     ]
 
 
+@pytest.mark.slow
 def test_values_from_the_environment():
     proc = load_settings(
         DJANGO_SECRET_KEY="k",
@@ -67,6 +69,7 @@ def test_values_from_the_environment():
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "named"),
     [
@@ -83,6 +86,7 @@ def test_a_bad_value_names_its_variable(env, named):
     assert "ImproperlyConfigured" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_secret_key_is_required_unless_debugging():
     assert "DJANGO_SECRET_KEY" in load_settings().stderr
     assert load_settings(DJANGO_DEBUG="true").returncode == 0
@@ -188,6 +192,7 @@ def debug_pages() -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
     status, page = debug_pages["bad_host"]
     assert status == 400
@@ -195,6 +200,7 @@ def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
     assert [s for s in SECRETS if s in page] == []
 
 
+@pytest.mark.slow
 def test_a_debug_500_inside_the_wire_shows_no_secret_in_its_frames(debug_pages):
     status, page = debug_pages["wire_500"]
     assert status == 500
@@ -222,6 +228,7 @@ def get_with_foreign_host(port: int, path: str, within: float = 60) -> tuple[int
             time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_runserver_in_debug_shows_no_secret_to_a_foreign_host(tmp_path):
     """The review's reproduction, as it was: `make run`'s server and one anonymous request."""
     port = free_port()
