@@ -284,6 +284,7 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
     assert response.content.decode().count('class="card ') == 32
 
 
+@pytest.mark.slow
 def test_the_largest_set_saves_through_the_editor(author_client):
     document = factories.document(32, options=255)
     version = draft_with(author_client, document)

@@ -1,6 +1,7 @@
 """Property tests: any valid document survives parse → canonical → parse unchanged, and the
 validator returns errors (never raises) on arbitrary JSON."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ documents = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_any_valid_document_survives_parse_canonical_parse(value):
