@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine with Python >= 3.11 and make:
 #   make run   — install from the lock, migrate, serve the console on http://127.0.0.1:8000
 #   make test  — install from the lock, run the whole suite
+#   (make test-fast — the inner loop: the suite without the tests marked slow)
 # and one runs it for a team (README "Run it for a team"):
 #   make serve — production mode: gunicorn, whitenoise static files, task workers
 # Dependencies come from uv.lock into .venv; uv itself is pinned and kept in .uv.
@@ -16,7 +17,7 @@ STANDIN_PORT ?= 8765
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run serve test lint format bench
+.PHONY: run serve test test-fast lint format bench
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -64,6 +65,9 @@ serve: $(VENV)/.synced
 
 test: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest
+
+test-fast: $(VENV)/.synced
+	$(VENV)/bin/python -m pytest -m "not slow"
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .

@@ -37,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+
 QUESTIONS = {
     "route": {
         "type": "choice",
@@ -148,14 +150,11 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200)
     args = parser.parse_args()
 
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
+    bench_environment()
     if not os.environ.get("DATABASE_URL"):
         workdir = tempfile.mkdtemp(prefix="bench-scale-")
         os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
+    start_django()
     import logging
 
     from django.conf import settings

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import sys
 import tempfile
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def _serve(latency: float, port, now, most, calls) -> None:
@@ -89,14 +90,10 @@ def bench_world(prefix: str, latency: float, states: int):
     with a draft of DOC and `states` sample states with expected answers. Returns the stand-in's
     process and counters, the draft, its author and DOC."""
     workdir = tempfile.mkdtemp(prefix=prefix)
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    bench_environment(f"sqlite:///{workdir}/bench.sqlite3")
     import logging
 
-    import django
-
-    django.setup()
+    start_django()
     from django.conf import settings
     from django.core.management import call_command
 

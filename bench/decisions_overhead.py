@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def p(samples: list[float], q: float) -> float:
@@ -68,12 +69,8 @@ def main() -> None:
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="bench-decisions-")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
+    bench_environment(f"sqlite:///{workdir}/bench.sqlite3")
+    start_django()
     import httpx
     from django.conf import settings
     from django.core.management import call_command

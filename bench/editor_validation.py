@@ -15,7 +15,6 @@ Aim:  validation round trip p50 <= 20 ms.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def percentile(samples: list[float], p: float) -> float:
@@ -49,12 +50,8 @@ def main() -> None:
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="bench-editor-")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
+    bench_environment(f"sqlite:///{workdir}/bench.sqlite3")
+    start_django()
     from django.core.management import call_command
     from django.test import Client
     from django.test.utils import setup_test_environment
@@ -63,7 +60,7 @@ def main() -> None:
 
     from questions import forms, services, spec
     from tests import factories
-    from tests.test_editor import as_post, fields_of, opened
+    from tests.helpers import as_post, fields_of, opened
 
     setup_test_environment()
     call_command("migrate", verbosity=0)

@@ -37,15 +37,15 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+
 SLUG = "bench-export"
 
 
 def setup_django(database_url: str) -> None:
-    os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="1")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
+    bench_environment(database_url)
+    start_django()
     from django.core.management import call_command
 
     if database_url.startswith("postgres"):

@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+
 BIG = "big-catalogue"
 STATES = "states-big"
 
@@ -53,22 +55,11 @@ TARGETS = {
 
 
 def setup_django(database_url: str) -> None:
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ.setdefault("DJANGO_SSL_REDIRECT", "0")  # the test client speaks plain HTTP
-    os.environ["DATABASE_URL"] = database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    bench_environment(database_url)
     os.environ.pop("DJANGO_DEBUG", None)
     import logging
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-
-    # pages name their static files as they are (no collectstatic manifest here)
-    settings.STORAGES["staticfiles"]["BACKEND"] = (
-        "django.contrib.staticfiles.storage.StaticFilesStorage"
-    )
+    start_django()
     logging.disable(logging.INFO)  # one log line per decision would drown the figures
 
 

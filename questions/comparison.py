@@ -398,11 +398,16 @@ def _state_rows(
                     else "no answer"
                 )
             else:
-                if i and base is not None and base.get("type") == answer.get("type"):
-                    cell.flipped = metrics.flipped(qtype, base, answer, selection.threshold)
-                    cell.distance = metrics.distance(qtype, base, answer)
-                if expected is not None and metrics.expected_fits(qtype, expected):
-                    cell.passed = metrics.passes(qtype, answer, expected, selection.threshold)
+                # each answer is read as its own column's type: a question may have changed
+                # type between the columns' versions (a noul in v1, a score in v2)
+                atype = answer.get("type", qtype)
+                if i and base is not None and base.get("type") == atype:
+                    cell.flipped = metrics.flipped(atype, base, answer, selection.threshold)
+                    cell.distance = metrics.distance(atype, base, answer)
+                elif i and base is not None:
+                    cell.flipped = True  # another type of answer is a change, with no distance
+                if expected is not None and metrics.expected_fits(atype, expected):
+                    cell.passed = metrics.passes(atype, answer, expected, selection.threshold)
             cells.append(cell)
         row = Row(state, qid, qtype, expected, cells)
         if selection.filter == "changes" and not row.changed:

@@ -1,4 +1,4 @@
-"""Shared fixtures, and the rule that nothing is skipped silently in CI.
+"""Shared fixtures, the hypothesis profile, and the rule that nothing is skipped silently in CI.
 
 With CI set, a skipped test fails the run, except the PostgreSQL-only tests while the suite runs
 on SQLite (CI runs the suite again on PostgreSQL, where they run and nothing may skip).
@@ -7,8 +7,22 @@ on SQLite (CI runs the suite again on PostgreSQL, where they run and nothing may
 import os
 
 import pytest
+from hypothesis import settings
 
 POSTGRES_ONLY = "needs PostgreSQL"
+
+# Nothing in the suite depends on speed: no property test fails because a loaded machine (CI
+# runs two suites side by side on two cores) ran an example slowly. Example counts stay each
+# test's own; a test's own @settings inherits this profile's deadline.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out."""
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

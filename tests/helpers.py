@@ -1,77 +1,135 @@
 """What several test modules share: the roles, every endpoint with the roles it allows, the
 form data that gets past each endpoint's own checks, a world to run them in, and a signed-in
-client per role."""
+client per role; the editor's form fields as a browser would send them; files for the CLI; the
+export's JSON Schema; hand-made answers and runs; and the task worker run until a condition."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.test import Client
+import json
+from collections import defaultdict
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
 
-from questions import services
+import jsonschema
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.urls import URLResolver, get_resolver, resolve, reverse
+from django.utils import timezone
+
+from questions import selectors, services
+from questions.models import BatchItem, BatchRun, QuestionSet, Version
 from tests import factories
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
 ROLES = ("anonymous", "viewer", "author", "reviewer", "staff")
 A, V, AU, R, S = ROLES
 
-# (name, method, path template, roles allowed). Everyone signed in reads; authors write;
-# reviewers review, label and manage tokens; both ask live backends and comment; staff manage
-# tokens; the API takes tokens only.
+# (name, method, path template, roles allowed, what an allowed role gets). Everyone signed in
+# reads; authors write; reviewers review, label and manage tokens; both ask live backends and
+# comment; staff manage tokens; the API takes tokens only. Every route of the URL configuration
+# has a row (tests/test_permissions.py checks it), so a new route enters the matrix and the form
+# fuzzer together. With POST_DATA, every allowed cell succeeds: the status is the one a success
+# answers (a redirect after a change, a page or fragment otherwise).
 SIGNED_IN = {V, AU, R, S}
+EVERYONE = set(ROLES)
 MATRIX = [
-    ("sets", "get", "/", SIGNED_IN),
-    ("check page", "get", "/check/", SIGNED_IN),
-    ("check", "post", "/check/", SIGNED_IN),
-    ("new set page", "get", "/sets/new/", {AU}),
-    ("new set", "post", "/sets/new/", {AU}),
-    ("set page", "get", "/sets/s/", SIGNED_IN),
-    ("history", "get", "/sets/s/history/", SIGNED_IN),
-    ("diff", "get", "/sets/s/diff/", SIGNED_IN),
-    ("editor", "get", "/sets/s/v3/", SIGNED_IN),
-    ("save", "post", "/sets/s/v3/save/", {AU}),
-    ("validate", "post", "/sets/s/v3/validate/", SIGNED_IN),
-    ("card", "get", "/sets/s/v3/card/", {AU}),
-    ("json view", "get", "/sets/s/v3/json/", SIGNED_IN),
-    ("json replace", "post", "/sets/s/v3/json/", {AU}),
-    ("preview", "post", "/sets/s/v3/preview/", SIGNED_IN),  # recordings are a read
-    ("live preview", "post", "/sets/s/v3/preview/", {AU, R}),
-    ("submit", "post", "/sets/s/v3/submit/", {AU}),
-    ("discard", "post", "/sets/s/v3/discard/", {AU}),
-    ("new draft", "post", "/sets/s/v1/new-draft/", {AU}),
-    ("review page", "get", "/sets/s/v2/review/", SIGNED_IN),
-    ("approve", "post", "/sets/s/v2/review/", {R}),
-    ("request changes", "post", "/sets/s/v2/review/", {R}),
-    ("comment", "post", "/sets/s/v2/review/", {AU, R}),
-    ("move label", "post", "/sets/s/labels/", {R}),
-    ("download export", "get", "/sets/s/v1/export.json", SIGNED_IN),
-    ("review queue", "get", "/reviews/", SIGNED_IN),
-    ("tokens", "get", "/tokens/", {R, S}),
-    ("create token", "post", "/tokens/", {R, S}),
-    ("new state page", "get", "/sets/s/states/new/", {AU}),
-    ("new state", "post", "/sets/s/states/new/", {AU}),
-    ("state page", "get", "/sets/s/states/{state}/", SIGNED_IN),
-    ("save state", "post", "/sets/s/states/{state}/", {AU}),
-    ("state check", "post", "/sets/s/states/check/", SIGNED_IN),
-    ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU}),
-    ("delete state", "post", "/sets/s/states/{state}/delete/", {AU}),
-    ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN),
-    ("start run", "post", "/sets/s/v1/runs/", {AU, R}),
-    ("run page", "get", "/runs/{run}/", SIGNED_IN),
-    ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
-    ("rerun failed", "post", "/runs/{run}/rerun-failed/", {AU, R}),
-    ("controls page", "get", "/sets/s/controls/", SIGNED_IN),
-    ("start control", "post", "/sets/s/controls/start/", {AU, R}),
-    ("start drift", "post", "/sets/s/drift/start/", {AU, R}),
-    ("compare", "get", "/sets/s/compare/", SIGNED_IN),
-    ("advice page", "get", "/sets/s/v3/advice/", SIGNED_IN),
-    ("save advice", "post", "/sets/s/v3/advice/", {AU}),
-    ("webhooks", "get", "/sets/s/webhooks/", {R}),
-    ("add webhook", "post", "/sets/s/webhooks/", {R}),
-    ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R}),
-    ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}),
-    ("schema", "get", "/schemas/question-set-1.json", set(ROLES)),
-    ("api export", "get", "/api/sets/s/export.json?label=production", set()),
+    ("sign-in page", "get", "/accounts/login/", EVERYONE, 200),
+    ("sign out", "post", "/accounts/logout/", EVERYONE, 302),
+    ("password page", "get", "/accounts/password_change/", SIGNED_IN, 200),
+    ("password changed", "get", "/accounts/password_change/done/", SIGNED_IN, 200),
+    ("health", "get", "/healthz", EVERYONE, 200),
+    ("sets", "get", "/", SIGNED_IN, 200),
+    ("check page", "get", "/check/", SIGNED_IN, 200),
+    ("check", "post", "/check/", SIGNED_IN, 200),
+    ("new set page", "get", "/sets/new/", {AU}, 200),
+    ("new set", "post", "/sets/new/", {AU}, 302),
+    ("set page", "get", "/sets/s/", SIGNED_IN, 200),
+    ("history", "get", "/sets/s/history/", SIGNED_IN, 200),
+    ("diff", "get", "/sets/s/diff/", SIGNED_IN, 200),
+    ("editor", "get", "/sets/s/v3/", SIGNED_IN, 200),
+    ("save", "post", "/sets/s/v3/save/", {AU}, 302),
+    ("validate", "post", "/sets/s/v3/validate/", SIGNED_IN, 200),
+    ("card", "get", "/sets/s/v3/card/", {AU}, 200),
+    ("open card", "get", "/sets/s/v3/card/open/?card=k&id=q0", SIGNED_IN, 200),
+    ("json view", "get", "/sets/s/v3/json/", SIGNED_IN, 200),
+    ("json replace", "post", "/sets/s/v3/json/", {AU}, 302),
+    ("preview", "post", "/sets/s/v3/preview/", SIGNED_IN, 200),  # recordings are a read
+    ("live preview", "post", "/sets/s/v3/preview/", {AU, R}, 200),
+    ("try plan", "post", "/sets/s/v3/try/plan/", {AU, R}, 200),
+    ("try", "post", "/sets/s/v3/try/", {AU, R}, 200),
+    ("try progress", "get", "/runs/{run}/try/", SIGNED_IN, 200),
+    ("cancel try", "post", "/runs/{run}/try/cancel/", {AU, R}, 200),
+    ("submit", "post", "/sets/s/v3/submit/", {AU}, 302),
+    ("keep", "post", "/sets/s/v3/keep/", {AU}, 302),
+    ("discard", "post", "/sets/s/v3/discard/", {AU}, 302),
+    ("new draft", "post", "/sets/done/v1/new-draft/", {AU}, 302),
+    ("review page", "get", "/sets/s/v2/review/", SIGNED_IN, 200),
+    ("approve", "post", "/sets/s/v2/review/", {R}, 302),
+    ("request changes", "post", "/sets/s/v2/review/", {R}, 302),
+    ("comment", "post", "/sets/s/v2/review/", {AU, R}, 302),
+    ("move label", "post", "/sets/s/labels/", {R}, 302),
+    ("download export", "get", "/sets/s/v1/export.json", SIGNED_IN, 200),
+    ("review queue", "get", "/reviews/", SIGNED_IN, 200),
+    ("tokens", "get", "/tokens/", {R, S}, 200),
+    ("create token", "post", "/tokens/", {R, S}, 200),
+    ("new state page", "get", "/sets/s/states/new/", {AU}, 200),
+    ("new state", "post", "/sets/s/states/new/", {AU}, 302),
+    ("state page", "get", "/sets/s/states/{state}/", SIGNED_IN, 200),
+    ("save state", "post", "/sets/s/states/{state}/", {AU}, 302),
+    ("state check", "post", "/sets/s/states/check/", SIGNED_IN, 200),
+    ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU}, 302),
+    ("delete state", "post", "/sets/s/states/{spare}/delete/", {AU}, 302),
+    ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN, 200),
+    ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
+    ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),
+    ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}, 302),
+    ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R}, 302),
+    ("controls page", "get", "/sets/s/controls/", SIGNED_IN, 200),
+    ("start control", "post", "/sets/s/controls/start/", {AU, R}, 302),
+    ("start drift", "post", "/sets/s/drift/start/", {AU, R}, 302),
+    ("compare", "get", "/sets/s/compare/", SIGNED_IN, 200),
+    ("advice page", "get", "/sets/s/v3/advice/", SIGNED_IN, 200),
+    ("save advice", "post", "/sets/s/v3/advice/", {AU}, 302),
+    ("webhooks", "get", "/sets/s/webhooks/", {R}, 200),
+    ("add webhook", "post", "/sets/s/webhooks/", {R}, 200),  # its secret, shown once
+    ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R}, 302),
+    ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}, 302),
+    ("schema", "get", "/schemas/question-set-1.json", EVERYONE, 200),
+    ("api export", "get", "/api/sets/s/export.json?label=production", set(), 200),
 ]
 
+#: Routes outside the matrix, and why: the admin site's own permission checks (staff, the
+#: model permissions) are Django's, tested in tests/test_admin.py.
+OUTSIDE_THE_MATRIX = {"admin"}  # namespaces
+
+
+def routes() -> dict[str, str]:
+    """Every named route of the URL configuration (includes walked), name → its pattern, but
+    those of the namespaces outside the matrix."""
+    found: dict[str, str] = {}
+
+    def walk(patterns, prefix: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                if pattern.namespace not in OUTSIDE_THE_MATRIX:
+                    walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                found[pattern.name or prefix + str(pattern.pattern)] = prefix + str(pattern.pattern)
+
+    walk(get_resolver().url_patterns, "/")
+    return found
+
+
+def route_of(path: str) -> str:
+    """The name of the route a matrix path reaches (its ids filled with any number)."""
+    filled = path.split("?")[0].format_map(defaultdict(lambda: 1))
+    return resolve(filled).url_name
+
+
+#: What each POST row sends so that an allowed role's request succeeds.
 POST_DATA = {
     "approve": {"action": "approve", "confirm_weak": "yes"},
     "request changes": {"action": "request_changes", "note": "more words"},
@@ -81,8 +139,12 @@ POST_DATA = {
     "create token": {"name": "runtime"},
     "new state": {"name": "n2", "state": "1", "base_revision": "0"},
     "save state": {"name": "n", "state": "2", "base_revision": "1"},
+    "save": {"q": ["k"], "q-k-id": "x", "q-k-type": "noul", "base_revision": "2"},
+    "json replace": {"document": '{"x": {"type": "noul"}}', "base_revision": "2"},
     "preview": {"preview_backend": "recorded", "preview_state": "", "preview_state_json": "1"},
     "live preview": {"preview_backend": "typesafe", "preview_state": "", "preview_state_json": "1"},
+    "try plan": {"try_backend": "typesafe", "try_against": "v1"},
+    "try": {"try_backend": "typesafe", "try_against": "v1"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
     "start control": {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
@@ -116,17 +178,61 @@ def make_world() -> dict[str, int]:
     return {"state": state.pk, "run": run.pk, "hook": hook.pk}
 
 
-def client_for(role: str) -> Client:
-    client = Client()
-    if role == A:
-        return client
-    user = {
+def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, int]:
+    """`make_world`, and what makes every allowed cell of the matrix succeed: users per role, a
+    set `done` with no open draft, a state no run asked (`spare`), a finished run on the live
+    backend with a failed state (`finished`: a try's and a drift's baseline), and a recorded
+    answer for the draft's preview (when `live`: typesafe must be configured then)."""
+    world = make_world()
+    users.update({role: user_for(role) for role in ROLES if role != A})
+    writer, checker = users[AU], users[R]
+    done = factories.question_set("done", owner=writer)
+    services.version_approve(
+        version=services.version_submit(version=factories.draft(done), author=writer),
+        reviewer=checker,
+    )
+    qs = QuestionSet.objects.get(slug="s")
+    v1, v3 = qs.versions.get(number=1), qs.versions.get(number=3)
+    backend = "typesafe" if live else "recorded"
+    run = services.batch_create(version=v1, backend=backend, user=writer, enqueue=False)
+    BatchRun.objects.filter(pk=run.pk).update(
+        status=BatchRun.Status.DONE, model="m-old", finished_at=timezone.now()
+    )
+    run.items.update(status=BatchItem.Status.FAILED)
+    spare = services.sample_state_create(question_set=qs, name="spare", state=3, author=writer)
+    edited = factories.document(1)
+    edited["q0"]["instructions"] = "Which one, since v1?"  # what a try asks again
+    services.version_save(version=v3, document=edited, base_revision=v3.revision, author=writer)
+    if live:
+        author = Client()
+        author.force_login(writer)
+        recorded = author.post("/sets/s/v3/preview/", POST_DATA["live preview"])
+        assert recorded.status_code == 200, recorded.content[:300]
+    return {**world, "spare": spare.pk, "finished": run.pk}
+
+
+def body(response) -> bytes:
+    """A response's bytes, streamed or not."""
+    if response.streaming:
+        return b"".join(response.streaming_content)
+    return response.content
+
+
+def user_for(role: str):
+    """A user of `role` (not anonymous), named after it."""
+    return {
         V: lambda: factories.user(f"{role}-user"),
         AU: lambda: factories.author(f"{role}-user"),
         R: lambda: factories.reviewer(f"{role}-user"),
         S: lambda: get_user_model().objects.create_user(f"{role}-user", is_staff=True),
     }[role]()
-    client.force_login(user)
+
+
+def client_for(role: str) -> Client:
+    client = Client()
+    if role == A:
+        return client
+    client.force_login(user_for(role))
     return client
 
 
@@ -135,3 +241,217 @@ def token_form(client: Client) -> dict[str, str]:
     page hands one out each time it is shown; a form sent twice makes no second token)."""
     client.get("/tokens/")
     return {"once": client.session["token_form"]}
+
+
+def write(tmp_path: Path, value, name: str = "doc.json") -> str:
+    path = tmp_path / name
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return str(path)
+
+
+class FormFields(HTMLParser):
+    """The controls a browser submits with form `editor` (form= attribute or inside it), in
+    document order, as a browser sends them: textarea newlines as CRLF, the first newline after
+    <textarea> dropped, nothing from <template> or disabled fieldsets."""
+
+    def __init__(self, form_id: str = "editor"):
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.pairs: list[tuple[str, str]] = []
+        self._template = 0
+        self._disabled = 0
+        self._in_form = 0
+        self._textarea: tuple[str, list[str]] | None = None
+        self._select: tuple[str, str | None, str | None] | None = None
+
+    def _mine(self, attrs: dict) -> bool:
+        return (attrs.get("form") == self.form_id or self._in_form) and not (
+            self._template or self._disabled
+        )
+
+    def handle_starttag(self, tag, attrs_list):
+        attrs = dict(attrs_list)
+        if tag == "template":
+            self._template += 1
+        elif tag == "fieldset" and "disabled" in attrs:
+            self._disabled += 1
+        elif tag == "form" and attrs.get("id") == self.form_id:
+            self._in_form += 1
+        elif tag == "input" and self._mine(attrs) and attrs.get("name"):
+            if attrs.get("type") not in ("submit", "button", "checkbox", "radio"):
+                value = attrs.get("value") or ""
+                if attrs.get("type") != "hidden":
+                    value = value.replace("\r", "").replace("\n", "")
+                self.pairs.append((attrs["name"], value))
+        elif tag == "textarea" and self._mine(attrs) and attrs.get("name"):
+            self._textarea = (attrs["name"], [])
+        elif tag == "select" and self._mine(attrs) and attrs.get("name"):
+            self._select = (attrs["name"], None, None)
+        elif tag == "option" and self._select:
+            name, first, chosen = self._select
+            value = attrs.get("value", "")
+            self._select = (
+                name,
+                first if first is not None else value,
+                value if "selected" in attrs else chosen,
+            )
+
+    def handle_endtag(self, tag):
+        if tag == "template":
+            self._template -= 1
+        elif tag == "fieldset" and self._disabled:
+            self._disabled -= 1
+        elif tag == "form" and self._in_form:
+            self._in_form -= 1
+        elif tag == "textarea" and self._textarea:
+            name, parts = self._textarea
+            text = "".join(parts)
+            text = text[1:] if text.startswith("\n") else text
+            self.pairs.append((name, text.replace("\r\n", "\n").replace("\n", "\r\n")))
+            self._textarea = None
+        elif tag == "select" and self._select:
+            name, first, chosen = self._select
+            self.pairs.append((name, chosen if chosen is not None else first or ""))
+            self._select = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self._textarea[1].append(data)
+
+
+def fields_of(html: str) -> list[tuple[str, str]]:
+    parser = FormFields()
+    parser.feed(html)
+    return parser.pairs
+
+
+def as_post(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    data: dict[str, list[str]] = {}
+    for name, value in pairs:
+        data.setdefault(name, []).append(value)
+    return data
+
+
+def editor_url(version: Version, name: str = "version-edit") -> str:
+    return reverse(name, args=[version.question_set.slug, version.number])
+
+
+def draft_with(client, document: dict) -> Version:
+    qs = factories.question_set(owner=client.user)
+    version = factories.draft(qs)
+    return services.version_save(
+        version=version, document=document, base_revision=1, author=client.user
+    )
+
+
+def execute_closing(run_id: int) -> None:
+    """`batch_execute` in a thread of its own, closing that thread's connection after."""
+    try:
+        services.batch_execute(run_id)
+    finally:
+        connection.close()
+
+
+SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+
+
+def validate_export(document: dict) -> None:
+    jsonschema.Draft202012Validator(
+        SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).validate(document)
+
+
+#: the comparison tests' question map (choice, noul and score), and their hand-made answers
+COMPARE_DOC = {
+    "desk": {"type": "choice", "criteria": {"billing": "money", "tech": "bugs", "other": "else"}},
+    "urgent": {"type": "noul", "instructions": "Urgent?"},
+    "level": {"type": "score", "criteria": ["low", "mid", "high"]},
+}
+
+
+def desk(chosen, p):
+    probabilities = {"billing": 0.0, "tech": 0.0, "other": 0.0} | p
+    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.5}
+
+
+def answers(desk_answer, urgent, level):
+    return {
+        "desk": desk_answer,
+        "urgent": {"type": "noul", "noul": urgent},
+        "level": {
+            "type": "score",
+            "score": level,
+            "confidence": 0.5,
+            "probabilities": {"0": 0, "1": 1, "2": 0},
+        },
+    }
+
+
+TYPESAFE_DOCUMENT = json.loads((EXAMPLES_DIR / "typesafe-request.json").read_text())
+
+
+#: the advice tests' question map: a noul, a choice and a score
+ADVICE_DOC = {
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
+    },
+    "anger": {"type": "score", "criteria": ["calm", "angry"]},
+}
+
+
+#: (state name, expected urgent, P(true), expected desk, chosen desk, confidence)
+LABELLED = [
+    ("a", True, 0.9, "billing", "billing", 0.9),
+    ("b", True, 0.6, "tech", "tech", 0.7),
+    ("c", False, 0.55, "billing", "tech", 0.4),
+    ("d", False, 0.2, "other", "other", 0.3),
+]
+
+
+def labelled_run(qs, version, writer):
+    """A finished run of `version` over four labelled states, with the answers above."""
+    from questions.models import BatchItem, BatchRun
+
+    run = BatchRun.objects.create(
+        question_set=qs, version=version, backend="recorded", model="m", status="done"
+    )
+    for name, urgent, p, desk, chosen, confidence in LABELLED:
+        state = services.sample_state_create(
+            question_set=qs,
+            name=name,
+            state={"n": name},
+            author=writer,
+            expected={"urgent": urgent, "desk": desk},
+        )
+        probabilities = {k: 0.0 for k in ("billing", "tech", "other")}
+        probabilities[chosen] = 1.0
+        BatchItem.objects.create(
+            run=run,
+            sample_state=state.current_revision(),
+            status="answered",
+            answers={
+                "urgent": {"type": "noul", "noul": p},
+                "desk": {
+                    "type": "choice",
+                    "choice": chosen,
+                    "probabilities": probabilities,
+                    "confidence": confidence,
+                },
+            },
+        )
+    return run
+
+
+def opened(client, version: Version, data: dict[str, list[str]], key: str) -> dict:
+    """The posted page with one closed card opened, as the browser has it after a click."""
+    qid = data[f"q-{key}-id"][0]
+    response = client.get(editor_url(version, "version-card-open"), {"card": key, "id": qid})
+    assert response.status_code == 200
+    card = as_post(fields_of(response.content.decode()))
+    assert f"q-{key}-stored" not in card and card[f"q-{key}-r"]
+    assert card.pop("q") == [key]
+    kept = {k: v for k, v in data.items() if not k.startswith(f"q-{key}-")}
+    return kept | card

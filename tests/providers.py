@@ -18,6 +18,7 @@ import select
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -211,14 +212,19 @@ class FlakyProvider:
         self.server.server_close()
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """`manage.py questions ARGS…`: (exit code, stdout, stderr)."""
+def run_cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    """`manage.py questions ARGS…`, reading `stdin` when given: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     code = 0
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
     try:
         call_command("questions", *args, stdout=out, stderr=err)
     except SystemExit as exc:
         code = exc.code
+    finally:
+        sys.stdin = old_stdin
     return code, out.getvalue(), err.getvalue()
 
 
@@ -414,7 +420,7 @@ def resolving(table: dict[str, list[str]]):
         addresses.getaddrinfo = kept
 
 
-def work(until: Callable[[], bool], seconds: float = 15, queues=("default", "webhooks")) -> None:
+def work(until: Callable[[], bool], seconds: float = 120, queues=("default", "webhooks")) -> None:
     """Run django-tasks' database worker (the real one, in batch mode) on `queues` until
     `until()` holds."""
     deadline = time.monotonic() + seconds
@@ -445,3 +451,89 @@ def webhooks_finished() -> bool:
     from questions.models import WebhookDelivery
 
     return not WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING).exists()
+
+
+#: nothing here is in sorted order: ids, option keys, criteria keys, a question's own keys
+UNSORTED = {
+    "zeta": {
+        "type": "choice",
+        "instructions": "What does the customer want?",
+        "criteria": {
+            "refund": "money back for an order",
+            "upgrade": {"what": "a bigger plan", "examples": ["more seats"]},
+            "other": "anything else",
+        },
+    },
+    "alpha": {
+        "instructions": "Is the customer angry?",
+        "type": "noul",
+        "criteria": {"false": "calm words", "true": "shouting or threats"},
+    },
+    "mid": {
+        "criteria": ["calm", "annoyed", "furious"],
+        "type": "score",
+        "instructions": {"rubric": "tone", "data": "`ticket`"},
+    },
+}
+
+
+STATE = {"ticket": "I want my money back", "channel": "email"}
+
+
+def answer_all(body: dict) -> dict:
+    """A valid provider answer to whatever was asked: the first option, the first level."""
+    out = {}
+    for qid, q in body["questions"].items():
+        if q["type"] == "choice":
+            names = list(q["criteria"])
+            p = {n: 0.0 for n in names} | {names[0]: 1.0}
+            out[qid] = {"type": "choice", "choice": names[0], "probabilities": p, "confidence": 0.9}
+        elif q["type"] == "score":
+            levels = {str(i): 0.0 for i in range(len(q["criteria"]))} | {"0": 1.0}
+            legend = {str(i): str(c) for i, c in enumerate(q["criteria"])}
+            out[qid] = {
+                "type": "score",
+                "score": 0,
+                "probabilities": levels,
+                "legend": legend,
+                "confidence": 0.9,
+            }
+        else:
+            out[qid] = {"type": "noul", "noul": 0.7}
+    return {"model": "jev-1.13.0", "answers": out, "usage": {"input_tokens": 50}}
+
+
+TOPICS = {"billing": "money", "tech": "bugs", "other": "anything else"}
+
+
+def _choice(options: list[str], chosen: str) -> dict:
+    rest = round(0.1 / (len(options) - 1), 2)
+    probabilities = {o: rest for o in options}
+    probabilities[chosen] = round(1 - rest * (len(options) - 1), 2)
+    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.85}
+
+
+def _answers(body: dict, pick) -> dict:
+    out = {}
+    for qid, q in body["questions"].items():
+        if q["type"] == "choice":
+            out[qid] = _choice(list(q["criteria"]), pick(q["criteria"], body))
+        else:
+            out[qid] = {"type": "noul", "noul": 0.8 if body["state"].get("urgent") else 0.2}
+    return {"model": body.get("model") or "m", "answers": out, "usage": {"input_tokens": 9}}
+
+
+def reads_the_words(body: dict) -> dict:
+    """A model whose choice follows the option descriptions: the one naming the state's topic."""
+    return _answers(
+        body,
+        lambda criteria, b: next(o for o, text in criteria.items() if text == b["state"]["topic"]),
+    )
+
+
+def ignores_the_words(body: dict) -> dict:
+    return _answers(body, lambda criteria, b: "billing")
+
+
+def takes_the_first(body: dict) -> dict:
+    return _answers(body, lambda criteria, b: next(iter(criteria)))

@@ -13,20 +13,12 @@ from django.test import Client
 from questions import roles, selectors, services, spec, standin
 from questions.models import Version
 from tests import factories
+from tests.helpers import ADVICE_DOC as DOC
+from tests.helpers import LABELLED, SCHEMA, labelled_run, validate_export
 from tests.providers import Provider, run_cli
-from tests.test_review import SCHEMA, validate_export
 
 pytestmark = pytest.mark.django_db
 
-DOC = {
-    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-    "desk": {
-        "type": "choice",
-        "instructions": "Which desk?",
-        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
-    },
-    "anger": {"type": "score", "criteria": ["calm", "angry"]},
-}
 QUESTIONS = spec.parse(DOC, limits=spec.DEFAULT_LIMITS).questions
 ADVICE = {"urgent": {"threshold": 0.7}, "desk": {"min_confidence": 0.55}}
 
@@ -208,48 +200,6 @@ def test_advice_never_reaches_a_provider(team, settings):
 
 
 # --- the designer: curves over a labelled run ----------------------------------------------------
-
-#: (state name, expected urgent, P(true), expected desk, chosen desk, confidence)
-LABELLED = [
-    ("a", True, 0.9, "billing", "billing", 0.9),
-    ("b", True, 0.6, "tech", "tech", 0.7),
-    ("c", False, 0.55, "billing", "tech", 0.4),
-    ("d", False, 0.2, "other", "other", 0.3),
-]
-
-
-def labelled_run(qs, version, writer):
-    """A finished run of `version` over four labelled states, with the answers above."""
-    from questions.models import BatchItem, BatchRun
-
-    run = BatchRun.objects.create(
-        question_set=qs, version=version, backend="recorded", model="m", status="done"
-    )
-    for name, urgent, p, desk, chosen, confidence in LABELLED:
-        state = services.sample_state_create(
-            question_set=qs,
-            name=name,
-            state={"n": name},
-            author=writer,
-            expected={"urgent": urgent, "desk": desk},
-        )
-        probabilities = {k: 0.0 for k in ("billing", "tech", "other")}
-        probabilities[chosen] = 1.0
-        BatchItem.objects.create(
-            run=run,
-            sample_state=state.current_revision(),
-            status="answered",
-            answers={
-                "urgent": {"type": "noul", "noul": p},
-                "desk": {
-                    "type": "choice",
-                    "choice": chosen,
-                    "probabilities": probabilities,
-                    "confidence": confidence,
-                },
-            },
-        )
-    return run
 
 
 def test_the_curve_counts_precision_recall_and_coverage():

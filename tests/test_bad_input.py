@@ -311,3 +311,84 @@ def test_a_nul_in_reviewer_fields_is_refused(world):
 def test_the_database_under_test(world):
     """Which store ran these (the suite runs on SQLite and on PostgreSQL)."""
     assert connection.vendor in ("sqlite", "postgresql")
+
+
+# --- digits: read through `whole_number` only (ASCII, bounded) ---------------------------------
+
+NOT_ASCII_DIGITS = ["²", "١", "５", "𝟙"]
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII_DIGITS)
+@pytest.mark.parametrize("field", ["try_against", "try_against_number"])
+@pytest.mark.parametrize("endpoint", ["try/plan", "try"])
+def test_a_try_against_a_version_named_in_other_digits_is_refused(world, digits, field, endpoint):
+    before = snapshot()
+    value = f"v{digits}" if field == "try_against" else digits
+    response = client_for(AU).post(
+        f"/sets/s/v3/{endpoint}/", {field: value, "try_backend": "recorded"}
+    )
+    assert response.status_code == 200  # the editor's try area says what is wrong
+    assert "has no version" in response.content.decode()
+    assert snapshot() == before
+
+
+@pytest.fixture
+def scored(world):
+    """The world's set, its draft holding a score question `level`."""
+    version = Version.objects.get(question_set__slug="s", number=3)
+    writer = version.question_set.owner
+    document = {"level": {"type": "score", "criteria": ["low", "mid", "high"]}}
+    services.version_save(
+        version=version, document=document, base_revision=version.revision, author=writer
+    )
+    return version
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII_DIGITS)
+@pytest.mark.parametrize("path", ["new", "{state}"])
+def test_a_scores_expected_answer_in_other_digits_is_refused(world, scored, digits, path):
+    before = snapshot()
+    url = f"/sets/s/states/{path.format(**world)}/"
+    data = {"name": "n2", "state": "1", "base_revision": "1", "expected-level": digits}
+    response = client_for(AU).post(url, data)
+    assert response.status_code == 422 and "level" in response.content.decode()
+    assert snapshot() == before
+
+
+def test_a_scores_expected_answer_in_ascii_digits_is_kept(world, scored):
+    response = client_for(AU).post(
+        "/sets/s/states/new/", {"name": "n2", "state": "1", "expected-level": "2"}
+    )
+    assert response.status_code == 302
+    assert SampleState.objects.get(name="n2").expected == {"level": 2}
+
+
+@pytest.mark.parametrize("digits", ["١", "５"])
+def test_numbers_in_other_digits_are_not_read_as_numbers(world, digits):
+    """`int()` reads "١" as 1; a request's numbers are ASCII digits or nothing."""
+    before = snapshot()
+    author = client_for(AU)
+    diff = client_for(V).get(f"/sets/s/diff/?a={digits}")
+    assert diff.status_code == 404 and "has no version" in diff.content.decode()
+    run = author.post(
+        "/sets/s/v1/runs/", {"backend": "recorded", "concurrency": digits}, follow=True
+    )
+    assert "Concurrency is a whole number" in run.content.decode()
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", [AU, R])
+def test_a_nul_in_the_drift_label_is_refused_naming_it(world, role):
+    before = snapshot()
+    response = client_for(role).post(
+        "/sets/s/drift/start/", {"label": "production\x00", "model": "m-new"}
+    )
+    assert response.status_code == 422 and "label holds a NUL" in response.content.decode()
+    assert snapshot() == before
+
+
+def test_a_nul_in_the_tokens_pages_set_is_refused_naming_it(world):
+    reviewer = client_for(R)
+    response = reviewer.get("/tokens/?set=s%00")
+    assert response.status_code == 400 and "set holds a NUL" in response.content.decode()
+    assert reviewer.get("/tokens/?set=s").status_code == 200

@@ -15,9 +15,16 @@ from django.test.utils import CaptureQueriesContext
 from questions import roles, selectors, services
 from questions.models import BatchRun, Decision
 from tests import factories
-from tests.providers import KEY, FlakyProvider, Provider, point_every_wire_at
-from tests.test_batch_workers import execute_closing
-from tests.test_wire import STATE, UNSORTED, answer_all
+from tests.helpers import execute_closing
+from tests.providers import (
+    KEY,
+    STATE,
+    UNSORTED,
+    FlakyProvider,
+    Provider,
+    answer_all,
+    point_every_wire_at,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,6 +20,7 @@ from django_tasks_db.models import DBTaskResult
 from questions import batches, selectors, services
 from questions.models import BatchItem, BatchRun, Decision
 from tests import factories
+from tests.helpers import execute_closing
 from tests.providers import DOC, FlakyProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -166,6 +167,7 @@ def _exactly_once(run: BatchRun, provider: FlakyProvider, states: int) -> None:
     assert Decision.objects.count() == states
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_database_and_ask_each_state_once(workers, provider):
     provider.latency = 0.02
     workers("w1", "w2")
@@ -175,6 +177,7 @@ def test_two_workers_share_one_database_and_ask_each_state_once(workers, provide
     _exactly_once(run, provider, 200)
 
 
+@pytest.mark.slow
 def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provider):
     processes = workers("w1", "w2")
     run = a_run(200, concurrency=4, enqueue=True)
@@ -199,11 +202,3 @@ def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provi
     _exactly_once(run, provider, 200)
     other = "w2" if holder == "w1" else "w1"
     assert processes[other].poll() is None  # still serving
-
-
-def execute_closing(run_id: int) -> None:
-    """`batch_execute` in a thread of its own, closing that thread's connection after."""
-    try:
-        services.batch_execute(run_id)
-    finally:
-        connection.close()

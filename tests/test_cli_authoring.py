@@ -8,7 +8,8 @@ import pytest
 from questions import spec, standin
 from questions.models import BatchRun, Decision, LabelMove, QuestionSet, SampleState, Version
 from tests import factories
-from tests.test_cli_validate import run, write
+from tests.helpers import write
+from tests.providers import run_cli as run
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = Path(__file__).resolve().parent / "examples"

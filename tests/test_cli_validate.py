@@ -1,37 +1,17 @@
 """`python manage.py questions validate FILE [--json]`: verdicts, lines and exit status."""
 
-import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+
+from tests.helpers import write
+from tests.providers import run_cli as run
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    old_stdin = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
-    try:
-        call_command("questions", *args, stdout=out, stderr=err)
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        sys.stdin = old_stdin
-    return code, out.getvalue(), err.getvalue()
-
-
-def write(tmp_path: Path, value, name: str = "doc.json") -> str:
-    path = tmp_path / name
-    path.write_text(value if isinstance(value, str) else json.dumps(value))
-    return str(path)
 
 
 @pytest.mark.parametrize("name", ["runtime-request.json", "typesafe-request.json"])
@@ -140,6 +120,7 @@ def test_invalid_utf8_exits_2(tmp_path):
     assert run("validate", str(path))[0] == 2
 
 
+@pytest.mark.slow
 def test_exit_status_from_a_real_process(tmp_path):
     bad = write(tmp_path, {"q": {"type": "score", "criteria": []}})
     env_python = sys.executable

@@ -12,32 +12,10 @@ from questions import comparison, services
 from questions.models import BatchItem
 from questions.views.compare import selection_of
 from tests import factories
+from tests.helpers import COMPARE_DOC as DOC
+from tests.helpers import answers, desk
 
 pytestmark = pytest.mark.django_db
-
-DOC = {
-    "desk": {"type": "choice", "criteria": {"billing": "money", "tech": "bugs", "other": "else"}},
-    "urgent": {"type": "noul", "instructions": "Urgent?"},
-    "level": {"type": "score", "criteria": ["low", "mid", "high"]},
-}
-
-
-def desk(chosen, p):
-    probabilities = {"billing": 0.0, "tech": 0.0, "other": 0.0} | p
-    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.5}
-
-
-def answers(desk_answer, urgent, level):
-    return {
-        "desk": desk_answer,
-        "urgent": {"type": "noul", "noul": urgent},
-        "level": {
-            "type": "score",
-            "score": level,
-            "confidence": 0.5,
-            "probabilities": {"0": 0, "1": 1, "2": 0},
-        },
-    }
 
 
 @pytest.fixture
@@ -48,12 +26,12 @@ def two_runs(client):
     a = services.sample_state_create(
         question_set=qs,
         name="a",
-        state=1,
+        state={"n": 1},
         author=writer,
         expected={"desk": "billing", "urgent": True, "level": 1},
     )
     b = services.sample_state_create(
-        question_set=qs, name="b", state=2, author=writer, expected={"desk": "tech"}
+        question_set=qs, name="b", state={"n": 2}, author=writer, expected={"desk": "tech"}
     )
     version = services.open_draft(qs)
     base = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
@@ -329,3 +307,65 @@ def test_a_live_column_is_asked_about_one_state_and_by_an_asker_only(
     assert services.LIVE_ASKERS_ONLY in client.get(one).content.decode()
     assert client.post(one, {"ask": "v1:typesafe"}).status_code == 403
     assert live_provider.requests == []
+
+
+# --- a question that changed type between the two columns' versions ------------------------------
+
+
+@pytest.fixture
+def retyped(client):
+    """Two runs of two versions: `urgent` is a noul in v1 and a score in v2; the state expects
+    a noul's true."""
+    writer = factories.author("writer")
+    client.force_login(writer)
+    qs = factories.question_set(
+        "t", owner=writer, doc={"urgent": {"type": "noul", "instructions": "It is urgent."}}
+    )
+    services.sample_state_create(
+        question_set=qs, name="a", state=1, author=writer, expected={"urgent": True}
+    )
+    v1 = services.version_submit(version=services.open_draft(qs), author=writer)
+    v2 = services.version_draft_from(version=v1, author=writer)
+    services.version_save(
+        version=v2,
+        document={"urgent": {"type": "score", "criteria": ["low", "mid", "high"]}},
+        base_revision=v2.revision,
+        author=writer,
+    )
+    old = services.batch_create(version=v1, backend="recorded", user=writer, enqueue=False)
+    new = services.batch_create(version=v2, backend="recorded", user=writer, enqueue=False)
+    for item in BatchItem.objects.all():
+        item.status = "answered"
+        item.answers = {
+            old.pk: {"urgent": {"type": "noul", "noul": 0.8}},
+            new.pk: {
+                "urgent": {
+                    "type": "score",
+                    "score": 1.6,
+                    "confidence": 0.5,
+                    "probabilities": {"0": 0.1, "1": 0.2, "2": 0.7},
+                }
+            },
+        }[item.run_id]
+        item.save()
+    return old, new
+
+
+@pytest.mark.parametrize("order", ["noul first", "score first"])
+@pytest.mark.parametrize("shown", ["all", "changes", "failures"])
+@pytest.mark.parametrize("form", ["page", "json", "csv"])
+def test_a_question_that_changed_type_between_the_columns_compares(
+    client, retyped, order, shown, form
+):
+    old, new = retyped
+    runs = [old, new] if order == "noul first" else [new, old]
+    query = {"col": [f"run:{r.pk}" for r in runs], "filter": shown}
+    if form != "page":
+        query["format"] = form
+    response = client.get(reverse("set-compare", args=["t"]), query)
+    assert response.status_code == 200
+    body = response.getvalue().decode()
+    if form == "json":
+        assert json.loads(body)["selection"]["filter"] == shown
+    if shown != "failures":  # a changed type is a change, so the row is there
+        assert "urgent" in body

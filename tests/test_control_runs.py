@@ -13,44 +13,17 @@ from questions import control_reports, controls, services
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import controls as control_services
 from tests import factories
-from tests.providers import DOC, Provider, run_cli
+from tests.providers import (
+    DOC,
+    TOPICS,
+    Provider,
+    ignores_the_words,
+    reads_the_words,
+    run_cli,
+    takes_the_first,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TOPICS = {"billing": "money", "tech": "bugs", "other": "anything else"}
-
-
-def _choice(options: list[str], chosen: str) -> dict:
-    rest = round(0.1 / (len(options) - 1), 2)
-    probabilities = {o: rest for o in options}
-    probabilities[chosen] = round(1 - rest * (len(options) - 1), 2)
-    return {"type": "choice", "choice": chosen, "probabilities": probabilities, "confidence": 0.85}
-
-
-def _answers(body: dict, pick) -> dict:
-    out = {}
-    for qid, q in body["questions"].items():
-        if q["type"] == "choice":
-            out[qid] = _choice(list(q["criteria"]), pick(q["criteria"], body))
-        else:
-            out[qid] = {"type": "noul", "noul": 0.8 if body["state"].get("urgent") else 0.2}
-    return {"model": body.get("model") or "m", "answers": out, "usage": {"input_tokens": 9}}
-
-
-def reads_the_words(body: dict) -> dict:
-    """A model whose choice follows the option descriptions: the one naming the state's topic."""
-    return _answers(
-        body,
-        lambda criteria, b: next(o for o, text in criteria.items() if text == b["state"]["topic"]),
-    )
-
-
-def ignores_the_words(body: dict) -> dict:
-    return _answers(body, lambda criteria, b: "billing")
-
-
-def takes_the_first(body: dict) -> dict:
-    return _answers(body, lambda criteria, b: next(iter(criteria)))
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ validation partials, saving, conflicts, the JSON view and the query count."""
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -14,96 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from questions import services, spec, standin
 from questions.models import Decision, Version
 from tests import factories
+from tests.helpers import as_post, draft_with, editor_url, fields_of, opened
 from tests.strategies import question_maps
 
 pytestmark = pytest.mark.django_db
-
-
-class FormFields(HTMLParser):
-    """The controls a browser submits with form `editor` (form= attribute or inside it), in
-    document order, as a browser sends them: textarea newlines as CRLF, the first newline after
-    <textarea> dropped, nothing from <template> or disabled fieldsets."""
-
-    def __init__(self, form_id: str = "editor"):
-        super().__init__(convert_charrefs=True)
-        self.form_id = form_id
-        self.pairs: list[tuple[str, str]] = []
-        self._template = 0
-        self._disabled = 0
-        self._in_form = 0
-        self._textarea: tuple[str, list[str]] | None = None
-        self._select: tuple[str, str | None, str | None] | None = None
-
-    def _mine(self, attrs: dict) -> bool:
-        return (attrs.get("form") == self.form_id or self._in_form) and not (
-            self._template or self._disabled
-        )
-
-    def handle_starttag(self, tag, attrs_list):
-        attrs = dict(attrs_list)
-        if tag == "template":
-            self._template += 1
-        elif tag == "fieldset" and "disabled" in attrs:
-            self._disabled += 1
-        elif tag == "form" and attrs.get("id") == self.form_id:
-            self._in_form += 1
-        elif tag == "input" and self._mine(attrs) and attrs.get("name"):
-            if attrs.get("type") not in ("submit", "button", "checkbox", "radio"):
-                value = attrs.get("value") or ""
-                if attrs.get("type") != "hidden":
-                    value = value.replace("\r", "").replace("\n", "")
-                self.pairs.append((attrs["name"], value))
-        elif tag == "textarea" and self._mine(attrs) and attrs.get("name"):
-            self._textarea = (attrs["name"], [])
-        elif tag == "select" and self._mine(attrs) and attrs.get("name"):
-            self._select = (attrs["name"], None, None)
-        elif tag == "option" and self._select:
-            name, first, chosen = self._select
-            value = attrs.get("value", "")
-            self._select = (
-                name,
-                first if first is not None else value,
-                value if "selected" in attrs else chosen,
-            )
-
-    def handle_endtag(self, tag):
-        if tag == "template":
-            self._template -= 1
-        elif tag == "fieldset" and self._disabled:
-            self._disabled -= 1
-        elif tag == "form" and self._in_form:
-            self._in_form -= 1
-        elif tag == "textarea" and self._textarea:
-            name, parts = self._textarea
-            text = "".join(parts)
-            text = text[1:] if text.startswith("\n") else text
-            self.pairs.append((name, text.replace("\r\n", "\n").replace("\n", "\r\n")))
-            self._textarea = None
-        elif tag == "select" and self._select:
-            name, first, chosen = self._select
-            self.pairs.append((name, chosen if chosen is not None else first or ""))
-            self._select = None
-
-    def handle_data(self, data):
-        if self._textarea:
-            self._textarea[1].append(data)
-
-
-def fields_of(html: str) -> list[tuple[str, str]]:
-    parser = FormFields()
-    parser.feed(html)
-    return parser.pairs
-
-
-def as_post(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    data: dict[str, list[str]] = {}
-    for name, value in pairs:
-        data.setdefault(name, []).append(value)
-    return data
-
-
-def editor_url(version: Version, name: str = "version-edit") -> str:
-    return reverse(name, args=[version.question_set.slug, version.number])
 
 
 @pytest.fixture
@@ -112,14 +25,6 @@ def author_client(client):
     client.force_login(user)
     client.user = user
     return client
-
-
-def draft_with(client, document: dict) -> Version:
-    qs = factories.question_set(owner=client.user)
-    version = factories.draft(qs)
-    return services.version_save(
-        version=version, document=document, base_revision=1, author=client.user
-    )
 
 
 EVERY_SHAPE = {
@@ -180,6 +85,7 @@ editor_documents = question_maps.filter(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,
@@ -379,18 +285,7 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
     assert response.content.decode().count('class="card ') == 32
 
 
-def opened(client, version: Version, data: dict[str, list[str]], key: str) -> dict:
-    """The posted page with one closed card opened, as the browser has it after a click."""
-    qid = data[f"q-{key}-id"][0]
-    response = client.get(editor_url(version, "version-card-open"), {"card": key, "id": qid})
-    assert response.status_code == 200
-    card = as_post(fields_of(response.content.decode()))
-    assert f"q-{key}-stored" not in card and card[f"q-{key}-r"]
-    assert card.pop("q") == [key]
-    kept = {k: v for k, v in data.items() if not k.startswith(f"q-{key}-")}
-    return kept | card
-
-
+@pytest.mark.slow
 def test_the_largest_set_saves_through_the_editor(author_client):
     document = factories.document(32, options=255)
     version = draft_with(author_client, document)

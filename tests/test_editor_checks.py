@@ -10,7 +10,7 @@ import pytest
 
 from questions import services, spec
 from tests import factories
-from tests.test_editor import as_post, draft_with, editor_url, fields_of
+from tests.helpers import as_post, draft_with, editor_url, fields_of
 
 pytestmark = pytest.mark.django_db
 

@@ -73,6 +73,7 @@ def production_settings(*names: str, **env: str) -> dict:
 # --- settings -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("behind_proxy", [False, True], ids=["direct", "behind a proxy"])
 def test_check_deploy_passes_under_the_documented_production_environment(behind_proxy):
     env = {} if behind_proxy else {"DJANGO_BEHIND_PROXY": "", "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
@@ -81,6 +82,7 @@ def test_check_deploy_passes_under_the_documented_production_environment(behind_
     assert "no issues" in proc.stdout
 
 
+@pytest.mark.slow
 def test_check_deploy_fails_on_a_plain_http_trial():
     """The switches for a plain-HTTP trial are what the deployment check warns about."""
     proc = manage(
@@ -97,6 +99,7 @@ def test_check_deploy_fails_on_a_plain_http_trial():
         assert check in proc.stderr
 
 
+@pytest.mark.slow
 def test_production_defaults_and_their_switches():
     names = (
         "SECURE_SSL_REDIRECT",
@@ -127,6 +130,7 @@ def test_production_defaults_and_their_switches():
     assert "whitenoise" not in local["STORAGES"]["staticfiles"]["BACKEND"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
@@ -143,6 +147,7 @@ def test_a_bad_production_value_names_its_variable(variable, value):
     assert variable in proc.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_make_serve_refuses_to_start_without_its_variables():
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root")}
     for missing in ("DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS"):
@@ -393,6 +398,7 @@ def test_healthz_is_503_when_a_migration_is_missing(client):
     assert response.json()["status"] == "failing"
 
 
+@pytest.mark.slow
 def test_healthz_is_503_when_the_database_is_unreachable():
     proc = python(
         "django.setup(); from django.test import Client; "
@@ -406,6 +412,7 @@ def test_healthz_is_503_when_the_database_is_unreachable():
     assert "pw" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_make_serve_serves_and_stops_every_process_on_term(tmp_path):
     """gunicorn and a task worker come up in production mode (static files hashed, the worker
     heard from), and TERM to make stops every process it started."""

@@ -18,12 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from questions import roles, selectors, services, spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
-from tests.helpers import token_form
+from tests.helpers import SCHEMA, token_form, validate_export, write
+from tests.providers import run_cli as run
 from tests.strategies import question_maps
-from tests.test_cli_validate import run, write
 
 pytestmark = pytest.mark.django_db
-SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
@@ -209,12 +208,6 @@ def test_labels_point_at_approved_versions_and_move_by_reviewers_only(team):
 def test_the_schema_is_a_valid_draft_2020_12_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-
-
-def validate_export(document: dict) -> None:
-    jsonschema.Draft202012Validator(
-        SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    ).validate(document)
 
 
 @pytest.mark.parametrize("status", Version.Status.values)

@@ -32,6 +32,7 @@ def load_settings(**env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_defaults():
     proc = load_settings(DJANGO_SECRET_KEY="k")
     assert proc.stdout.split() == [
@@ -45,6 +46,7 @@ def test_defaults():
     ]
 
 
+@pytest.mark.slow
 def test_values_from_the_environment():
     proc = load_settings(
         DJANGO_SECRET_KEY="k",
@@ -67,6 +69,7 @@ def test_values_from_the_environment():
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "named"),
     [
@@ -118,9 +121,40 @@ def test_the_demo_and_the_suite_let_webhooks_reach_loopback():
     assert settings.DECISIONS_WEBHOOK_ALLOW_PRIVATE is True  # tests/settings.py
 
 
+@pytest.mark.slow
 def test_a_secret_key_is_required_unless_debugging():
     assert "DJANGO_SECRET_KEY" in load_settings().stderr
     assert load_settings(DJANGO_DEBUG="true").returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["questions", "standin", "--port", "0"],  # the README starts it by hand
+        ["questions", "validate", "tests/examples/typesafe-request.json"],
+        ["migrate", "--noinput"],
+        ["check"],
+        ["db_worker", "--no-reload"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_a_command_without_a_secret_key_says_what_to_set_in_one_line(command):
+    """Outside `make run` (which sets DJANGO_DEBUG=1) and without DJANGO_SECRET_KEY, a command
+    says so in one line and exits 2: no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DJANGO_SECRET_KEY" in lines[0], proc.stderr[-2000:]
+    assert proc.stdout == ""
 
 
 # --- DEBUG error pages (`make run` serves with DJANGO_DEBUG=1) ----------------------------------
@@ -193,6 +227,7 @@ def debug_pages() -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
     status, page = debug_pages["bad_host"]
     assert status == 400
@@ -200,6 +235,7 @@ def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
     assert [s for s in SECRETS if s in page] == []
 
 
+@pytest.mark.slow
 def test_a_debug_500_inside_the_wire_shows_no_secret_in_its_frames(debug_pages):
     status, page = debug_pages["wire_500"]
     assert status == 500
@@ -227,6 +263,7 @@ def get_with_foreign_host(port: int, path: str, within: float = 60) -> tuple[int
             time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_runserver_in_debug_shows_no_secret_to_a_foreign_host(tmp_path):
     """The review's reproduction, as it was: `make run`'s server and one anonymous request."""
     port = free_port()

@@ -1,6 +1,7 @@
 """Property tests: any valid document survives parse → canonical → parse unchanged, and the
 validator returns errors (never raises) on arbitrary JSON."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -8,6 +9,7 @@ from questions import spec
 from tests.strategies import documents, json_values
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_any_valid_document_survives_parse_canonical_parse(value):

@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from questions import answers, charts, services, spec, standin
 from questions.models import Decision
 from tests import factories
+from tests.helpers import TYPESAFE_DOCUMENT as DOCUMENT
+from tests.helpers import write
+from tests.providers import run_cli as run
 from tests.providers import stand_in_serving
 from tests.strategies import json_values, question_maps
-from tests.test_cli_validate import run, write
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
-DOCUMENT = json.loads((EXAMPLES / "typesafe-request.json").read_text())
 
 
 @pytest.fixture

@@ -174,7 +174,7 @@ def test_the_try_endpoints_plan_save_and_report(provider, client):
     client.force_login(writer)
     base = f"/sets/{version.question_set.slug}/v{version.number}"
     page = client.get(base + "/").content.decode()
-    from tests.test_editor import as_post, fields_of
+    from tests.helpers import as_post, fields_of
 
     data = as_post(fields_of(page))
     key = next(k for k in data["q"] if data[f"q-{k}-id"] == ["desk"])
@@ -209,7 +209,7 @@ def test_a_try_refused_before_or_after_its_save_keeps_the_page_in_step(provider,
     )
     client.force_login(writer)
     base = f"/sets/{version.question_set.slug}/v{version.number}"
-    from tests.test_editor import as_post, fields_of
+    from tests.helpers import as_post, fields_of
 
     data = as_post(fields_of(client.get(base + "/").content.decode()))
     data.update(try_backend=["typesafe"], base_revision=[str(version.revision)])

@@ -16,58 +16,12 @@ from django.urls import reverse
 from questions import answers, backends, roles, selectors, services, spec
 from questions.models import Decision, DecisionAnswer
 from tests import factories
-from tests.providers import Provider, point_every_wire_at
+from tests.providers import STATE, UNSORTED, Provider, answer_all, point_every_wire_at
 
 pytestmark = pytest.mark.django_db
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 WIRES = ["typesafe", "runtime", "openrouter"]
-#: nothing here is in sorted order: ids, option keys, criteria keys, a question's own keys
-UNSORTED = {
-    "zeta": {
-        "type": "choice",
-        "instructions": "What does the customer want?",
-        "criteria": {
-            "refund": "money back for an order",
-            "upgrade": {"what": "a bigger plan", "examples": ["more seats"]},
-            "other": "anything else",
-        },
-    },
-    "alpha": {
-        "instructions": "Is the customer angry?",
-        "type": "noul",
-        "criteria": {"false": "calm words", "true": "shouting or threats"},
-    },
-    "mid": {
-        "criteria": ["calm", "annoyed", "furious"],
-        "type": "score",
-        "instructions": {"rubric": "tone", "data": "`ticket`"},
-    },
-}
-STATE = {"ticket": "I want my money back", "channel": "email"}
-
-
-def answer_all(body: dict) -> dict:
-    """A valid provider answer to whatever was asked: the first option, the first level."""
-    out = {}
-    for qid, q in body["questions"].items():
-        if q["type"] == "choice":
-            names = list(q["criteria"])
-            p = {n: 0.0 for n in names} | {names[0]: 1.0}
-            out[qid] = {"type": "choice", "choice": names[0], "probabilities": p, "confidence": 0.9}
-        elif q["type"] == "score":
-            levels = {str(i): 0.0 for i in range(len(q["criteria"]))} | {"0": 1.0}
-            legend = {str(i): str(c) for i, c in enumerate(q["criteria"])}
-            out[qid] = {
-                "type": "score",
-                "score": 0,
-                "probabilities": levels,
-                "legend": legend,
-                "confidence": 0.9,
-            }
-        else:
-            out[qid] = {"type": "noul", "noul": 0.7}
-    return {"model": "jev-1.13.0", "answers": out, "usage": {"input_tokens": 50}}
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from questions import backends, controls, roles, services
 from questions.models import QuestionSet
 from questions.post_forms import ControlStartForm, first_error
 from questions.services import controls as control_services
+from questions.services.errors import storable
 
 #: control and drift runs listed, newest first
 SHOWN_RUNS = 30
@@ -77,11 +78,11 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    chosen = (
-        question_set.labels.select_related("version")
-        .filter(name=request.POST.get("label", ""))
-        .first()
-    )
+    try:
+        label = storable(request.POST.get("label", ""), "The label")
+    except services.Invalid as exc:  # no database looks a NUL up
+        return _page(request, question_set, problem=str(exc), status=exc.status)
+    chosen = question_set.labels.select_related("version").filter(name=label).first()
     model = request.POST.get("model", "").strip()
     if chosen is None or not model:
         return _page(request, question_set, problem="Pick a label and name the model to ask.")

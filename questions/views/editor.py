@@ -202,9 +202,10 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = _version(slug, number)
     cards = posted_cards(request.POST, version)
     edited = forms.document_from_cards(cards)
-    try:
-        base = int(request.POST.get("overwrite_revision") or request.POST.get("base_revision", ""))
-    except ValueError:
+    base = whole_number(
+        request.POST.get("overwrite_revision") or request.POST.get("base_revision", "")
+    )
+    if base is None:
         base = -1
     if not edited.representable:
         return _page(
@@ -339,10 +340,11 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     # a submitted textarea ends its lines with CRLF, the live check's value with LF: the same
     # text gives the same character offsets either way
     context["text"] = text = request.POST.get("document", "").replace("\r\n", "\n")
-    try:
-        context["revision"] = base = int(request.POST.get("base_revision", ""))
-    except ValueError:
+    base = whole_number(request.POST.get("base_revision", ""))
+    if base is None:
         base = -1
+    else:
+        context["revision"] = base
     try:
         result = spec.validate(
             spec.loads(text),

@@ -20,7 +20,7 @@ from questions import advice, diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
 from questions.numbers import whole_number
 from questions.post_forms import LabelMoveForm, first_error
-from questions.services.errors import require
+from questions.services.errors import require, storable
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
 
@@ -305,14 +305,15 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse(
             {"detail": "Give exactly one of ?label=NAME or ?version=N."}, status=400
         )
-    if number is not None and whole_number(number, digits=9) is None:
+    read = None if number is None else whole_number(number, digits=9)
+    if number is not None and read is None:
         return JsonResponse(
             {"detail": f"version must be a whole number in ASCII digits, not {number[:20]!r}."},
             status=400,
         )
     if label is not None and "\x00" in label:
         return JsonResponse({"detail": "label holds a NUL character (\\x00)."}, status=400)
-    ref = selectors.export_ref(slug, label=label, number=int(number) if number else None)
+    ref = selectors.export_ref(slug, label=label, number=read)
     if ref is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)
@@ -332,7 +333,12 @@ def token_list(request: HttpRequest) -> HttpResponse:
     require(request.user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
     created = None
     problem, status = None, 200
-    if request.method == "POST":
+    slug = request.GET.get("set", "")
+    try:
+        storable(slug, "?set")
+    except services.Invalid as exc:  # no database looks a NUL up; nothing is done
+        problem, status, slug = str(exc), 400, ""
+    if request.method == "POST" and status == 200:
         if request.POST.get("revoke"):
             raw = request.POST["revoke"]
             pk = whole_number(raw)
@@ -364,7 +370,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
             "tokens": APIToken.objects.select_related("created_by"),
             "created": created,
             "problem": problem,
-            "example": _export_example(request),
+            "example": _export_example(request, slug),
             "once": once,
             "name": request.POST.get("name", "") if problem else "",
         },
@@ -376,11 +382,10 @@ def token_list(request: HttpRequest) -> HttpResponse:
 TOKEN_FORM = "token_form"
 
 
-def _export_example(request: HttpRequest) -> str | None:
+def _export_example(request: HttpRequest, slug: str) -> str | None:
     """The export URL of a label to fill into the page's curl: the `?set=` given (its
     `production`, else its newest label), else the label moved last; None when no set has one."""
     labels = Label.objects.select_related("question_set").order_by("-updated_at")
-    slug = request.GET.get("set", "")
     if slug:
         labels = labels.filter(question_set__slug=slug).order_by(
             Case(When(name=Label.BASELINE, then=0), default=1), "-updated_at"

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import diff, roles, selectors, services
 from questions.models import QuestionSet, Version
+from questions.views import whole_number
 
 
 @require_GET
@@ -92,8 +93,8 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
         if raw is None:
             return default
         try:
-            return by_number[int(raw)]
-        except (ValueError, KeyError):
+            return by_number[whole_number(raw, digits=9)]
+        except KeyError:
             error = f"{question_set.slug} has no version {raw!r}."
             return default
 

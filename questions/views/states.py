@@ -74,20 +74,27 @@ def _state_check(text: str) -> dict[str, Any]:
     }
 
 
-def _expected_from_post(post, questions: list[dict[str, Any]]) -> dict[str, Any]:
+def _expected_from_post(post, questions: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The expected answers the form sends, and what is wrong with them ("" when nothing)."""
     expected: dict[str, Any] = {}
+    problem = ""
     for q in questions:
         raw = post.get(f"expected-{q['id']}", "")
         if raw == "":
             continue
         if q["type"] == "score":
-            level = whole_number(raw, digits=9)
-            expected[q["id"]] = raw if level is None else level
+            number = whole_number(raw, digits=9)
+            expected[q["id"]] = raw if number is None else number
+            if number is None and not problem:
+                problem = (
+                    f"The expected answer for `{q['id']}` is a level number "
+                    f"(0, 1, 2 … in ASCII digits), not {raw[:20]!r}."
+                )
         elif q["type"] == "noul":
             expected[q["id"]] = raw == "true"
         else:
             expected[q["id"]] = raw
-    return expected
+    return expected, problem
 
 
 def _expected_for_form(expected: dict[str, Any]) -> dict[str, str]:
@@ -154,20 +161,20 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
     name = request.POST.get("name", "")
     tags = [t.strip() for t in request.POST.get("tags", "").split(",") if t.strip()]
     questions = _questions(question_set)
-    expected = _expected_from_post(request.POST, questions)
-    try:
-        revision = int(request.POST.get("base_revision", "0"))
-    except ValueError:
+    expected, unreadable = _expected_from_post(request.POST, questions)
+    revision = whole_number(request.POST.get("base_revision", "0"))
+    if revision is None:
         revision = -1
     checked = _state_check(text)
     keep = {"text": text, "name": name, "tags": tags, "expected": expected, "revision": revision}
-    if checked["state_error"]:
+    problem = checked["state_error"] or unreadable
+    if problem:
         return _form(
             request,
             question_set,
             sample,
             status=422,
-            problem=f"Nothing was saved: {checked['state_error']}",
+            problem=f"Nothing was saved: {problem}",
             **keep,
         )
     try:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import forms, roles, selectors, services
 from questions.models import BatchRun
 from questions.services import tries
-from questions.views import editor
+from questions.views import editor, whole_number
 
 TEMPLATE = "questions/_try.html"
 
@@ -62,6 +62,8 @@ def try_plan(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     version = editor._version(slug, number)
     try:
         plan = _plan(request, version)
+    except services.NotAllowed:
+        raise  # Django's 403: a reader may not try
     except services.Refusal as exc:
         return _problem(request, str(exc))
     return render(request, TEMPLATE + "#try-plan", {"plan": plan, "set": version.question_set})
@@ -77,14 +79,15 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     try:
         plan = _plan(request, version)  # the page's questions, checked before anything is saved
         if own and json.dumps(document) != json.dumps(version.document):
-            try:
-                base = int(request.POST.get("base_revision", ""))
-            except ValueError:
+            base = whole_number(request.POST.get("base_revision", ""))
+            if base is None:
                 base = -1
             saved = version = services.version_save(
                 version=version, document=document, base_revision=base, author=request.user
             )
         run = tries.try_start(version=version, plan=plan, user=request.user)
+    except services.NotAllowed:
+        raise  # Django's 403: a reader may not try
     except services.StaleRevision as exc:
         return _problem(request, f"Not tried: {exc} Save or reload first.", "try-run")
     except services.Refusal as exc:

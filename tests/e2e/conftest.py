@@ -6,6 +6,7 @@ fails them, so they can never be skipped silently there.
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,30 @@ def sign_in(page, live_server, django_user_model):
         return live_server.url
 
     return sign_in_as
+
+
+#: where the screenshots go (the console's own pages, for a person to look at)
+SHOTS = Path(os.environ.get("E2E_SHOTS", "/tmp/console-shots"))
+
+
+def overflow(page) -> int:
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+WIDTHS = ((1280, 800), (390, 844))
+
+
+#: every text of every SVG inside its chart's box (a label never cut by the chart's edge)
+CLIPPED_SVG_TEXT = """() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    const box = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (!r.width) continue;
+      if (r.left < box.left - 0.5 || r.right > box.right + 0.5 ||
+          r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push(t.textContent);
+    }
+  }
+  return out;
+}"""

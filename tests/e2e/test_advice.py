@@ -6,8 +6,9 @@ from playwright.sync_api import expect
 
 from questions import roles
 from tests import factories
-from tests.e2e.test_webhooks import SHOTS, overflow
-from tests.test_advice import DOC, labelled_run
+from tests.e2e.conftest import SHOTS, overflow
+from tests.helpers import ADVICE_DOC as DOC
+from tests.helpers import labelled_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -8,9 +8,8 @@ from playwright.sync_api import expect
 from questions import controls, roles, services
 from questions.models import BatchRun
 from tests import factories
-from tests.e2e.test_webhooks import SHOTS, overflow
-from tests.providers import DOC, Provider
-from tests.test_control_runs import TOPICS, reads_the_words
+from tests.e2e.conftest import SHOTS, overflow
+from tests.providers import DOC, TOPICS, Provider, reads_the_words
 
 #: how far right an element or anything in it reaches, but for what scrolls in its own box
 WIDEST = """e => Math.max(...[e, ...e.querySelectorAll('*')].filter(c => {

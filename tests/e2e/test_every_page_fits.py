@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from questions import demo
 from questions.models import BatchRun, QuestionSet, SampleState, Version
-from tests.e2e.test_report import CLIPPED_SVG_TEXT, WIDTHS
+from tests.e2e.conftest import CLIPPED_SVG_TEXT, WIDTHS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

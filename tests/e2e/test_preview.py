@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 
 from questions import roles, services, standin
 from tests import factories
-from tests.test_standin_and_ask import DOCUMENT
+from tests.helpers import TYPESAFE_DOCUMENT as DOCUMENT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from questions import charts, roles, services, standin
 from tests import factories
+from tests.e2e.conftest import CLIPPED_SVG_TEXT, WIDTHS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-browser-tests"
@@ -41,22 +42,7 @@ DOC = {
         "instructions": "The customer is threatening to cancel or leave for a competitor.",
     },
 }
-WIDTHS = ((1280, 800), (390, 844))
 
-#: every text of every SVG inside its chart's box (a label never cut by the chart's edge)
-CLIPPED_SVG_TEXT = """() => {
-  const out = [];
-  for (const svg of document.querySelectorAll('svg')) {
-    const box = svg.getBoundingClientRect();
-    for (const t of svg.querySelectorAll('text')) {
-      const r = t.getBoundingClientRect();
-      if (!r.width) continue;
-      if (r.left < box.left - 0.5 || r.right > box.right + 0.5 ||
-          r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push(t.textContent);
-    }
-  }
-  return out;
-}"""
 
 #: labels and values on one bar overlap nowhere
 OVERLAPPING_TEXT = """() => {

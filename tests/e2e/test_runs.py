@@ -9,9 +9,8 @@ from playwright.sync_api import expect
 from questions import roles, services, standin
 from questions.models import BatchRun
 from tests import factories
+from tests.helpers import COMPARE_DOC, answers, desk
 from tests.providers import DOC
-from tests.test_comparison import DOC as COMPARE_DOC
-from tests.test_comparison import answers, desk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -3,9 +3,7 @@ task worker delivers to a receiver on loopback, and reads the delivery log — a
 width and at a phone's, with nothing wider than the screen."""
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -13,13 +11,11 @@ from playwright.sync_api import expect
 from questions import roles, webhooks
 from questions.models import Webhook
 from tests import factories
+from tests.e2e.conftest import SHOTS, overflow
 from tests.providers import Receiver, work
 from tests.providers import webhooks_finished as finished
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-#: where the screenshots go (the console's own pages, for a person to look at)
-SHOTS = Path(os.environ.get("E2E_SHOTS", "/tmp/console-shots"))
 
 
 @pytest.fixture
@@ -29,10 +25,6 @@ def receiver(settings):
     r = Receiver(statuses=[503])
     yield r
     r.stop()
-
-
-def overflow(page) -> int:
-    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
 
 
 def test_add_a_webhook_send_a_test_event_and_read_the_log(page, sign_in, receiver):
