@@ -451,7 +451,7 @@ def test_a_plain_db_worker_takes_over_a_stale_run_while_idle(
     assert run.status == "done"
     assert selectors.run_counts(run)["answered"] == 4
     assert sum(provider.calls.values()) == 2
-    assert 1 <= took < 10
+    assert took >= 1  # it waited for the heartbeat to go stale (SIGALRM bounds the rest)
 
 
 def test_batch_create_enqueues_a_task_after_the_commit(settings):
