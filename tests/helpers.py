@@ -56,6 +56,8 @@ MATRIX = [
     ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}),
     ("run page", "get", "/runs/{run}/", SIGNED_IN),
+    ("run records", "get", "/runs/{run}/records.jevl", SIGNED_IN),
+    ("import records", "post", "/sets/s/records/", {AU}),
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}),
     ("rerun failed", "post", "/runs/{run}/rerun-failed/", {AU, R}),
     ("controls page", "get", "/sets/s/controls/", SIGNED_IN),
