@@ -80,10 +80,12 @@ def record_line(
     usage: Mapping[str, Any] | None = None,
     expected: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
+    response_text: str = "",
 ) -> str | None:
     """One `.jevl` line (ending in a newline) for a recorded decision, or None when its request
-    holds no questions map (`request_parts`). `label` holds the expected answers of the
-    questions answered, where there are any."""
+    holds no questions map (`request_parts`). `answers` are the checked ones, their keys in the
+    order of the raw `response_text` (`as_answered`); `usage` too. `label` holds the
+    expected answers of the questions answered, where there are any."""
     parts = request_parts(request_text)
     if parts is None:
         return None
@@ -94,16 +96,39 @@ def record_line(
         "ts": timestamp(ts),
         "model": model,
         "request": {"state": state, "questions": questions},
-        "answers": dict(answers),
+        "answers": as_answered(response_text, "answers", dict(answers)),
     }
     if usage is not None:
-        record["usage"] = dict(usage)
+        record["usage"] = as_answered(response_text, "usage", dict(usage))
     label = {qid: expected[qid] for qid in answers if expected and qid in expected}
     if label:
         record["label"] = label
     if meta:
         record["meta"] = dict(meta)
     return spec.wire_json(record).decode("utf-8") + "\n"
+
+
+def _ordered_like(value: Any, model: Any) -> Any:
+    """`value` with every object's keys in the order `model` (the same value as it arrived) has
+    them, then any others: a database's JSON column may sort keys (PostgreSQL's jsonb does)."""
+    if isinstance(value, dict):
+        order = list(model) if isinstance(model, dict) else []
+        keys = [k for k in order if k in value] + [k for k in value if k not in order]
+        inner = model if isinstance(model, dict) else {}
+        return {k: _ordered_like(value[k], inner.get(k)) for k in keys}
+    if isinstance(value, list) and isinstance(model, list) and len(model) == len(value):
+        return [_ordered_like(v, m) for v, m in zip(value, model, strict=True)]
+    return value
+
+
+def as_answered(response_text: str, key: str, value: Any) -> Any:
+    """A checked part of a response (`answers`, `usage`) with its keys in the order the
+    provider's raw `response_text` gave them; as it is when the response is not a native one."""
+    try:
+        body = spec.loads(response_text) if response_text else None
+    except spec.JSONTextError:
+        body = None
+    return _ordered_like(value, body.get(key) if isinstance(body, dict) else None)
 
 
 @dataclass

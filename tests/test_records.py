@@ -153,6 +153,11 @@ def test_jevkit_core_reads_every_record_the_console_writes(live, tmp_path):
         assert list(record.questions["desk"]["criteria"]) == ["billing", "tech", "other"]
         assert record.model == decision.model_answered == standin.MODEL
         assert record.answers == {a.question_id: a.answer for a in decision.answers.all()}
+        # in the provider's order, though a JSON column may sort the keys it stores
+        raw = json.loads(decision.response_text)["answers"]
+        assert list(record.answers) == list(raw)
+        assert list(record.answers["desk"]) == [*raw["desk"], "nearUniform"]
+        assert list(record.answers["desk"]["probabilities"]) == ["billing", "tech", "other"]
         assert record.usage == decision.usage
         assert record.ts == decision.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         assert record.meta == {"backend": "typesafe", "model_asked": run.model}

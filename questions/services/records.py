@@ -45,6 +45,7 @@ SHOWN_LINES = 10
 _COLUMNS = (
     "pk",
     "request_text",
+    "response_text",
     "backend",
     "model_asked",
     "model_answered",
@@ -87,7 +88,7 @@ class RecordWriter:
             .iterator(chunk_size=CHUNK)
         )
         pending = next(answers, None)
-        for pk, text, backend, asked, answered, calibrated, usage, at, expected in rows:
+        for pk, text, response, backend, asked, answered, calibrated, usage, at, expected in rows:
             mine: dict[str, Any] = {}
             while pending is not None and pending[0] <= pk:
                 if pending[0] == pk:
@@ -104,6 +105,7 @@ class RecordWriter:
                 usage=usage,
                 expected=expected,
                 meta=meta,
+                response_text=response,
             )
             if line is None:
                 self.skipped += 1
