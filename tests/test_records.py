@@ -363,7 +363,7 @@ def _download(client, run):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_run_page_downloads_its_records(client, live):
-    qs, _, run, _ = a_run("downloaded", 3)
+    qs, _, run, author = a_run("downloaded", 3)
     client.force_login(factories.user("any-reader"))
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert reverse("run-records", args=[run.pk]) in page
@@ -375,6 +375,13 @@ def test_the_run_page_downloads_its_records(client, live):
     _, out, _ = run_cli("records", "--set", qs.slug, "--run", str(run.pk), "--format", "jevl")
     assert body.decode() == out and len(out.splitlines()) == 3
     assert client.post(reverse("run-records", args=[run.pk])).status_code == 405
+    # a replay recorded nothing of its own: no download to offer
+    replay = services.batch_create(
+        version=run.version, backend="recorded", user=author, enqueue=False
+    )
+    services.batch_execute(replay.pk)
+    page = client.get(reverse("run-detail", args=[replay.pk])).content.decode()
+    assert "Open in compare" in page and reverse("run-records", args=[replay.pk]) not in page
 
 
 @pytest.mark.django_db(transaction=True)
