@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from hypothesis import given
 from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from jevkit_core import canonical as jevkit_canonical
 
 from questions import records, roles, services, spec, standin
@@ -67,6 +68,34 @@ def test_the_record_id_is_jevkit_cores_for_any_json(model, state, questions):
             records.record_id(model, state, questions)
         return
     assert records.record_id(model, state, questions) == expected
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(
+    value=json_values
+    | st.fixed_dictionaries(
+        {
+            "v": st.just(1) | json_values,
+            "id": json_values,
+            "ts": json_values,
+            "model": json_values,
+            "request": json_values
+            | st.fixed_dictionaries(
+                {"state": json_values, "questions": question_maps | json_values}
+            ),
+            "answers": json_values,
+        },
+        optional={"usage": json_values, "label": json_values, "tags": json_values},
+    )
+)
+def test_any_line_is_a_record_or_refused_by_its_number(value):
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        record = records.read_line(text, 7, limits=spec.Limits())
+    except records.RecordError as exc:
+        assert exc.line == 7 and str(exc).startswith("line 7: ")
+    else:
+        assert record.id == jevkit_canonical.record_id(record.model, record.state, record.questions)
 
 
 # --- worlds -------------------------------------------------------------------------------------
