@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
@@ -85,6 +86,8 @@ MATRIX = [
     ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN, 200),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
     ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),
+    ("run records", "get", "/runs/{finished}/records.jevl", SIGNED_IN, 200),
+    ("import records", "post", "/sets/s/records/", {AU}, 302),
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}, 302),
     ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R}, 302),
     ("controls page", "get", "/sets/s/controls/", SIGNED_IN, 200),
@@ -139,10 +142,28 @@ POST_DATA = {
     "create token": {"name": "runtime"},
     "new state": {"name": "n2", "state": "1", "base_revision": "0"},
     "save state": {"name": "n", "state": "2", "base_revision": "1"},
-    "save": {"q": ["k"], "q-k-id": "x", "q-k-type": "noul", "base_revision": "2"},
-    "json replace": {"document": '{"x": {"type": "noul"}}', "base_revision": "2"},
-    "preview": {"preview_backend": "recorded", "preview_state": "", "preview_state_json": "1"},
-    "live preview": {"preview_backend": "typesafe", "preview_state": "", "preview_state_json": "1"},
+    "save": {
+        "q": ["k"],
+        "q-k-id": "x",
+        "q-k-type": "noul",
+        "q-k-instructions_mode": "text",
+        "q-k-instructions": "Is it so?",
+        "base_revision": "2",
+    },
+    "json replace": {
+        "document": '{"x": {"type": "noul", "instructions": "?"}}',
+        "base_revision": "2",
+    },
+    "preview": {
+        "preview_backend": "recorded",
+        "preview_state": "",
+        "preview_state_json": '{"n": 1}',
+    },
+    "live preview": {
+        "preview_backend": "typesafe",
+        "preview_state": "",
+        "preview_state_json": '{"n": 1}',
+    },
     "try plan": {"try_backend": "typesafe", "try_against": "v1"},
     "try": {"try_backend": "typesafe", "try_against": "v1"},
     "check": {"document": "{}"},
@@ -152,6 +173,8 @@ POST_DATA = {
     "save advice": {"advice-0": "0.5"},
     "add webhook": {"url": "https://runtime.example/hooks", "description": "runtime"},
     "state check": {"state": "1"},
+    # an empty file imports nothing, and says so (a file read again reads the same nothing)
+    "import records": {"records": SimpleUploadedFile("records.jevl", b"")},
 }
 
 
@@ -190,6 +213,7 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
     services.version_approve(
         version=services.version_submit(version=factories.draft(done), author=writer),
         reviewer=checker,
+        confirm_weak_evidence=True,
     )
     qs = QuestionSet.objects.get(slug="s")
     v1, v3 = qs.versions.get(number=1), qs.versions.get(number=3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -66,6 +67,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "label_moves": selectors.label_moves_of(question_set)[:50],
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
+        "records_upload_mib": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20,
     }
     return render(request, "questions/set_detail.html", context)
 
