@@ -449,9 +449,14 @@ class EditorDocument:
     @property
     def representable(self) -> bool:
         return not any(
-            card.errors or any(code == "entry_not_json" for *_, code in card.row_errors)
+            card.errors or any(code in UNREPRESENTABLE for *_, code in card.row_errors)
             for card in self.cards
         )
+
+
+#: what a row may hold that no JSON document can: a description that is not JSON, and an
+#: option name used twice (an object keeps one of them) — saving would lose what was typed
+UNREPRESENTABLE = frozenset({"entry_not_json", "duplicate_option_name"})
 
 
 DUPLICATE_ID = "Question id `{}` is used by another question."

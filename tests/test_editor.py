@@ -189,6 +189,23 @@ def test_content_json_cannot_hold_is_refused_with_the_text_kept(author_client):
     assert version.revision == before
 
 
+def test_an_option_name_used_twice_is_refused_and_neither_row_is_lost(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    first, second = [v for n, v in pairs if n == f"q-{key}-r"][:2]
+    name = dict(pairs)[f"q-{key}-r-{first}-name"]
+    described = dict(pairs)[f"q-{key}-r-{second}-what"]
+    before = stored_text(version)
+    data = post_with(pairs, **{f"q-{key}-r-{second}-name": name})
+    response = author_client.post(editor_url(version, "version-save"), data)
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "Nothing was saved" in html and "is used twice" in html
+    assert described in html  # the second row, as typed, is still on the page
+    assert stored_text(version) == before
+
+
 def test_an_invalid_draft_is_saved_with_a_warning(author_client):
     version = draft_with(author_client, factories.document(1))
     pairs = fields_of(author_client.get(editor_url(version)).content.decode())
