@@ -99,10 +99,11 @@ def test_duplicate_and_delete(client, setup):
     assert list(qs.sample_states.values_list("name", flat=True)) == ["s1 (copy)"]
 
 
-def test_a_level_in_digits_that_are_not_ascii_is_kept_as_typed_never_a_500(client, setup):
+def test_a_level_in_digits_that_are_not_ascii_is_refused_naming_it_never_a_500(client, setup):
     response = client.post(
         reverse("state-create", args=["s"]),
         {"name": "odd", "state": "{}", "expected-level": "²", "base_revision": "0"},
     )
-    assert response.status_code == 302  # read as text, like any level that is not a number
-    assert SampleState.objects.get(name="odd").expected == {"level": "²"}
+    assert response.status_code == 422
+    assert "The expected answer for `level` is a level number" in response.content.decode()
+    assert not SampleState.objects.filter(name="odd").exists()
