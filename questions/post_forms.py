@@ -1,4 +1,5 @@
-"""Django `Form`s for the flat POSTs (run start, label move, control start): each reads the
+"""Django `Form`s for the flat POSTs (run start, label move, control and drift start, a new
+webhook): each reads the
 request into plain values, and a value that does not read is an error with a code. The rules of
 a step (a label name's pattern, the bounds of a run, who may) stay in its service; a form says
 only that a field is missing or not a number. The editor's cards are bespoke (`forms.py`)."""
@@ -96,3 +97,14 @@ class ControlStartForm(forms.Form):
     def clean_seed(self) -> int:
         value = self.cleaned_data["seed"]
         return 0 if value is None else value
+
+
+class DriftStartForm(forms.Form):
+    label = TextField(error_messages={"required": "Pick a label and name the model to ask."})
+    model = TextField(error_messages={"required": "Pick a label and name the model to ask."})
+    backend = TextField(required=False, empty_value=None)
+
+
+class WebhookForm(forms.Form):
+    url = TextField(error_messages={"required": "Give the receiver's URL (http or https)."})
+    description = TextField(required=False, strip=False)

@@ -5,8 +5,14 @@ import pytest
 from django.urls import reverse
 
 from questions import roles, services
-from questions.models import BatchRun
-from questions.post_forms import ControlStartForm, LabelMoveForm, RunStartForm
+from questions.models import BatchRun, Webhook
+from questions.post_forms import (
+    ControlStartForm,
+    DriftStartForm,
+    LabelMoveForm,
+    RunStartForm,
+    WebhookForm,
+)
 from tests import factories
 from tests.providers import DOC
 
@@ -67,3 +73,28 @@ def test_a_form_leaves_the_rules_of_text_to_the_service():
             version=None,
             actor=roles.OPERATOR,
         )
+
+
+def test_a_drift_start_and_a_new_webhook_name_what_is_missing():
+    assert _codes(DriftStartForm({"backend": "typesafe"})) == {
+        "label": ["required"],
+        "model": ["required"],
+    }
+    form = DriftStartForm({"label": "production", "model": " jev-next "})
+    assert form.is_valid()
+    assert form.cleaned_data == {"label": "production", "model": "jev-next", "backend": None}
+    assert _codes(WebhookForm({"description": "runtime"})) == {"url": ["required"]}
+    kept = WebhookForm({"url": "https://runtime.example/hooks", "description": " two  words "})
+    assert kept.is_valid() and kept.cleaned_data["description"] == " two  words "
+
+
+@pytest.mark.django_db
+def test_a_webhook_without_a_url_is_refused_at_the_form_and_nothing_is_made(client):
+    reviewer = factories.reviewer("checker")
+    factories.question_set("s")
+    client.force_login(reviewer)
+    page = client.post(reverse("set-webhooks", args=["s"]), {"description": "runtime"})
+    assert page.status_code == 422
+    assert "Give the receiver&#x27;s URL" in page.content.decode()
+    assert "runtime" in page.content.decode()  # what was typed stays
+    assert not Webhook.objects.exists()

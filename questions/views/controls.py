@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import backends, controls, roles, services
 from questions.models import QuestionSet
-from questions.post_forms import ControlStartForm, first_error
+from questions.post_forms import ControlStartForm, DriftStartForm, first_error
 from questions.services import controls as control_services
 from questions.services.errors import storable
 
@@ -78,20 +78,22 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
+    form = DriftStartForm(request.POST)
+    if not form.is_valid():
+        return _page(request, question_set, problem=first_error(form))
     try:
-        label = storable(request.POST.get("label", ""), "The label")
+        label = storable(form.cleaned_data["label"], "The label")
     except services.Invalid as exc:  # no database looks a NUL up
         return _page(request, question_set, problem=str(exc), status=exc.status)
     chosen = question_set.labels.select_related("version").filter(name=label).first()
-    model = request.POST.get("model", "").strip()
-    if chosen is None or not model:
+    if chosen is None:
         return _page(request, question_set, problem="Pick a label and name the model to ask.")
     try:
         run = control_services.drift_create(
             version=chosen.version,
-            model=model,
+            model=form.cleaned_data["model"],
             user=request.user,
-            backend=request.POST.get("backend") or None,
+            backend=form.cleaned_data["backend"],
         )
     except services.ServiceError as exc:
         return _page(request, question_set, problem=str(exc), status=_status(exc))

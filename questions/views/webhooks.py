@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from questions import roles, services, webhooks
 from questions.models import QuestionSet, Webhook, WebhookDelivery
+from questions.post_forms import WebhookForm, first_error
 from questions.services.errors import require
 from questions.services.webhooks import WEBHOOK_MANAGERS_ONLY
 
@@ -25,17 +26,21 @@ def set_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
     require(request.user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
     created, problem, typed = None, None, {}
     if request.method == "POST":
-        typed = {k: request.POST.get(k, "") for k in ("url", "description")}
-        try:
-            hook, secret = services.webhook_create(
-                question_set=question_set,
-                url=typed["url"],
-                description=typed["description"],
-                user=request.user,
-            )
-            created, typed = {"hook": hook, "secret": secret}, {}
-        except services.ServiceError as exc:
-            problem = str(exc)
+        form = WebhookForm(request.POST)
+        typed = {k: request.POST.get(k, "") for k in form.fields}
+        if not form.is_valid():
+            problem = first_error(form)
+        else:
+            try:
+                hook, secret = services.webhook_create(
+                    question_set=question_set,
+                    url=form.cleaned_data["url"],
+                    description=form.cleaned_data["description"],
+                    user=request.user,
+                )
+                created, typed = {"hook": hook, "secret": secret}, {}
+            except services.ServiceError as exc:
+                problem = str(exc)
     hooks = []
     for hook in question_set.webhooks.select_related("created_by"):
         deliveries = list(
