@@ -1,5 +1,5 @@
 """Django `Form`s for the flat POSTs (run start, label move, control and drift start, a new
-webhook): each reads the
+webhook, a sample state's fields): each reads the
 request into plain values, and a value that does not read is an error with a code. The rules of
 a step (a label name's pattern, the bounds of a run, who may) stay in its service; a form says
 only that a field is missing or not a number. The editor's cards are bespoke (`forms.py`)."""
@@ -108,3 +108,20 @@ class DriftStartForm(forms.Form):
 class WebhookForm(forms.Form):
     url = TextField(error_messages={"required": "Give the receiver's URL (http or https)."})
     description = TextField(required=False, strip=False)
+
+
+class SampleStateForm(forms.Form):
+    """A sample state's flat fields. The state's JSON is read by the same check that shows its
+    size as the author types (`views.states`), and the expected answers by the questions they
+    answer; the name's and the tags' rules are the service's."""
+
+    name = TextField(required=False, strip=False)
+    tags = TextField(required=False)
+    base_revision = WholeNumberField(digits=9, what="The revision", required=False)
+
+    def clean_tags(self) -> list[str]:
+        return [tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+    def clean_base_revision(self) -> int:
+        value = self.cleaned_data["base_revision"]
+        return 0 if value is None else value

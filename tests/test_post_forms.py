@@ -11,6 +11,7 @@ from questions.post_forms import (
     DriftStartForm,
     LabelMoveForm,
     RunStartForm,
+    SampleStateForm,
     WebhookForm,
 )
 from tests import factories
@@ -98,3 +99,29 @@ def test_a_webhook_without_a_url_is_refused_at_the_form_and_nothing_is_made(clie
     assert "Give the receiver&#x27;s URL" in page.content.decode()
     assert "runtime" in page.content.decode()  # what was typed stays
     assert not Webhook.objects.exists()
+
+
+def test_a_sample_states_fields_read_through_a_form():
+    form = SampleStateForm({"name": "late", "tags": " vip, ,edge ", "base_revision": "3"})
+    assert form.is_valid()
+    assert form.cleaned_data == {"name": "late", "tags": ["vip", "edge"], "base_revision": 3}
+    assert SampleStateForm({}).is_valid()  # a new state: revision 0, no tags
+    assert _codes(SampleStateForm({"base_revision": "٣"})) == {
+        "base_revision": ["not_a_whole_number"]
+    }
+
+
+@pytest.mark.django_db
+def test_a_state_saved_with_a_revision_in_other_digits_is_refused_and_nothing_changes(client):
+    writer = factories.author("writer")
+    qs = factories.question_set("s", owner=writer)
+    sample = services.sample_state_create(question_set=qs, name="n", state={"a": 1}, author=writer)
+    client.force_login(writer)
+    page = client.post(
+        reverse("state-edit", args=["s", sample.pk]),
+        {"name": "n", "state": '{"a": 2}', "base_revision": "١"},
+    )
+    assert page.status_code == 422
+    assert "The revision is a whole number" in page.content.decode()
+    sample.refresh_from_db()
+    assert (sample.state, sample.revision) == ({"a": 1}, 1)

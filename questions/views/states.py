@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from questions import roles, services, spec
 from questions.models import QuestionSet, SampleState
 from questions.numbers import whole_number
+from questions.post_forms import SampleStateForm, first_error
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -157,17 +158,16 @@ def state_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 def _save(request, question_set: QuestionSet, sample: SampleState | None) -> HttpResponse:
     require(request.user, roles.may_write, WRITERS_ONLY)
+    form = SampleStateForm(request.POST)
+    form.is_valid()
+    fields = form.cleaned_data
     text = request.POST.get("state", "")
-    name = request.POST.get("name", "")
-    tags = [t.strip() for t in request.POST.get("tags", "").split(",") if t.strip()]
-    questions = _questions(question_set)
-    expected, unreadable = _expected_from_post(request.POST, questions)
-    revision = whole_number(request.POST.get("base_revision", "0"))
-    if revision is None:
-        revision = -1
+    name, tags = fields.get("name", ""), fields.get("tags", [])
+    expected, unreadable = _expected_from_post(request.POST, _questions(question_set))
+    revision = fields.get("base_revision", -1)
     checked = _state_check(text)
     keep = {"text": text, "name": name, "tags": tags, "expected": expected, "revision": revision}
-    problem = checked["state_error"] or unreadable
+    problem = checked["state_error"] or first_error(form) or unreadable
     if problem:
         return _form(
             request,
