@@ -104,3 +104,31 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
         },
     )
     return out
+
+
+def section(run: BatchRun) -> dict[str, Any] | None:
+    """What the run page shows of a control's or a drift run's report (None for a plain run)."""
+    if is_control(run):
+        report = control_report(run)
+        return {
+            "run": run,
+            "kind": run.kind,
+            "title": controls.TITLES[run.kind],
+            "questions": list(report.values()),
+            "no_signal": [q.question for q in report.values() if q.no_signal],
+            "few": any(q.few_answers for q in report.values() if q.no_signal),
+            "no_signal_words": controls.NO_SIGNAL,
+            "margin": controls.CLEAR_MARGIN,
+        }
+    if run.kind == "drift":
+        found = drift_of(run)
+        return {
+            "run": run,
+            "kind": run.kind,
+            "drift": found,
+            "pass_rate_delta": controls.delta(found.before.pass_rate, found.after.pass_rate)
+            if found
+            else None,
+            "calibration": found.calibration() if found else {},
+        }
+    return None

@@ -1,5 +1,6 @@
-"""`{% run_control run %}`: a control's or a drift run's report section on the run page, from
-`questions.control_reports` (nothing for a plain run), and `run_kind` for run lists."""
+"""`{% run_control section %}`: a control's or a drift run's report section on the run page, as
+the view worked it out (`control_reports.section`: the tag reads nothing itself), and `run_kind`
+for run lists."""
 
 from __future__ import annotations
 
@@ -7,38 +8,16 @@ from typing import Any
 
 from django import template
 
-from questions import control_reports, controls
+from questions import controls
 from questions.models import BatchRun
 
 register = template.Library()
 
 
 @register.inclusion_tag("questions/_run_control.html")
-def run_control(run: BatchRun) -> dict[str, Any]:
-    if control_reports.is_control(run):
-        report = control_reports.control_report(run)
-        return {
-            "run": run,
-            "kind": run.kind,
-            "title": controls.TITLES[run.kind],
-            "questions": list(report.values()),
-            "no_signal": [q.question for q in report.values() if q.no_signal],
-            "few": any(q.few_answers for q in report.values() if q.no_signal),
-            "no_signal_words": controls.NO_SIGNAL,
-            "margin": controls.CLEAR_MARGIN,
-        }
-    if run.kind == "drift":
-        found = control_reports.drift_of(run)
-        return {
-            "run": run,
-            "kind": run.kind,
-            "drift": found,
-            "pass_rate_delta": controls.delta(found.before.pass_rate, found.after.pass_rate)
-            if found
-            else None,
-            "calibration": found.calibration() if found else {},
-        }
-    return {"run": run, "kind": None}
+def run_control(section: dict[str, Any] | None) -> dict[str, Any]:
+    """The section the view worked out (`control_reports.section`); nothing for a plain run."""
+    return section or {"kind": None}
 
 
 @register.filter

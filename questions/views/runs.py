@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import charts, metrics, roles, selectors, services
+from questions import charts, control_reports, metrics, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Version
 from questions.numbers import whole_number
 from questions.post_forms import RunStartForm, first_error
@@ -236,8 +236,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if other:
             delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
+    progress = _progress_context(run)
+    shown = run.finished or progress["counts"]["answered"]
     context = {
-        **_progress_context(run),
+        **progress,
+        "control": control_reports.section(run) if shown else None,
         "report": report,
         "questions": [
             {
