@@ -113,3 +113,17 @@ CLIPPED_SVG_TEXT = """() => {
   }
   return out;
 }"""
+
+
+PASSWORD = "pw-for-browser-tests"
+
+
+def sign_in_user(page, url: str, user) -> None:
+    """Sign `user` (made by a factory) in through the real form, with a password set for it."""
+    user.set_password(PASSWORD)
+    user.save()
+    page.goto(f"{url}/accounts/login/")
+    page.get_by_label("Username").fill(user.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()

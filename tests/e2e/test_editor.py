@@ -11,10 +11,10 @@ from playwright.sync_api import expect
 from questions import services, standin
 from questions.models import BatchRun
 from tests import factories
+from tests.e2e.conftest import sign_in_user
 from tests.providers import DOC, KEY, Provider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-for-browser-tests"
 
 
 @pytest.fixture
@@ -24,16 +24,6 @@ def provider(settings):
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     yield p
     p.stop()
-
-
-def _sign_in(page, url, user):
-    user.set_password(PASSWORD)
-    user.save()
-    page.goto(f"{url}/accounts/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_load_state()
 
 
 def _a_set(states: int = 3):
@@ -58,7 +48,7 @@ def test_try_across_states_after_a_one_word_edit_asks_only_that_question(
     services.batch_execute(first.pk)
     assert len(provider.requests) == 3
     provider.requests.clear()
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server.url}/sets/triage/v1/")
     desk = page.locator(".card", has=page.locator("input[value=desk]"))
@@ -93,7 +83,7 @@ def test_try_across_states_after_a_one_word_edit_asks_only_that_question(
 
 def test_the_keyboard_flow_in_the_editor(page, live_server, settings):
     version, writer = _a_set(1)
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server.url}/sets/triage/v1/")
     desk = page.locator(".card", has=page.locator("input[value=desk]"))
@@ -148,7 +138,7 @@ def test_the_keyboard_flow_in_the_editor(page, live_server, settings):
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_editor_at_wide_and_phone_widths(page, live_server, width):
     _, writer = _a_set(1)
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.set_viewport_size({"width": width, "height": 844})
     page.goto(f"{live_server.url}/sets/triage/v1/")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
@@ -194,7 +184,7 @@ def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
     qs = factories.question_set("structured", owner=writer, doc=STRUCTURED)
     version = services.open_draft(qs)
     before = version.document_text
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{live_server.url}/sets/structured/v1/")
     desk = page.locator(".card", has=page.locator("input[value=desk]"))

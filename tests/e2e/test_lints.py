@@ -7,9 +7,9 @@ from playwright.sync_api import expect
 
 from questions import services
 from tests import factories
+from tests.e2e.conftest import sign_in_user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-for-browser-tests"
 
 DOC = {
     "desk": {
@@ -29,16 +29,6 @@ DOC = {
 }
 
 
-def _sign_in(page, url, user):
-    user.set_password(PASSWORD)
-    user.save()
-    page.goto(f"{url}/accounts/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_load_state()
-
-
 def _a_set():
     writer = factories.author("writer")
     qs = factories.question_set("triage", owner=writer, doc=DOC)
@@ -53,7 +43,7 @@ def test_a_lint_appears_live_at_the_question_as_the_author_types(
     page, live_server, width, tmp_path
 ):
     version, writer = _a_set()
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{live_server.url}/sets/triage/v{version.number}/")
     desk = page.locator(".card", has=page.locator("input[value=desk]"))
@@ -82,7 +72,7 @@ def test_the_review_page_shows_the_lints_at_each_question(page, live_server, wid
     )
     services.version_submit(version=version, author=writer)
     reviewer = factories.reviewer("rev")
-    _sign_in(page, live_server.url, reviewer)
+    sign_in_user(page, live_server.url, reviewer)
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{live_server.url}/sets/triage/v{version.number}/review/")
     desk = page.locator("article#q-desk")

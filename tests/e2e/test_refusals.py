@@ -6,10 +6,10 @@ from playwright.sync_api import expect
 
 from questions import roles, services
 from tests import factories
+from tests.e2e.conftest import sign_in_user
 from tests.providers import KEY, Provider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-for-browser-tests"
 
 BIG = {
     "big": {"type": "choice", "criteria": {f"option_{i}": f"words {i}" for i in range(45)}},
@@ -17,20 +17,10 @@ BIG = {
 }
 
 
-def _sign_in(page, url, user):
-    user.set_password(PASSWORD)
-    user.save()
-    page.goto(f"{url}/accounts/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_load_state()
-
-
 def test_opening_a_card_whose_question_went_away_says_so(page, live_server):
     writer = factories.author("writer")
     qs = factories.question_set("triage", owner=writer, doc=BIG)
-    _sign_in(page, live_server.url, writer)
+    sign_in_user(page, live_server.url, writer)
     page.goto(f"{live_server.url}/sets/triage/v1/")
     opener = page.get_by_role("button", name="Open to edit")
     expect(opener).to_be_visible()
@@ -51,7 +41,7 @@ def test_a_preview_refused_after_the_role_was_taken_says_why(page, live_server, 
     try:
         writer = factories.author("writer")
         factories.question_set("triage", owner=writer, doc=BIG)
-        _sign_in(page, live_server.url, writer)
+        sign_in_user(page, live_server.url, writer)
         page.goto(f"{live_server.url}/sets/triage/v1/")
         page.locator("select[name=preview_backend]").select_option("typesafe")
         writer.groups.remove(writer.groups.get(name=roles.AUTHORS))  # taken while it is open

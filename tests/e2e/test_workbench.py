@@ -6,23 +6,13 @@ from playwright.sync_api import expect
 
 from questions import services
 from tests import factories
+from tests.e2e.conftest import sign_in_user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-for-browser-tests"
-
-
-def _sign_in(page, url, user):
-    user.set_password(PASSWORD)
-    user.save()
-    page.goto(f"{url}/accounts/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_load_state()
 
 
 def test_the_slug_follows_the_name_until_it_is_edited(page, live_server):
-    _sign_in(page, live_server.url, factories.author("writer"))
+    sign_in_user(page, live_server.url, factories.author("writer"))
     page.goto(f"{live_server.url}/sets/new/")
     page.get_by_label("Name").fill("Refund triage EU — Ünïcode!")
     slug = page.get_by_label("Slug")
@@ -42,7 +32,7 @@ def test_the_new_token_copies_to_the_clipboard(page, live_server, browser):
         confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
     )
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    _sign_in(page, live_server.url, checker)
+    sign_in_user(page, live_server.url, checker)
     page.get_by_role("link", name="API tokens").click()
     page.get_by_label("Name").fill("runtime")
     page.get_by_role("button", name="Create token").click()
