@@ -2,7 +2,7 @@
 #   make run   — install from the lock, migrate, serve the console on http://127.0.0.1:8000
 #   make test  — install from the lock, run the whole suite
 #   (make test-fast — the inner loop: the suite without the tests marked slow)
-# and one runs it for a team (README "Run it for a team"):
+# and one runs it for a team (docs/operating.md, "Run it for a team"):
 #   make serve — production mode: gunicorn, whitenoise static files, task workers
 # Dependencies come from uv.lock into .venv; uv itself is pinned and kept in .uv.
 
@@ -17,7 +17,7 @@ STANDIN_PORT ?= 8765
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run serve test test-fast lint format bench
+.PHONY: run serve test test-fast lint format bench docs screenshots
 
 $(UV):
 	$(PYTHON) -m venv .uv
@@ -55,7 +55,7 @@ run: $(VENV)/.synced
 serve: $(VENV)/.synced
 	@for name in DJANGO_SECRET_KEY DJANGO_ALLOWED_HOSTS; do \
 	  if [ -z "$$(printenv $$name)" ]; then \
-	    echo "make serve: set $$name (see README, Run it for a team)." >&2; exit 2; \
+	    echo "make serve: set $$name (see docs/operating.md, Run it for a team)." >&2; exit 2; \
 	  fi; \
 	done
 	@# stdout is for the JSON log lines; what set-up says goes to stderr
@@ -82,3 +82,11 @@ bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/decisions_overhead.py
 	$(VENV)/bin/python bench/batch_span.py
 	$(VENV)/bin/python bench/control_span.py
+
+# docs/cli.md from the argument parsers (a test fails when it is stale)
+docs: $(VENV)/.synced
+	$(VENV)/bin/python -m questions.cli_reference
+
+# docs/img/*.png from a console running the demo (make run in another terminal first)
+screenshots: $(VENV)/.synced
+	$(VENV)/bin/python docs/screenshots.py --url http://$(HOST):$(PORT)

@@ -127,7 +127,7 @@ def start_server(database_url: str, port: int) -> subprocess.Popen:
         "DATABASE_URL": database_url,
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        # a plain-HTTP trial on loopback (README, Run it for a team)
+        # a plain-HTTP trial on loopback (docs/operating.md, Run it for a team)
         "DJANGO_SSL_REDIRECT": "0",
         "DJANGO_SECURE_COOKIES": "0",
         "DJANGO_HSTS_SECONDS": "0",

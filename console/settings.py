@@ -1,6 +1,7 @@
 """Settings for the Decision Console, read from the environment once (12-factor).
 
-Every variable the console reads is named here and in README.md; nothing else reads os.environ.
+Every variable the console reads is named here and in docs/operating.md; nothing else reads
+os.environ.
 """
 
 import os

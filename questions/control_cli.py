@@ -33,6 +33,13 @@ def add_parsers(sub: Any) -> None:
         "choice's options reordered; --repeat R: the same call R times), live, and print per "
         "question what the control found. Exit 1 when a call failed or a shuffle control "
         "finds a question whose words carry no signal.",
+        epilog="--shuffle K prints the real pass rate and the shuffled floor, --orders K the "
+        "flip rate and the largest distance, --repeat R (2 to 20) the flip rate and the largest "
+        "spread; K is 1 to 20, the seed 0 unless given. --json gives batch --json's summary of "
+        "the real calls and control: {kind, title, count, seed, calls, no_signal: [question "
+        "ids], questions: {id: {type, varied, real_pass_rate, real_checked, floor, "
+        "floor_checked, no_signal, flip_rate, compared, largest_distance, largest_spread, "
+        "mean_spread}}}.",
     )
     ctl.add_argument("--set", required=True, dest="slug", metavar="SLUG")
     which = ctl.add_mutually_exclusive_group()
@@ -61,6 +68,12 @@ def add_parsers(sub: Any) -> None:
         "on --model, and set the answers against the last finished run of that version on "
         "another model: flips, pass-rate and calibration deltas. Exit 1 when a call failed "
         "or the flip rate is above --max-flip-rate.",
+        epilog="--json gives the summary with model, baseline (run, model, pass_rate), "
+        "compared, flips, flip_rate, pass_rate_delta, calibration (noul_brier, noul_ece, "
+        "choice_brier, choice_ece, each before, after, delta) and per_question (compared, "
+        "flip_rate, flipped_states, pass rates before and after and their delta). Exit 2 when "
+        "--max-flip-rate is not a fraction from 0 to 1. With no run on the approved model yet "
+        "it is refused (409): run the version on its model first.",
     )
     drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
     drift.add_argument("--label", required=True, metavar="L")

@@ -131,7 +131,7 @@ def test_a_secret_key_is_required_unless_debugging():
 @pytest.mark.parametrize(
     "command",
     [
-        ["questions", "standin", "--port", "0"],  # the README starts it by hand
+        ["questions", "standin", "--port", "0"],  # docs/operating.md starts it by hand
         ["questions", "validate", "tests/examples/typesafe-request.json"],
         ["migrate", "--noinput"],
         ["check"],

@@ -125,7 +125,7 @@ def records_filename(
 class ImportReport:
     """What an import did: records imported (by version number), records skipped because they
     are recorded already (here, or earlier in the file), and how many of the imported ones
-    name a state that is no sample state of the set (kept by content; see the README)."""
+    name a state that is no sample state of the set (kept by content; see docs/integrating.md)."""
 
     imported: int = 0
     skipped: int = 0

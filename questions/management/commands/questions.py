@@ -96,6 +96,13 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             help="check a document against the question-set contract",
             description="Check FILE (a questions map, a POST /api/decisions body, a provider "
             "request body or an export document; - reads standard input).",
+            epilog="Every error and warning is printed on its own line with its path, the "
+            "question, the "
+            "rule and the limit. --json prints {valid, errors, warnings, sha256} (each issue "
+            "with path, loc (the path as a list of keys), code, message, question, limit, "
+            "actual; sha256 is the canonical questions hash, null when invalid), plus status "
+            "and detail when invalid. Exit 0 valid (warnings allowed), 1 invalid, 2 the file is "
+            "unreadable or not JSON.",
         )
         validate.add_argument("file", metavar="FILE")
         validate.add_argument("--json", action="store_true", help="print one JSON object")
@@ -113,6 +120,10 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             help="a new draft version from a document",
             description="Make a new draft of SLUG from FILE (a questions map, a request body or "
             "an export document); the set is created if new. Invalid input changes nothing.",
+            epilog="Refused while the set has an open draft; an invalid document changes nothing "
+            "(its "
+            "errors are printed as validate prints them). --user defaults to the first "
+            "superuser.",
         )
         _file_into_set(imp)
 
@@ -131,7 +142,14 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
         submit.add_argument("--json", action="store_true")
 
         approve = sub.add_parser(
-            "approve", help="approve a submitted version (never your own), optionally labelling it"
+            "approve",
+            help="approve a submitted version (never your own), optionally labelling it",
+            epilog="Holds to the review page's rules: a version with no finished batch run, or "
+            "whose latest run passes less than the baseline's, is refused (exit 1; --json gives "
+            "{status: 422, detail}, the detail naming the flag) unless --confirm-weak-evidence "
+            "is given (the page's Approve anyway); the approval's note then opens with "
+            "'Approved although this version ... (confirmed).'. Prints the model and "
+            "answered_by it pinned.",
         )
         approve.add_argument("--set", required=True, dest="slug", metavar="SLUG")
         approve.add_argument("--version", required=True, type=int, dest="number", metavar="N")
@@ -159,6 +177,8 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             "token",
             help="create an API token for the runtime (printed once, alone on stdout), or "
             "revoke the tokens of a name",
+            epilog="--revoke NAME revokes every active token of that name and prints their "
+            "prefixes (exit 1 when there is none).",
         )
         token_action = token.add_mutually_exclusive_group(required=True)
         token_action.add_argument("--name", help="a new token for NAME")
@@ -172,6 +192,9 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             help="point a label at an approved version (move it, or roll it back)",
             description="Point label L of SLUG at approved version N; every move is logged, "
             "and a rollback is a move back.",
+            epilog="A reviewer's move, logged with the note; a draft or in-review version is "
+            "refused "
+            "with 409.",
         )
         label.add_argument("--set", required=True, dest="slug", metavar="SLUG")
         label.add_argument("--label", required=True, metavar="L")
@@ -195,6 +218,10 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             help="what changed in the words between two versions",
             description="The semantic diff of version N and version M of SLUG, per question "
             "and field: added, removed, retyped, changed, renamed options, reordered levels.",
+            epilog="Each changed field's words before (-) and after (+). --json gives {set, from, "
+            "to, "
+            "summary, reordered, questions: [{id, status, type_before, type_after, changes: "
+            "[{label, kind, before, after, note?}]}]}.",
         )
         diff_.add_argument("--set", required=True, dest="slug", metavar="SLUG")
         diff_.add_argument("--from", required=True, type=int, dest="from_number", metavar="N")
@@ -207,6 +234,12 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             description="Columns are run:ID (a batch run) or vN:BACKEND (version N asked "
             "through BACKEND; a live backend needs --state). Each column is marked against "
             "the first: flips, distances, and passes against the expected answers.",
+            epilog="Each cell is marked against the first column (* and the distance where an "
+            "answer "
+            "moved, a check or a cross against the expected answer); --csv and --json are the "
+            "compare page's downloads, every state. A column that cannot be shown (no such "
+            "run, a live backend over every state) exits 1; a column that is not run:ID or "
+            "vN:BACKEND exits 2.",
         )
         compare.add_argument("--set", required=True, dest="slug", metavar="SLUG")
         compare.add_argument(
@@ -229,6 +262,16 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             description="Ask the questions of a version (--set) or a file (--file) about a "
             "sample state (--state) or a state file (--state-file: its JSON value; null is a "
             "value). Prints the checked decision as JSON.",
+            epilog="The decision: model, answers by question id, usage, cost, timing (provider_ms "
+            "and "
+            "total_ms as the console measured them; the runtime's own as runtime_timing), "
+            "backend, calibrated (false through llm), the provider's request_id, an answer's "
+            "flags. On failure it exits 1 and, with --json, prints {status, detail, "
+            "provider_status_code?, provider_detail?} with the mapped 422/429/502/503/504. An "
+            "invalid document or a missing key sends nothing. Every live call is recorded: "
+            "--backend recorded replays what typesafe answered, recorded:runtime and "
+            "recorded:openrouter what those wires answered. --label L asks the approved "
+            "version the label points at.",
         )
         source = ask.add_mutually_exclusive_group(required=True)
         source.add_argument("--set", dest="slug", metavar="SLUG")
@@ -248,6 +291,12 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
             help="ask a version about every sample state, in the foreground, and gate on it",
             description="Run the batch engine in the foreground and print a summary; exit 1 "
             "when any state failed or the pass rate is below --min-pass-rate.",
+            epilog="Progress goes to stderr. --json gives {run, set, version, backend, calibrated, "
+            "status, states, answered, failed, pass_rate, per_question, duration_ms} "
+            "(pass_rate null when no state has expected answers; status failed when every "
+            "state failed). --rerun-failed RUN starts a new run of RUN's own version, backend, "
+            "model, concurrency, attempts and threshold over the states that failed in RUN "
+            "(refused while RUN is still running, or when none failed).",
         )
         what_batch = batch.add_mutually_exclusive_group(required=True)
         what_batch.add_argument("--set", dest="slug", metavar="SLUG")

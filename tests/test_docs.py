@@ -1,0 +1,179 @@
+"""The docs are tested: the README stays a front door, every link resolves, every setting the docs
+name exists (and every one the console reads is in the settings table), the command line
+reference is the one the parsers write, and the README's tour runs on a fresh demo."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from questions import cli_reference, spec
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+SETTING = re.compile(
+    r"\b((?:DECISIONS__|DJANGO_)[A-Z0-9_]*[A-Z0-9]|(?:TYPESAFE|RUNTIME|OPENROUTER|LLM|CONSOLE)_"
+    r"[A-Z_]*[A-Z])\b"
+)
+READ = re.compile(r"_(?:env|flag|number)\(\s*\"([A-Z][A-Z0-9_]+)\"")
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    return {slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
+
+
+def links(page: Path):
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    for match in LINK.finditer(text):
+        target = match.group(1)
+        if not re.match(r"[a-z]+:", target):
+            yield target
+
+
+def test_the_readme_is_a_front_door():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; the manual lives in docs/"
+    for page in ("authoring", "reviewing", "integrating", "operating", "cli", "architecture"):
+        assert f"](docs/{page}.md)" in README.read_text()
+
+
+def test_every_page_is_reached_from_the_readme_or_another_page():
+    linked = {
+        (page.parent / target.split("#")[0]).resolve()
+        for page in PAGES
+        for target in links(page)
+        if target.split("#")[0]
+    }
+    orphans = [p.name for p in DOCS.glob("*.md") if p.resolve() not in linked]
+    assert not orphans, f"no page links to {orphans}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_internal_link_resolves(page):
+    broken = []
+    for target in links(page):
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        missing = not file.exists()
+        if missing or (anchor and file.suffix == ".md" and anchor not in anchors(file)):
+            broken.append(target)
+    assert not broken, f"{page.name}: broken links {broken}"
+
+
+def test_no_page_sends_a_reader_outside_the_project():
+    for page in PAGES:
+        assert "../shared" not in page.read_text(), page.name
+
+
+def _code() -> str:
+    sources = [*(ROOT / "console").glob("*.py"), *(ROOT / "questions").rglob("*.py")]
+    sources += [ROOT / "Makefile", ROOT / "Procfile", ROOT / "console" / "serve"]
+    return "\n".join(path.read_text() for path in sources if path.exists())
+
+
+def test_every_setting_the_docs_name_exists():
+    code = _code()
+    named = {m.group(1) for page in PAGES for m in SETTING.finditer(page.read_text())}
+    assert "DECISIONS__MODEL" in named  # the pattern finds them
+    missing = sorted(name for name in named if f"{name}" not in code)
+    assert not missing, f"the docs name settings no code reads: {missing}"
+
+
+def test_every_variable_the_console_reads_is_in_the_settings_table():
+    operating = (DOCS / "operating.md").read_text()
+    table = operating[operating.index("| variable | default | meaning |") :]
+    table = table[: table.index("\n\n")]
+    read = set(READ.findall((ROOT / "console" / "settings.py").read_text()))
+    read |= set(spec.LIMIT_ENV.values())
+    assert "DECISIONS__TIMEOUT_SECONDS" in read  # the pattern finds them
+    missing = sorted(name for name in read if f"`{name}`" not in table)
+    assert not missing, f"docs/operating.md's settings table lacks {missing}"
+
+
+def test_the_command_line_reference_is_the_one_the_parsers_write():
+    written = (DOCS / "cli.md").read_text()
+    assert written == cli_reference.render(), "docs/cli.md is stale: run `make docs`"
+
+
+def test_the_reference_names_every_subcommand():
+    text = (DOCS / "cli.md").read_text()
+    for name, _, _ in cli_reference.subcommands(cli_reference.parser()):
+        assert f"\n## {name}\n" in text
+
+
+def _tour() -> str:
+    text = README.read_text()
+    tour = text[text.index("## A five-minute tour") :]
+    return re.search(r"```sh\n(.*?)```", tour, re.S).group(1)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
+    """The tour's commands, as written, against `make run`'s console on a fresh demo database
+    (only the port differs)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'tour.sqlite3'}",
+        "DJANGO_DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+    }
+    manage = [sys.executable, "manage.py"]
+    for step in (["migrate", "--noinput", "-v0"], ["questions", "demo"]):
+        subprocess.run([*manage, *step], cwd=ROOT, env=env, check=True, capture_output=True)
+    port = _free_port()
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        script = _tour().replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        script = script.replace(".venv/bin/python", sys.executable)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "valid: export document, 3 questions" in done.stdout + done.stderr
+    assert re.search(
+        r"gestures v2 via recorded: \d+/\d+ answered, 0 failed, pass rate", done.stdout
+    )
