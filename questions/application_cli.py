@@ -114,7 +114,9 @@ class ApplicationCommands:
         }
         if junit:
             text = gate.junit_xml(
-                result, suite=f"questions gate {slug} {label} v{version.number}", classname=f"{slug}.{label}"
+                result,
+                suite=f"questions gate {slug} {label} v{version.number}",
+                classname=f"{slug}.{label}",
             )
             try:
                 Path(junit).write_text(text, encoding="utf-8")

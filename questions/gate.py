@@ -153,7 +153,9 @@ def _rate(value: float | None) -> str:
 
 def _names(names: list[str]) -> str:
     shown = ", ".join(names[:NAMED_IN_MESSAGE])
-    return shown + (f" and {len(names) - NAMED_IN_MESSAGE} more" if len(names) > NAMED_IN_MESSAGE else "")
+    return shown + (
+        f" and {len(names) - NAMED_IN_MESSAGE} more" if len(names) > NAMED_IN_MESSAGE else ""
+    )
 
 
 def _miss(miss: Miss) -> str:
@@ -174,14 +176,21 @@ def _bound(name: str, limit: float, m: Measured) -> BoundResult:
         measured = {kind: ece for kind, (ece, _) in m.ece.items() if ece is not None}
         value = max(measured.values()) if measured else None
         detail = (
-            ", ".join(f"{kind} {ece:.3f} over {n} answers" for kind, (ece, n) in m.ece.items() if ece is not None)
+            ", ".join(
+                f"{kind} {ece:.3f} over {n} answers"
+                for kind, (ece, n) in m.ece.items()
+                if ece is not None
+            )
             if measured
             else "no noul or choice answer was labelled: nothing to calibrate"
         )
     elif name == "max_flip_rate":
         value = m.flips[0] / m.flips[1] if m.flips and m.flips[1] else None
         if value is not None:
-            detail = f"{m.flips[0]}/{m.flips[1]} states decided otherwise than on approval ({_rate(value)})"
+            detail = (
+                f"{m.flips[0]}/{m.flips[1]} states decided otherwise than on approval "
+                f"({_rate(value)})"
+            )
         else:
             detail = m.flips_missing or "no state was answered in both runs"
     else:
@@ -200,7 +209,13 @@ def _bound(name: str, limit: float, m: Measured) -> BoundResult:
 
 
 def _limit(name: str, limit: float) -> str:
-    return f"${limit}" if name == "max_cost_per_1k" else f"{limit:g}" if name == "max_ece" else _rate(limit)
+    return (
+        f"${limit}"
+        if name == "max_cost_per_1k"
+        else f"{limit:g}"
+        if name == "max_ece"
+        else _rate(limit)
+    )
 
 
 def _answered(m: Measured) -> BoundResult:
@@ -223,7 +238,9 @@ def _question(q: QuestionMeasure, floor: float | None) -> QuestionResult:
     if below:
         problems.append(f"pass rate {_rate(rate)} ({q.passed}/{q.checked}) is below {_rate(floor)}")
     if q.unanswered:
-        problems.append(f"no answer for {len(q.unanswered)} labelled state(s): {_names(q.unanswered)}")
+        problems.append(
+            f"no answer for {len(q.unanswered)} labelled state(s): {_names(q.unanswered)}"
+        )
     summary = f"pass rate {_rate(rate)} ({q.passed}/{q.checked})"
     if q.missed:
         missed = [_miss(x) for x in q.missed]
@@ -289,7 +306,10 @@ def junit_xml(result: Result, suite: str, classname: str) -> str:
         elif not q.ok:
             failure = ET.SubElement(case, "failure", message=q.message, type="gate")
             failure.text = "\n".join(
-                [*(_miss(x) for x in q.measure.missed), *(f"{s} (no answer)" for s in q.measure.unanswered)]
+                [
+                    *(_miss(x) for x in q.measure.missed),
+                    *(f"{s} (no answer)" for s in q.measure.unanswered),
+                ]
             )
         else:
             ET.SubElement(case, "system-out").text = q.message

@@ -80,12 +80,13 @@ def _curl(export: Mapping[str, Any], label: str | None = None) -> str:
         {"state": PLACEHOLDER_STATE, "questions": export["questions"]}, ensure_ascii=False, indent=2
     )
     return (
-        f"# Ask the approved questions of {_about(export, label)} through the runtime's\n"
-        "# POST /api/decisions. Reads RUNTIME_URL and RUNTIME_TOKEN; replace the state with yours.\n"
+        f"# Ask the approved questions of {_about(export, label)}\n"
+        "# through the runtime's POST /api/decisions and print its answer. Reads RUNTIME_URL and\n"
+        "# RUNTIME_TOKEN from the environment; replace the state with your application's.\n"
         f"curl -sS --fail-with-body --max-time {CLIENT_TIMEOUT_SECONDS} \\\n"
         '  -H "Authorization: Bearer $RUNTIME_TOKEN" \\\n'
         '  -H "Content-Type: application/json" \\\n'
-        '  --data-binary @- "${RUNTIME_URL%/}/api/decisions" <<\'JSON\'\n'
+        "  --data-binary @- \"${RUNTIME_URL%/}/api/decisions\" <<'JSON'\n"
         f"{body}\n"
         "JSON\n"
     )
@@ -100,11 +101,10 @@ def _python_literal(text: str) -> str:
 
 
 def _python(export: Mapping[str, Any], label: str | None = None) -> str:
-    state = json.dumps(PLACEHOLDER_STATE, ensure_ascii=False)
     return (
-        f'"""Ask the approved questions of {_about(export, label)} through the runtime\'s\n'
-        "POST /api/decisions and print the answers. Reads RUNTIME_URL and RUNTIME_TOKEN from the\n"
-        'environment; needs httpx (pip install httpx)."""\n'
+        f'"""Ask the approved questions of {_about(export, label)}\n'
+        "through the runtime's POST /api/decisions and print the answers. Reads RUNTIME_URL and\n"
+        'RUNTIME_TOKEN from the environment; needs httpx (pip install httpx)."""\n'
         "\n"
         "import json\n"
         "import os\n"
@@ -116,7 +116,7 @@ def _python(export: Mapping[str, Any], label: str | None = None) -> str:
         f"QUESTIONS = json.loads({_python_literal(questions_text(export['questions']))})\n"
         "\n"
         "# Replace with the state your application decides about (any JSON).\n"
-        f"STATE = json.loads({_python_literal(state)})\n"
+        f"STATE = {PLACEHOLDER_STATE!r}\n"
         "\n"
         'url = os.environ.get("RUNTIME_URL", "").rstrip("/")\n'
         'token = os.environ.get("RUNTIME_TOKEN", "")\n'
@@ -143,9 +143,10 @@ def _template_literal(text: str) -> str:
 def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
     state = json.dumps(PLACEHOLDER_STATE, ensure_ascii=False)
     return (
-        f"// Ask the approved questions of {_about(export, label)} through the runtime's\n"
-        "// POST /api/decisions and print the answers. Reads RUNTIME_URL and RUNTIME_TOKEN; runs as\n"
-        "// an ES module (tsx, Deno, Bun, or Node 18+ with fetch built in).\n"
+        f"// Ask the approved questions of {_about(export, label)}\n"
+        "// through the runtime's POST /api/decisions and print the answers. Reads RUNTIME_URL\n"
+        "// and RUNTIME_TOKEN from the environment. An ES module with no type annotations to\n"
+        "// strip: it runs under tsx, Deno, Bun, or Node 18+ (fetch built in) as decide.mjs.\n"
         'import process from "node:process";\n'
         "\n"
         "// The questions map exactly as exported, sent as this text: an object literal would put\n"
@@ -155,7 +156,7 @@ def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
         "// Replace with the state your application decides about (any JSON).\n"
         f"const state = {state};\n"
         "\n"
-        "const url = (process.env.RUNTIME_URL ?? \"\").replace(/\\/+$/, \"\");\n"
+        'const url = (process.env.RUNTIME_URL ?? "").replace(/\\/+$/, "");\n'
         'const token = process.env.RUNTIME_TOKEN ?? "";\n'
         "if (!url || !token) {\n"
         '  console.error("Set RUNTIME_URL and RUNTIME_TOKEN.");\n'
@@ -177,13 +178,12 @@ def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
 
 
 def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
-    state = json.dumps(PLACEHOLDER_STATE, ensure_ascii=False)
-    model = json.dumps(export.get("model") or None)
+    model = repr(export.get("model") or None)
     return (
-        f'"""Ask the approved questions of {_about(export, label)} of TypeSafe directly,\n'
-        "through the official SDK (pip install typesafe-sdk), and print the answers. The SDK reads\n"
-        "TYPESAFE_API_KEY (and TYPESAFE_BASE_URL, when set) from the environment: the provider's\n"
-        'key, which the runtime otherwise holds for you."""\n'
+        f'"""Ask the approved questions of {_about(export, label)}\n'
+        "of TypeSafe directly, through the official SDK (pip install typesafe-sdk), and print the\n"
+        "answers. The SDK reads TYPESAFE_API_KEY (and TYPESAFE_BASE_URL, when set) from the\n"
+        'environment: the provider\'s key, which the runtime otherwise holds for you."""\n'
         "\n"
         "import json\n"
         "import sys\n"
@@ -194,7 +194,7 @@ def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
         f"QUESTIONS = json.loads({_python_literal(questions_text(export['questions']))})\n"
         "\n"
         "# Replace with the state your application decides about.\n"
-        f"STATE = json.loads({_python_literal(state)})\n"
+        f"STATE = {PLACEHOLDER_STATE!r}\n"
         "\n"
         f"MODEL = {model}  # the model frozen with the approval (the export's model)\n"
         "\n"

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.django_db
 TRICKY = {
     "zeta": {
         "type": "choice",
-        "instructions": "Which one? It's `ticket`: \"quoted\", back\\slash, ${not}, '''x''' \"\"\" $HOME",
+        "instructions": 'Which one? It\'s `ticket`: "quoted", back\\slash, ${not}, '
+        "'''x''' \"\"\" $HOME",
         "criteria": {
             "2": "two",
             "10": "ten",

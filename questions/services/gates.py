@@ -99,7 +99,9 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
                 q.unanswered.append(name)
     report = metrics.report(cases, threshold=run.threshold)
     for case in cases:
-        if case.checked and not metrics.passes(case.qtype, case.answer, case.expected, run.threshold):
+        if case.checked and not metrics.passes(
+            case.qtype, case.answer, case.expected, run.threshold
+        ):
             shown = metrics.shown(case.qtype, case.answer, run.threshold)
             measures[case.question].missed.append(gate.Miss(case.state, case.expected, shown))
     for qid, q in report.questions.items():

@@ -21,9 +21,7 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
     if version is None:
         raise Http404("No such label on an approved version.")
     export = selectors.export_document(version)
-    fetch_url = request.build_absolute_uri(
-        reverse("api-export", args=[slug]) + f"?label={label}"
-    )
+    fetch_url = request.build_absolute_uri(reverse("api-export", args=[slug]) + f"?label={label}")
     return render(
         request,
         "questions/label_export.html",
