@@ -82,7 +82,7 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
         )
     )
     unanswered = {
-        name: f"{status or 'no status'}: {detail}" if detail else str(status)
+        name: ": ".join(str(part) for part in (status, detail) if part) or item_status
         for name, _, item_status, status, detail in items
         if item_status != BatchItem.Status.ANSWERED
     }
