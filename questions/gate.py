@@ -223,8 +223,9 @@ def _answered(m: Measured) -> BoundResult:
     if not missing:
         detail = f"every labelled state answered ({m.states}/{m.states})"
     else:
-        detail = f"{len(missing)} of {m.states} labelled states got no answer: " + "; ".join(
-            f"{name} ({m.unanswered[name]})" for name in missing[:NAMED_IN_MESSAGE]
+        detail = (
+            f"{len(missing)} of {m.states} labelled states were not answered in full: "
+            + "; ".join(f"{name} ({m.unanswered[name]})" for name in missing[:NAMED_IN_MESSAGE])
         )
     return BoundResult(ANSWERED, "", float(len(missing)), 0.0, not missing, detail)
 

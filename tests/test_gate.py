@@ -183,6 +183,36 @@ def test_a_labelled_state_with_no_recording_fails_the_gate(gated, tmp_path):
     assert "e (no answer)" in cases["urgent"].find("failure").text
 
 
+def test_a_state_answered_without_a_question_it_expects_fails_the_gate(gated):
+    writer = factories.author("w4")
+    v2 = services.version_draft_from(version=gated, author=writer)
+    extra = {"type": "noul", "instructions": "Is it a complaint?"}
+    services.version_save(
+        version=v2, document={**DOC, "extra": extra}, base_revision=v2.revision, author=writer
+    )
+    services.version_approve(
+        version=services.version_submit(version=v2, author=writer),
+        reviewer=factories.reviewer("r2"),
+        label="next",
+        confirm_weak_evidence=True,
+    )
+    a = gated.question_set.sample_states.get(name="a")
+    services.sample_state_update(
+        sample=a,
+        name="a",
+        state=a.state,
+        expected={**a.expected, "extra": True},
+        base_revision=a.revision,
+        author=writer,
+    )
+    code, out, _ = run_cli("gate", "--set", "g", "--label", "next", "--json")
+    result = json.loads(out)
+    assert code == 1 and result["unanswered"] == {"a": "answered without extra"}
+    assert bound(result, "answered")["ok"] is False
+    assert result["questions"]["extra"]["unanswered"] == ["a"]
+    assert result["questions"]["desk"]["ok"] is True  # recorded for its own words
+
+
 def test_the_junit_file_has_a_case_per_question_and_per_bound(gated, tmp_path):
     junit = tmp_path / "out" / "gate.xml"
     junit.parent.mkdir()

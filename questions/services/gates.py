@@ -97,6 +97,12 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
             q.labelled += 1
             if (name, qid) not in answered:
                 q.unanswered.append(name)
+    for q in measures.values():  # answered, but not every question it expects
+        for name in q.unanswered:
+            if name not in unanswered:
+                unanswered[name] = f"answered without {q.question}"
+            elif unanswered[name].startswith("answered without "):
+                unanswered[name] += f", {q.question}"
     report = metrics.report(cases, threshold=run.threshold)
     for case in cases:
         if case.checked and not metrics.passes(
