@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from questions import backends, gate, roles, selectors, snippets
+from questions.backends import recorded
 from questions.services import Refusal
 from questions.services import gates as gate_services
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
-DEFAULT_GATE_BACKEND = "recorded"
+DEFAULT_GATE_BACKEND = recorded.NAME  # a replay: no network, no key
 
 
 def add_parsers(sub: Any) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from questions import answers, backends, gate, metrics, selectors, spec
+from questions.backends.http import TypeSafeBackend
 from questions.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
 from questions.services.batches import batch_create, batch_execute, labelled_for
@@ -39,7 +40,7 @@ def _wire_backend(name: str) -> Any:
 def gate_model(version: Version, backend: str) -> str | None:
     """The model a gate asks: the one frozen with the approval (the export's model) on the
     wire it was frozen for — typesafe, or its replay — else the backend's own default."""
-    if version.approved_model and _wire_backend(backend).name == "typesafe":
+    if version.approved_model and _wire_backend(backend).name == TypeSafeBackend.name:
         return version.approved_model
     return None
 
