@@ -209,13 +209,12 @@ def _bound(name: str, limit: float, m: Measured) -> BoundResult:
 
 
 def _limit(name: str, limit: float) -> str:
-    return (
-        f"${limit}"
-        if name == "max_cost_per_1k"
-        else f"{limit:g}"
-        if name == "max_ece"
-        else _rate(limit)
-    )
+    """A bound's limit as its value is shown: dollars, a plain number, or a percentage."""
+    if name == "max_cost_per_1k":
+        return f"${limit}"
+    if name == "max_ece":
+        return f"{limit:g}"
+    return _rate(limit)
 
 
 def _answered(m: Measured) -> BoundResult:
