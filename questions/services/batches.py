@@ -104,7 +104,7 @@ def batch_create(
     if tag:
         states = [s for s in states if tag in s.tags]
     if labelled:
-        states = [s for s in states if labelled_for(s, questions)]
+        states = [s for s in states if labelled_for(s.expected, questions)]
     if not states:
         raise Invalid(
             f"{version.question_set.slug} has no sample states"
@@ -136,9 +136,9 @@ def batch_create(
     )
 
 
-def labelled_for(state: Any, questions: dict[str, spec.Question]) -> bool:
-    """Whether a sample state expects an answer of one of `questions`."""
-    return any(qid in questions for qid in state.expected or {})
+def labelled_for(expected: dict[str, Any] | None, questions: dict[str, spec.Question]) -> bool:
+    """Whether a sample state's expected answers name one of `questions`."""
+    return any(qid in questions for qid in expected or {})
 
 
 def _runnable(backend: str) -> backends.Backend:

@@ -33,7 +33,10 @@ class NothingToGate(Invalid):
 def _wire_backend(name: str) -> Any:
     """The live backend whose wire (and price) a backend's calls went through: a replay's
     source, or the backend itself."""
-    chosen = backends.get(name)
+    try:
+        chosen = backends.get(name)
+    except backends.DecisionError as exc:
+        raise Invalid(exc.detail, code="unknown_backend") from None
     return chosen.source if isinstance(chosen, RecordedBackend) else chosen
 
 
@@ -57,7 +60,8 @@ def gate_run(
         raise Invalid(problem, code="bad_bound")
     parsed = spec.validate(version.document, limits=limits(), lints=False).document
     questions = parsed.questions if parsed else {}
-    if not any(labelled_for(s, questions) for s in version.question_set.sample_states.all()):
+    expected = version.question_set.sample_states.values_list("expected", flat=True)
+    if not any(labelled_for(e, questions) for e in expected):
         raise NothingToGate(
             f"{version.question_set.slug} has no sample state with an expected answer of "
             f"version {version.number}'s questions: there is nothing to gate on."
