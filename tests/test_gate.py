@@ -6,7 +6,10 @@ nothing to gate; the JUnit file parses and names a test case per question and pe
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import httpx
 import pytest
@@ -272,6 +275,20 @@ def test_a_set_with_no_labelled_state_has_nothing_to_gate():
     )
     code, out, err = run_cli("gate", "--set", "bare", "--label", "production")
     assert code == 2 and "nothing to gate" in err and out == ""
+
+
+def test_the_documented_ci_job_is_ten_lines_and_its_gate_runs(gated, tmp_path):
+    docs = Path(__file__).resolve().parent.parent / "docs" / "integrating.md"
+    job = re.search(r"```yaml\n(.*?)```", docs.read_text(), re.S).group(1)
+    assert len(job.splitlines()) == 10
+    command = re.search(r"manage\.py questions (gate .*)", job).group(1)
+    args = [
+        {"gestures": "g", "gate.xml": str(tmp_path / "gate.xml")}.get(a, a)
+        for a in shlex.split(command)
+    ]
+    code, _, err = run_cli(*args)
+    assert code == 1 and "question desk" in err  # desk's 2/3 is below the documented 0.9
+    assert ET.parse(tmp_path / "gate.xml").getroot().get("failures") == "2"
 
 
 # --- the rules, without a run ---------------------------------------------------------------------
