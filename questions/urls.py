@@ -11,6 +11,7 @@ from questions.views import (
     review,
     runs,
     sets,
+    snippets,
     states,
     tries,
     webhooks,
@@ -34,6 +35,11 @@ urlpatterns = [
     path("schemas/question-set-1.json", review.export_schema, name="export-schema"),
     path("api/sets/<slug:slug>/export.json", review.api_export, name="api-export"),
     path("sets/<slug:slug>/labels/", review.label_move, name="label-move"),
+    path(
+        "sets/<slug:slug>/labels/<str:label>/export/",
+        snippets.label_export,
+        name="label-export",
+    ),
     path("sets/<slug:slug>/v<int:number>/review/", review.version_review, name="version-review"),
     path(
         "sets/<slug:slug>/v<int:number>/export.json", review.version_export, name="version-export"

@@ -72,6 +72,7 @@ MATRIX = [
     ("request changes", "post", "/sets/s/v2/review/", {R}, 302),
     ("comment", "post", "/sets/s/v2/review/", {AU, R}, 302),
     ("move label", "post", "/sets/s/labels/", {R}, 302),
+    ("label export", "get", "/sets/s/labels/production/export/", SIGNED_IN, 200),
     ("download export", "get", "/sets/s/v1/export.json", SIGNED_IN, 200),
     ("review queue", "get", "/reviews/", SIGNED_IN, 200),
     ("tokens", "get", "/tokens/", {R, S}, 200),

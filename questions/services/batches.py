@@ -75,6 +75,7 @@ def batch_create(
     enqueue: bool = True,
     variants: int = 1,
     live_questions: list[str] | None = None,
+    labelled: bool = False,
     **kind: Any,
 ) -> BatchRun:
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
@@ -82,7 +83,8 @@ def batch_create(
     A control or a drift run (`questions.services.controls`) names its `kind` fields and how
     many times each state is asked (`variants`). With `live_questions`, only those questions
     go to the backend; the others are replayed from its recordings (a try across states,
-    `questions.services.tries`, which names its `baseline`)."""
+    `questions.services.tries`, which names its `baseline`). With `labelled`, only the states
+    that expect an answer of one of the version's questions (a gate's, `services.gates`)."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -101,10 +103,13 @@ def batch_create(
     states = list(version.question_set.sample_states.all())
     if tag:
         states = [s for s in states if tag in s.tags]
+    if labelled:
+        states = [s for s in states if labelled_for(s.expected, questions)]
     if not states:
         raise Invalid(
             f"{version.question_set.slug} has no sample states"
             + (f" tagged {tag}" if tag else "")
+            + (" with expected answers" if labelled else "")
             + " to run."
         )
     current = {s.pk: s.revision for s in states}
@@ -129,6 +134,11 @@ def batch_create(
         question_hashes={qid: q.sha256 for qid, q in questions.items()},
         **kind,
     )
+
+
+def labelled_for(expected: dict[str, Any] | None, questions: dict[str, spec.Question]) -> bool:
+    """Whether a sample state's expected answers name one of `questions`."""
+    return any(qid in questions for qid in expected or {})
 
 
 def _runnable(backend: str) -> backends.Backend:

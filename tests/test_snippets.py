@@ -1,0 +1,222 @@
+"""Code that calls the approved set (`questions snippet`, the label's export page): each snippet
+is run — curl, Python (httpx) and, with node, TypeScript against a loopback runtime; the SDK one
+against a loopback provider — and what it sends is the export's `questions` map exactly (the
+same keys in the same order, the same values), with the placeholder state, the token from the
+environment, and the answers printed."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from django.core.management.base import CommandError
+from django.test import Client
+
+from questions import selectors, services, snippets
+from questions.models import Version
+from tests import factories
+from tests.providers import KEY, Provider, answer_all, run_cli
+
+pytestmark = pytest.mark.django_db
+
+#: what a snippet must carry byte for byte: integer-like option names (a JavaScript object
+#: literal puts them first), `__proto__`, quotes, backslashes, backticks, `${`, three
+#: apostrophes and three quotes, a shell's `$` and `'`, non-ASCII and a line separator,
+#: structured entries, an empty noul criteria, and no key in sorted order
+TRICKY = {
+    "zeta": {
+        "type": "choice",
+        "instructions": 'Which one? It\'s `ticket`: "quoted", back\\slash, ${not}, '
+        "'''x''' \"\"\" $HOME",
+        "criteria": {
+            "2": "two",
+            "10": "ten",
+            "__proto__": {"what": "the prototype", "examples": ["a", "b"]},
+            "none": None,
+        },
+    },
+    "alpha": {"type": "noul", "instructions": "Zoë ☃ 日本語\u2028 next line?", "criteria": {}},
+    "mid": {
+        "criteria": ["calm", {"what": "annoyed", "not_for": "mild"}, "furious"],
+        "type": "score",
+        "instructions": {"rubric": "tone", "data": "`ticket`"},
+    },
+}
+
+
+@pytest.fixture
+def approved():
+    """Set `t` with TRICKY approved under `production`; its export document."""
+    writer, checker = factories.author("w"), factories.reviewer("r")
+    qs = factories.question_set("t", owner=writer, doc=TRICKY)
+    version = services.version_submit(version=factories.draft(qs), author=writer)
+    services.version_approve(
+        version=version, reviewer=checker, label="production", confirm_weak_evidence=True
+    )
+    return selectors.export_document(Version.objects.get(pk=version.pk))
+
+
+@pytest.fixture
+def runtime():
+    provider = Provider(default=lambda body: {**answer_all(body), "timing": {"total_ms": 1}})
+    yield provider
+    provider.stop()
+
+
+def pairs(raw: bytes | str):
+    """A JSON text with every object as its list of (key, value) pairs, in order."""
+    return json.loads(raw, object_pairs_hook=list)
+
+
+def snippet_of(language: str) -> str:
+    code, out, err = run_cli("snippet", "--set", "t", "--label", "production", "--lang", language)
+    assert code == 0, err
+    return out
+
+
+def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        argv,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def sent_as_exported(runtime: Provider, export: dict) -> None:
+    [request] = runtime.requests
+    assert request["path"] == "/api/decisions"
+    assert request["headers"]["Authorization"] == f"Bearer {KEY}"
+    sent = pairs(request["raw"])
+    assert [k for k, _ in sent] == ["state", "questions"]
+    assert dict(sent)["questions"] == pairs(json.dumps(export["questions"]))
+    assert json.loads(request["raw"])["state"] == snippets.PLACEHOLDER_STATE
+
+
+def test_the_curl_snippet_sends_the_exported_bytes(approved, runtime, tmp_path):
+    code = snippet_of("curl")
+    script = tmp_path / "decide.sh"
+    script.write_text(code)
+    done = run(["sh", str(script)], {"RUNTIME_URL": runtime.url + "/", "RUNTIME_TOKEN": KEY})
+    assert done.returncode == 0, done.stderr
+    sent_as_exported(runtime, approved)
+    assert json.loads(done.stdout)["answers"].keys() == TRICKY.keys()
+    # the questions block of the body is the export document's, byte for byte
+    body = runtime.requests[0]["raw"].decode()
+    block = body[body.index('"questions": ') : body.rindex("}")]
+    assert block in selectors.export_text(approved)
+
+
+def test_the_python_snippet_sends_the_exported_map_and_prints_the_answers(
+    approved, runtime, tmp_path
+):
+    script = tmp_path / "decide.py"
+    script.write_text(snippet_of("python"))
+    done = run([sys.executable, str(script)], {"RUNTIME_URL": runtime.url, "RUNTIME_TOKEN": KEY})
+    assert done.returncode == 0, done.stderr
+    sent_as_exported(runtime, approved)
+    assert json.loads(done.stdout) == answer_all({"questions": TRICKY})["answers"]
+
+
+def test_a_snippet_without_its_environment_says_what_to_set(approved, tmp_path):
+    script = tmp_path / "decide.py"
+    script.write_text(snippet_of("python"))
+    done = run([sys.executable, str(script)], {})
+    assert done.returncode == 1 and "Set RUNTIME_URL and RUNTIME_TOKEN" in done.stderr
+
+
+def test_the_python_snippet_prints_the_runtimes_refusal(approved, runtime, tmp_path):
+    runtime.reply(503, {"detail": "Decisions need TYPESAFE_API_KEY on the runtime"})
+    script = tmp_path / "decide.py"
+    script.write_text(snippet_of("python"))
+    done = run([sys.executable, str(script)], {"RUNTIME_URL": runtime.url, "RUNTIME_TOKEN": KEY})
+    assert done.returncode == 1 and "503" in done.stderr and "TYPESAFE_API_KEY" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_typescript_snippet_runs_under_node_and_sends_the_exported_text(
+    approved, runtime, tmp_path
+):
+    script = tmp_path / "decide.mjs"  # no TypeScript-only syntax: node runs it as a module
+    script.write_text(snippet_of("typescript"))
+    done = run(["node", str(script)], {"RUNTIME_URL": runtime.url, "RUNTIME_TOKEN": KEY})
+    assert done.returncode == 0, done.stderr
+    sent_as_exported(runtime, approved)
+    assert json.loads(done.stdout) == answer_all({"questions": TRICKY})["answers"]
+    raw = runtime.requests[0]["raw"].decode()
+    assert snippets.questions_text(approved["questions"]) in raw  # the very text, not rebuilt
+
+
+def test_the_typescript_snippet_holds_the_questions_text_in_a_template_literal(approved):
+    code = snippet_of("typescript")
+    literal = re.search(r"const QUESTIONS = `(.*?)`;\n", code, re.S).group(1)
+    unescaped = re.sub(r"\\(.)", r"\1", literal, flags=re.S)  # a template literal's escapes
+    assert unescaped == snippets.questions_text(approved["questions"])
+    assert code.count("{") == code.count("}") and code.count("(") == code.count(")")
+
+
+def test_the_sdk_snippet_asks_the_provider_through_the_official_sdk(approved, tmp_path):
+    provider = Provider(default=answer_all)
+    try:
+        script = tmp_path / "decide_direct.py"
+        script.write_text(snippet_of("sdk"))
+        done = run(
+            [sys.executable, str(script)],
+            {"TYPESAFE_API_KEY": KEY, "TYPESAFE_BASE_URL": provider.url},
+        )
+    finally:
+        provider.stop()
+    assert done.returncode == 0, done.stderr
+    [request] = provider.requests
+    assert request["path"] == "/v1/systemone"
+    assert request["headers"]["Authorization"] == f"Bearer {KEY}"
+    sent = dict(pairs(request["raw"]))
+    assert sent["questions"] == pairs(json.dumps(approved["questions"]))
+    assert sent["model"] == approved["model"]
+    assert json.loads(done.stdout)["zeta"]["choice"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--set", "t", "--label", "staging"], "no label 'staging'"),
+        (["--set", "nope", "--label", "production"], "no label 'production'"),
+    ],
+)
+def test_a_snippet_of_no_approved_label_is_refused(approved, args, words):
+    code, out, err = run_cli("snippet", *args, "--lang", "curl")
+    assert code == 1 and words in err and out == ""
+    code, out, _ = run_cli("snippet", *args, "--lang", "curl", "--json")
+    assert code == 1 and json.loads(out)["status"] == 404
+
+
+def test_an_unknown_language_is_an_unusable_argument(approved):
+    with pytest.raises(CommandError, match="invalid choice: 'go'"):
+        run_cli("snippet", "--set", "t", "--label", "production", "--lang", "go")
+    with pytest.raises(snippets.UnknownLanguage, match="one of curl, python"):
+        snippets.snippet("go", approved)
+
+
+def test_the_export_page_shows_every_snippet_with_a_copy_button(approved):
+    client = Client()
+    client.force_login(factories.user("viewer"))
+    response = client.get("/sets/t/labels/production/export/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    for language in snippets.LANGUAGES:
+        code = snippets.snippet(language, approved, "production")
+        assert html.escape(code) in page
+        assert f'data-copy="#snippet-{language}"' in page
+        assert f'id="tab-{language}"' in page
+    assert "/api/sets/t/export.json?label=production" in page
+    assert client.get("/sets/t/labels/staging/export/").status_code == 404
+    set_page = client.get("/sets/t/").content.decode()
+    assert 'href="/sets/t/labels/production/export/"' in set_page
