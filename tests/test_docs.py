@@ -22,9 +22,10 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# A setting as the docs name it (a CI job's `secrets.NAME` is the CI's own, not the console's).
 SETTING = re.compile(
-    r"\b((?:DECISIONS__|DJANGO_)[A-Z0-9_]*[A-Z0-9]|(?:TYPESAFE|RUNTIME|OPENROUTER|LLM|CONSOLE)_"
-    r"[A-Z_]*[A-Z])\b"
+    r"(?<!secrets\.)\b((?:DECISIONS__|DJANGO_)[A-Z0-9_]*[A-Z0-9]"
+    r"|(?:TYPESAFE|RUNTIME|OPENROUTER|LLM|CONSOLE)_[A-Z_]*[A-Z])\b"
 )
 READ = re.compile(r"_(?:env|flag|number)\(\s*\"([A-Z][A-Z0-9_]+)\"")
 
@@ -177,3 +178,10 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
     assert re.search(
         r"gestures v2 via recorded: \d+/\d+ answered, 0 failed, pass rate", done.stdout
     )
+
+
+def test_the_readme_s_ci_job_is_the_one_the_integrating_docs_test():
+    """tests/test_gate.py runs the job's gate from docs/integrating.md; the README shows the same."""
+    job = re.compile(r"```yaml\n(.*?)```", re.S)
+    integrating = (DOCS / "integrating.md").read_text()
+    assert job.search(README.read_text()).group(1) == job.search(integrating).group(1)
