@@ -181,7 +181,7 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
 
 
 def test_the_readme_s_ci_job_is_the_one_the_integrating_docs_test():
-    """tests/test_gate.py runs the job's gate from docs/integrating.md; the README shows the same."""
+    """tests/test_gate.py runs the gate of docs/integrating.md's job; the README shows it too."""
     job = re.compile(r"```yaml\n(.*?)```", re.S)
     integrating = (DOCS / "integrating.md").read_text()
     assert job.search(README.read_text()).group(1) == job.search(integrating).group(1)
