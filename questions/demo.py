@@ -115,6 +115,91 @@ SHELL_GUARD: dict[str, Any] = {
     },
 }
 
+
+def _support(name: str, text: str, department: str, urgent: bool, frustration: int) -> dict:
+    return {
+        "name": name,
+        "tags": [department],
+        "state": text,
+        "expected": {"department": department, "is_urgent": urgent, "frustration": frustration},
+    }
+
+
+#: ten more labelled support messages, so that the shuffle control and the stand-in's figures
+#: (docs/benchmarks.md) rest on a dozen states, not two
+SUPPORT_MORE_STATES: list[dict[str, Any]] = [
+    _support(
+        "charged twice",
+        "I was charged twice on my last invoice, please refund one of the payments.",
+        "billing",
+        False,
+        1,
+    ),
+    _support(
+        "app crashes",
+        "The app crashes every time I open the dashboard. It does not work since the update.",
+        "technical",
+        False,
+        1,
+    ),
+    _support(
+        "team locked out",
+        "Urgent: nobody on our team can log in, the product is down and we demo in an hour.",
+        "technical",
+        True,
+        2,
+    ),
+    _support(
+        "more seats",
+        "We'd like to upgrade to the enterprise plan and buy 20 more seats. Who can help?",
+        "sales",
+        False,
+        0,
+    ),
+    _support(
+        "invoice copy",
+        "Could you send me a copy of the March invoice for our accounting?",
+        "billing",
+        False,
+        0,
+    ),
+    _support(
+        "export still broken",
+        "Third time I report it: the CSV export is broken and nobody answers. I am very angry.",
+        "technical",
+        False,
+        2,
+    ),
+    _support(
+        "job application",
+        "Hello, are you hiring designers? I would like to send you my portfolio.",
+        "other",
+        False,
+        0,
+    ),
+    _support(
+        "refund today",
+        "I need my refund today! The payment went through twice and my card is maxed out.",
+        "billing",
+        True,
+        2,
+    ),
+    _support(
+        "nonprofit discount",
+        "Do you offer a discount if we buy a yearly licence as a nonprofit?",
+        "sales",
+        False,
+        0,
+    ),
+    _support(
+        "thanks",
+        "Just wanted to say thanks, the new feature is great.",
+        "other",
+        False,
+        0,
+    ),
+]
+
 SETS: list[dict[str, Any]] = [
     {
         "slug": "gestures",
@@ -174,6 +259,7 @@ SETS: list[dict[str, Any]] = [
                 "state": "Hi, what does the team plan cost per seat?",
                 "expected": {"department": "sales", "is_urgent": False, "frustration": 0},
             },
+            *SUPPORT_MORE_STATES,
         ],
     },
     {
