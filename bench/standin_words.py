@@ -21,6 +21,7 @@ import dataclasses
 import datetime
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,7 +29,7 @@ from _console import start_django
 
 start_django()
 
-from questions import answers, controls, demo, metrics, spec, standin  # noqa: E402
+from questions import answers, controls, demo, demo_rules, metrics, spec, standin  # noqa: E402
 
 
 def bare(questions: dict[str, spec.Question]) -> dict[str, spec.Question]:
@@ -129,6 +130,46 @@ def main() -> None:
         rate = f"{passed / checked:.0%}" if checked else "—"
         print(f"  {name:10} {passed}/{checked} ({rate})")
     print("shuffle verdicts: " + ", ".join(f"{n} {c}" for n, c in verdicts.items()))
+    tiers()
+
+
+def tiers() -> None:
+    """The demo's side-by-side set: its keyword rules (`custom`) against the stand-in's native
+    and chat answers, every labelled answer, in process (no HTTP: the time is the answering
+    code's own)."""
+    answerers = {
+        "custom (demo rules)": lambda state, q: demo_rules.answer(state, q, "m"),
+        "stand-in (typesafe)": lambda state, q: standin.respond({"state": state, "questions": q})[
+            1
+        ],
+        "stand-in (llm)": lambda state, q: standin.respond(
+            {"state": state, "questions": q}, standin.CHAT_SALT
+        )[1],
+    }
+    for entry in demo.SETS:
+        if not entry.get("side_by_side"):
+            continue
+        questions = spec.validate(
+            entry["versions"][-1], lints=False, limits=spec.DEFAULT_LIMITS
+        ).document.questions
+        wire = {k: q.to_json() for k, q in questions.items()}
+        labelled = [s for s in entry["states"] if s.get("expected")]
+        print(f"\n{entry['slug']} v{len(entry['versions'])}, {len(labelled)} labelled states:")
+        for name, answerer in answerers.items():
+            passed = checked = 0
+            started = time.perf_counter()
+            for state in labelled:
+                got = answers.check_response(
+                    questions, answerer(state["state"], wire), price_per_million=0
+                ).answers
+                for qid, expected in state["expected"].items():
+                    checked += 1
+                    passed += metrics.passes(questions[qid].type, got[qid], expected)
+            per_state = (time.perf_counter() - started) * 1000 / max(1, len(labelled))
+            print(
+                f"  {name:20} {passed}/{checked} ({passed / checked:.0%}), "
+                f"{per_state:.2f} ms a state"
+            )
 
 
 if __name__ == "__main__":

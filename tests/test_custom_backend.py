@@ -152,8 +152,10 @@ def test_a_good_function_through_a_batch_run_a_control_compare_and_the_cli(setti
         "--json",
     )
     assert code == 0, err
-    columns = json.loads(out)["columns"]
-    assert [c["calibrated"] for c in columns] == [False, False]
+    compared = json.loads(out)
+    assert [c["calibrated"] for c in compared["columns"]] == [False, False]
+    desk = next(r for r in compared["rows"] if r["question"] == "desk")
+    assert desk["cells"][1]["option_deltas"] == {"billing": 0.0, "tech": 0.0, "other": 0.0}
 
 
 def test_the_demo_rules_route_the_support_set():
