@@ -632,8 +632,8 @@ def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
 
 def as_text(columns: list[Column], rows: list[Row]) -> str:
     """The grid for a terminal (`questions compare`): the columns, then one line per state and
-    question with each column's answer, `*` and the distance where it moved from the first,
-    and ✓/✗ against the expected answer."""
+    question with each column's answer, `*` and the distance where it flipped from the first,
+    the options that moved (largest first), and ✓/✗ against the expected answer."""
     lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
     for r in rows:
         cells = []
@@ -644,6 +644,8 @@ def as_text(columns: list[Column], rows: list[Row]) -> str:
                 shown = str(_summary(cell.answer))
                 if cell.flipped:
                     shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                if cell.moves:
+                    shown += f" ({', '.join(cell.moves)})"
                 if cell.passed is not None:
                     shown += " ✓" if cell.passed else " ✗"
             cells.append(f"[{i}] {shown}")

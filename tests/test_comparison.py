@@ -397,6 +397,14 @@ def test_the_page_shows_the_moves_and_the_json_has_option_deltas(client, two_run
     assert cells[("a", "desk")][0]["option_deltas"] is None
 
 
+def test_the_terminal_grid_lists_the_moves_too(two_runs):
+    qs, base, new, *_ = two_runs
+    selection, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
+    text = comparison.as_text(columns, rows)
+    assert "a · desk (expected billing): [1] billing (0.70) ✓ | [2] tech (0.60) *0.30" in text
+    assert "(billing −0.30, tech +0.30) ✗" in text
+
+
 def test_a_cell_lists_at_most_three_moves_then_how_many_more():
     cell = comparison.Cell({"type": "choice"}, deltas={"a": 0.4, "b": -0.2, "c": -0.1, "d": -0.1})
     assert cell.moves == ["a +0.40", "b −0.20", "c −0.10", "1 more moved"]
