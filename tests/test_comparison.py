@@ -399,7 +399,7 @@ def test_the_page_shows_the_moves_and_the_json_has_option_deltas(client, two_run
 
 def test_the_terminal_grid_lists_the_moves_too(two_runs):
     qs, base, new, *_ = two_runs
-    selection, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
+    _selection, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
     text = comparison.as_text(columns, rows)
     assert "a · desk (expected billing): [1] billing (0.70) ✓ | [2] tech (0.60) *0.30" in text
     assert "(billing −0.30, tech +0.30) ✗" in text
