@@ -31,7 +31,8 @@ run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
 	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)} \
-	        DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1}; \
+	        DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1} \
+	        DECISIONS__CUSTOM_BACKEND=$${DECISIONS__CUSTOM_BACKEND:-questions.demo_rules:answer}; \
 	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
 	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \

@@ -43,6 +43,8 @@ PAGE_STATES = 50
 CHUNK_STATES = 200
 #: a cell draws at most this many probability bars (the rest summed into the last)
 MAX_BARS = 8
+#: a cell lists at most this many options' moves against the baseline, largest first
+MAX_MOVES = 3
 
 
 @dataclass
@@ -74,8 +76,20 @@ class Cell:
     answer: dict[str, Any] | None
     flipped: bool = False
     distance: float | None = None
+    #: each option's move against the baseline cell (`metrics.option_deltas`), largest first
+    deltas: dict[str, float] | None = None
     passed: bool | None = None  # against the state's expected answer
     note: str = ""
+
+    @property
+    def moves(self) -> list[str]:
+        """The options that moved, as the cell shows them (`billing +0.30`), largest first: at
+        most MAX_MOVES, then how many more moved."""
+        moved = [(k, d) for k, d in (self.deltas or {}).items() if d]
+        shown = [f"{k} {'+' if d > 0 else '−'}{abs(d):.2f}" for k, d in moved[:MAX_MOVES]]
+        if len(moved) > MAX_MOVES:
+            shown.append(f"{len(moved) - MAX_MOVES} more moved")
+        return shown
 
     @property
     def bars(self) -> list[tuple[str, str]]:
@@ -404,6 +418,7 @@ def _state_rows(
                 if i and base is not None and base.get("type") == atype:
                     cell.flipped = metrics.flipped(atype, base, answer, selection.threshold)
                     cell.distance = metrics.distance(atype, base, answer)
+                    cell.deltas = metrics.option_deltas(atype, base, answer)
                 elif i and base is not None:
                     cell.flipped = True  # another type of answer is a change, with no distance
                 if expected is not None and metrics.expected_fits(atype, expected):
@@ -509,6 +524,7 @@ def _row_json(r: Row) -> dict[str, Any]:
                 "answer": c.answer,
                 "flipped": c.flipped,
                 "distance": c.distance,
+                "option_deltas": c.deltas,
                 "passed": c.passed,
             }
             for c in r.cells
@@ -616,8 +632,8 @@ def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
 
 def as_text(columns: list[Column], rows: list[Row]) -> str:
     """The grid for a terminal (`questions compare`): the columns, then one line per state and
-    question with each column's answer, `*` and the distance where it moved from the first,
-    and ✓/✗ against the expected answer."""
+    question with each column's answer, `*` and the distance where it flipped from the first,
+    the options that moved (largest first), and ✓/✗ against the expected answer."""
     lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
     for r in rows:
         cells = []
@@ -628,6 +644,8 @@ def as_text(columns: list[Column], rows: list[Row]) -> str:
                 shown = str(_summary(cell.answer))
                 if cell.flipped:
                     shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                if cell.moves:
+                    shown += f" ({', '.join(cell.moves)})"
                 if cell.passed is not None:
                     shown += " ✓" if cell.passed else " ✗"
             cells.append(f"[{i}] {shown}")

@@ -4,7 +4,7 @@ name may be), from the code that owns them."""
 
 from django.conf import settings
 
-from questions import roles
+from questions import roles, standin
 from questions.models import BatchRun, Label, QuestionSet
 from questions.services.versions import SLUG
 
@@ -21,6 +21,7 @@ def console(request) -> dict:
     user = getattr(request, "user", None)
     return {
         "standin": settings.DECISIONS_STANDIN,
+        "standin_how": standin.HOW_IT_ANSWERS,
         "api_key_env": settings.DECISIONS_API_KEY_ENV,
         "can_manage_tokens": bool(user and user.is_authenticated and roles.may_manage_tokens(user)),
         "run_defaults": RUN_DEFAULTS,

@@ -13,6 +13,11 @@ from questions import roles, services, standin
 from questions.models import Label, QuestionSet
 
 PASSWORD = "demo"
+#: seed 001's three tiers on one set: your own rules (`custom`, questions/demo_rules.py), the
+#: stand-in in Jev's place (`typesafe`) and a chat model's (`llm`, the stand-in's chat wire)
+SIDE_BY_SIDE = ("custom", "typesafe", "llm")
+#: what `make run` sets DECISIONS__CUSTOM_BACKEND to, and what the demo's own runs use
+DEMO_RULES = "questions.demo_rules:answer"
 
 GESTURES_V1: dict[str, Any] = {
     "intent": {
@@ -115,6 +120,91 @@ SHELL_GUARD: dict[str, Any] = {
     },
 }
 
+
+def _support(name: str, text: str, department: str, urgent: bool, frustration: int) -> dict:
+    return {
+        "name": name,
+        "tags": [department],
+        "state": text,
+        "expected": {"department": department, "is_urgent": urgent, "frustration": frustration},
+    }
+
+
+#: ten more labelled support messages, so that the shuffle control and the stand-in's figures
+#: (docs/benchmarks.md) rest on a dozen states, not two
+SUPPORT_MORE_STATES: list[dict[str, Any]] = [
+    _support(
+        "charged twice",
+        "I was charged twice on my last invoice, please refund one of the payments.",
+        "billing",
+        False,
+        1,
+    ),
+    _support(
+        "app crashes",
+        "The app crashes every time I open the dashboard. It does not work since the update.",
+        "technical",
+        False,
+        1,
+    ),
+    _support(
+        "team locked out",
+        "Urgent: nobody on our team can log in, the product is down and we demo in an hour.",
+        "technical",
+        True,
+        2,
+    ),
+    _support(
+        "more seats",
+        "We'd like to upgrade to the enterprise plan and buy 20 more seats. Who can help?",
+        "sales",
+        False,
+        0,
+    ),
+    _support(
+        "invoice copy",
+        "Could you send me a copy of the March invoice for our accounting?",
+        "billing",
+        False,
+        0,
+    ),
+    _support(
+        "export still broken",
+        "Third time I report it: the CSV export is broken and nobody answers. I am very angry.",
+        "technical",
+        False,
+        2,
+    ),
+    _support(
+        "job application",
+        "Hello, are you hiring designers? I would like to send you my portfolio.",
+        "other",
+        False,
+        0,
+    ),
+    _support(
+        "refund today",
+        "I need my refund today! The payment went through twice and my card is maxed out.",
+        "billing",
+        True,
+        2,
+    ),
+    _support(
+        "nonprofit discount",
+        "Do you offer a discount if we buy a yearly licence as a nonprofit?",
+        "sales",
+        False,
+        0,
+    ),
+    _support(
+        "thanks",
+        "Just wanted to say thanks, the new feature is great.",
+        "other",
+        False,
+        0,
+    ),
+]
+
 SETS: list[dict[str, Any]] = [
     {
         "slug": "gestures",
@@ -161,6 +251,8 @@ SETS: list[dict[str, Any]] = [
         "description": "Route a support message to a desk, with urgency and frustration.",
         "versions": [SUPPORT],
         "steps": ["review"],
+        # its newest version is also run through each of these, for the grid side by side
+        "side_by_side": SIDE_BY_SIDE,
         "states": [
             {
                 "name": "failing payouts",
@@ -174,6 +266,7 @@ SETS: list[dict[str, Any]] = [
                 "state": "Hi, what does the team plan cost per seat?",
                 "expected": {"department": "sales", "is_urgent": False, "frustration": 0},
             },
+            *SUPPORT_MORE_STATES,
         ],
     },
     {
@@ -208,22 +301,33 @@ def demo_load() -> list[str]:
     never of a configured provider, so loading the demo costs nothing."""
     server = standin.serve_in_thread()
     try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
         with override_settings(
             TYPESAFE_API_KEY=standin.KEY,
-            TYPESAFE_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}",
+            TYPESAFE_BASE_URL=base,
+            LLM_API_KEY=standin.KEY,
+            LLM_BASE_URL=f"{base}/v1",
+            DECISIONS_CUSTOM_BACKEND=DEMO_RULES,
         ):
-            done, runs = _load_sets()
-            finished = [services.batch_execute(run.pk) for run in runs]
+            done, runs, side_by_side = _load_sets()
+            finished = [services.batch_execute(run.pk) for run in [*runs, *side_by_side]]
     finally:
         server.shutdown()
         server.server_close()
     done += [f"run {run.pk} of {run.version} ({run.status})" for run in finished if run]
+    if side_by_side:
+        columns = "&".join(f"col=run:{run.pk}" for run in side_by_side)
+        slug = side_by_side[0].question_set.slug
+        done.append(f"side by side ({', '.join(SIDE_BY_SIDE)}): /sets/{slug}/compare/?{columns}")
     return done + _promote(runs)
 
 
 @transaction.atomic
-def _load_sets() -> tuple[list[str], list[Any]]:
+def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
+    """What was done, the runs of approvals (their sets' labels move), and the side-by-side
+    runs of a set's newest version through `side_by_side`'s backends."""
     done = []
+    side_by_side = []
     authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
     reviewers, _ = Group.objects.get_or_create(name=roles.REVIEWERS)
     user_model = get_user_model()
@@ -273,11 +377,17 @@ def _load_sets() -> tuple[list[str], list[Any]]:
                     )
                 )
             previous = version
+        for backend in spec_.get("side_by_side", ()):
+            side_by_side.append(
+                services.batch_create(
+                    version=previous, backend=backend, user=users["author"], enqueue=False
+                )
+            )
         done.append(
             f"set {question_set.slug} ({len(spec_['versions'])} version(s), "
             f"{len(spec_['states'])} sample states)"
         )
-    return done, runs
+    return done, runs, side_by_side
 
 
 def _promote(runs: list[Any]) -> list[str]:

@@ -3,7 +3,8 @@
 Comparison: a choice *flips* when the chosen option differs; a score flips when its nearest
 level differs; a noul flips when it crosses the threshold (`answers.NOUL_THRESHOLD` unless
 set). A cell's *distance* from the baseline is the total variation distance for a choice or a
-score (half the summed absolute differences of the probabilities) and |Δp| for a noul.
+score (half the summed absolute differences of the probabilities) and |Δp| for a noul; its
+*option deltas* say how each option's (level's, P(true)'s) probability moved (`option_deltas`).
 
 Tests: a choice passes when it equals the expected option; a score when |score − level| < 0.5
 (a score exactly between two levels passes neither); a noul when it is on the expected side of
@@ -48,6 +49,23 @@ def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> f
         return abs(float(base["noul"]) - float(other["noul"]))
     a, b = base["probabilities"], other["probabilities"]
     return 0.5 * sum(abs(float(a.get(k, 0)) - float(b.get(k, 0))) for k in set(a) | set(b))
+
+
+def option_deltas(
+    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]
+) -> dict[str, float]:
+    """How each option's probability (a score: each level's; a noul: P(true), keyed `true`)
+    moved from `base` to `other`: after − before, rounded to two decimals as the wire's
+    probabilities are, the largest move first (equal moves in declared order). An option only
+    one side has counts as 0 on the other."""
+    if qtype == "noul":
+        moved = {"true": float(other["noul"]) - float(base["noul"])}
+    else:
+        a, b = base["probabilities"], other["probabilities"]
+        keys = [*b, *(k for k in a if k not in b)]
+        moved = {k: float(b.get(k, 0)) - float(a.get(k, 0)) for k in keys}
+    rounded = {k: round(v, 2) + 0.0 for k, v in moved.items()}  # + 0.0: no -0.0
+    return dict(sorted(rounded.items(), key=lambda kv: -abs(kv[1])))
 
 
 def passes(

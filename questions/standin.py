@@ -1,9 +1,14 @@
 """The local stand-in provider: the `typesafe` wire (`POST /v1/systemone`, `GET /v1/models`) and
 the `llm` wire (`POST /v1/chat/completions`) on loopback, for development, demos, tests and
-benchmarks. It answers every valid request with answers derived deterministically from the
-question and the state, rounded to two decimals like Jev's, under a model name that says what it
-is; its chat answers are derived apart from its native ones, as a chat model's would differ from
-Jev's. It is never used unless the console is pointed at it.
+benchmarks. It answers every valid request from the words (`HOW_IT_ANSWERS`): for a choice, each
+option's weighted overlap with the state's words (weights like idf over the question's own
+texts, stopwords out, light stemming; a structured entry's `what` and examples for it, its
+`not_for` against it; an option named only by its id has only its id's words) turned into
+probabilities by a softmax; a score's levels the same way, the score their weighted sum; a noul
+its true case against its false case, and the share of its statement's words the state holds.
+Deterministic, rounded to two decimals like Jev's, under a model name that says what it is; its
+chat answers are surer (`CHAT_SHARPNESS`), as a chat model's stated probabilities would differ
+from Jev's. It is never used unless the console is pointed at it.
 
 On the wire it answers as the provider does: the key (`KEY`) as `Authorization: Bearer`, else a
 401 `authentication_error`; validation errors as FastAPI's `{"detail": [{loc, msg, type}]}`,
@@ -16,10 +21,10 @@ confidence by the documented formula (`confidence`).
 from __future__ import annotations
 
 import copy
-import hashlib
 import hmac
 import json
 import math
+import re
 import threading
 import time
 import uuid
@@ -34,13 +39,17 @@ from questions import spec
 from questions.backends import llm
 
 MODEL = "local-stand-in (not Jev)"
+#: what the stand-in does, said once: the page banner, `GET /v1/models` and the docs say it so
+HOW_IT_ANSWERS = (
+    "It answers by word overlap: the option, level or case that shares the most (weighted) "
+    "words with the state wins. It is not a model and understands nothing."
+)
 #: what `GET /v1/models` says of it (a fixed date: the stand-in is deterministic)
 MODELS = {
     "models": [
         {
             "name": MODEL,
-            "description": "The console's local stand-in: answers made up from a hash of the "
-            "question and the state, not a model",
+            "description": f"The console's local stand-in. {HOW_IT_ANSWERS}",
             "release_date": "2026-12-01",
         }
     ]
@@ -59,17 +68,123 @@ CHAT_MODEL = "local-stand-in chat (not a real model)"
 CHAT_SALT = b"chat\0"
 
 
-def _weights(seed: bytes, n: int) -> list[float]:
-    digest = b""
-    counter = 0
-    while len(digest) < 2 * n:
-        digest += hashlib.sha256(seed + counter.to_bytes(4, "big")).digest()
-        counter += 1
-    raw = [int.from_bytes(digest[2 * i : 2 * i + 2], "big") + 1 for i in range(n)]
-    # sharpen so that one option usually leads, as a trained model's answers do
-    raw = [w**3 for w in raw]
+#: how sharply overlap turns into probability (a softmax of β × overlap): one distinctive
+#: shared word among four options gives it about 0.6, two about 0.9; nothing shared, uniform
+SHARPNESS = 1.0
+#: the chat wire's stand-in is surer of itself, as a chat model's stated probabilities are
+CHAT_SHARPNESS = 2.5
+#: how much a noul's statement weighs (in overlap units): a state that holds all its words
+#: leans true by this much, one that holds none leans false by as much
+STATEMENT_WEIGHT = 1.0
+_FUNCTION_WORDS = """a about above after again all also am an and any are as at be been before being
+    below
+    between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers him his how i if in into is it its itself just me more
+    most my no nor not now of off on once only or other our ours out over own same she should
+    so some such than that the their theirs them then there these they this those through to
+    too under until up very was we were what when where which while who whom why will with
+    would you your yours s t d ll m re ve"""
+#: words that say nothing about which option fits (English function words)
+STOPWORDS: frozenset[str] = frozenset(_FUNCTION_WORDS.split())
+_WORD = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_SUFFIXES = ("ing", "ed", "es", "s", "ly")
+_STEM_LENGTH = 6
+
+
+def _stem(word: str) -> str:
+    """Light stemming: a common suffix off, a final `e` off, at most six letters, so that
+    `invoice`/`invoices`, `upgrade`/`upgrading` and `fail`/`failing`/`failed` meet."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word[:_STEM_LENGTH]
+
+
+def words(text: str) -> frozenset[str]:
+    """The stemmed content words of a text (an id's too: `refund_request`, `refundRequest`)."""
+    found = set()
+    for raw in _WORD.findall(_CAMEL.sub(" ", text)):
+        word = raw.casefold()
+        if word not in STOPWORDS:
+            found.add(_stem(word))
+    return frozenset(found)
+
+
+def state_words(state: Any) -> frozenset[str]:
+    """The words of a state: every string and number in it (its keys are its shape, not what
+    it says)."""
+    texts: list[str] = []
+    pending = [state]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int | float):
+            texts.append(str(value))
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return words(" ".join(texts))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one option, level or case says: the words for it, and the words against it (a
+    structured entry's `not_for`)."""
+
+    positive: frozenset[str]
+    negative: frozenset[str] = frozenset()
+
+
+def reading(entry: Any, name: str = "") -> Reading:
+    """The words of an entry: a string's own; the documented object's `what` and examples for
+    it and its `not_for` against it; any other structure every string in it. An entry with no
+    words (`null`, "") gets only its name's words: an option named only by its id."""
+    if isinstance(entry, dict) and entry and set(entry) <= set(spec.ENTRY_KEYS):
+        positive = words(spec.entry_text({k: v for k, v in entry.items() if k != "not_for"}))
+        negative = words(spec.entry_text(entry.get("not_for")))
+    else:
+        positive, negative = words(spec.entry_text(entry)), frozenset()
+    if not positive and not negative:
+        positive = words(name)
+    return Reading(positive, negative)
+
+
+def _idf(readings: list[Reading]) -> Callable[[str], float]:
+    """Weights from the question's own texts: a word in few of them tells them apart (ln(1 +
+    texts / texts holding it)); a word in every one tells little."""
+    texts = [r.positive for r in readings] + [r.negative for r in readings if r.negative]
+    count = len(texts)
+
+    def weight(word: str) -> float:
+        held = sum(1 for t in texts if word in t)
+        return math.log(1 + count / max(1, held))
+
+    return weight
+
+
+def overlaps(readings: list[Reading], state: frozenset[str]) -> list[float]:
+    """Each reading's weighted overlap with the state's words: shared words for it, less
+    shared words against it."""
+    weight = _idf(readings)
+    return [
+        sum(weight(w) for w in r.positive & state) - sum(weight(w) for w in r.negative & state)
+        for r in readings
+    ]
+
+
+def _softmax(scores: list[float], sharpness: float) -> list[float]:
+    top = max(scores)
+    raw = [math.exp(sharpness * (s - top)) for s in scores]
     total = sum(raw)
-    return [w / total for w in raw]
+    return [r / total for r in raw]
 
 
 def _rounded(p: list[float]) -> list[float]:
@@ -98,14 +213,16 @@ def _legend(level: Any, i: int) -> Any:
 
 
 def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, Any]:
-    """The stand-in's answer to one question about one state: the same every time (`salt`
-    derives another, the same every time too)."""
-    seed = salt + spec.canonical_json(question.to_json()) + b"\0" + spec.canonical_json(state)
+    """The stand-in's answer to one question about one state, read from the words
+    (`HOW_IT_ANSWERS`), the same every time; with `salt` (the chat wire) a surer one."""
+    sharpness = CHAT_SHARPNESS if salt else SHARPNESS
+    said = state_words(state)
     if question.type == "noul":
-        return {"type": "noul", "noul": round(_weights(seed, 2)[0], 2)}
+        return {"type": "noul", "noul": round(_noul(question, said, sharpness), 2)}
     if question.type == "choice":
         names = question.option_names
-        p = _rounded(_weights(seed, len(names)))
+        found = overlaps([reading(question.criteria[n], n) for n in names], said)
+        p = _rounded(_softmax(found, sharpness))
         best = max(range(len(names)), key=p.__getitem__)
         return {
             "type": "choice",
@@ -113,8 +230,10 @@ def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, 
             "probabilities": dict(zip(names, p, strict=True)),
             "confidence": confidence(p),
         }
-    levels = question.level_count
-    p = _rounded(_weights(seed, levels))
+    levels = [
+        reading(e, f"level {i}" if e is None else "") for i, e in enumerate(question.criteria)
+    ]
+    p = _rounded(_softmax(overlaps(levels, said), sharpness))
     return {
         "type": "score",
         "score": round(sum(i * pi for i, pi in enumerate(p)), 2),
@@ -122,6 +241,24 @@ def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, 
         "probabilities": {str(i): pi for i, pi in enumerate(p)},
         "confidence": confidence(p),
     }
+
+
+def _noul(question: spec.Question, said: frozenset[str], sharpness: float) -> float:
+    """P(true): the true case's overlap against the false case's, and the statement: the
+    (weighted) share of its words the state holds, from −STATEMENT_WEIGHT (none) to
+    +STATEMENT_WEIGHT (all). A state that says nothing of either case or the statement: 0.5."""
+    criteria = question.criteria if isinstance(question.criteria, dict) else {}
+    statement = words(spec.entry_text(question.instructions))
+    cases = [reading(criteria.get(case), "") for case in ("true", "false")]
+    texts = [*cases, Reading(statement)]
+    weight = _idf(texts)
+    true, false, _ = overlaps(texts, said)
+    logit = true - false
+    total = sum(weight(w) for w in statement)
+    if total:
+        held = sum(weight(w) for w in statement & said) / total
+        logit += STATEMENT_WEIGHT * (2 * held - 1)
+    return 1 / (1 + math.exp(-max(-50.0, min(50.0, sharpness * logit))))
 
 
 def respond(body: Any, salt: bytes = b"") -> tuple[int, dict[str, Any]]:

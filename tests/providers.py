@@ -537,3 +537,42 @@ def ignores_the_words(body: dict) -> dict:
 
 def takes_the_first(body: dict) -> dict:
     return _answers(body, lambda criteria, b: next(iter(criteria)))
+
+
+# --- your own function as a backend (`custom`, DECISIONS__CUSTOM_BACKEND=tests.providers:…) ----
+
+
+def custom_reads_the_words(state: Any, questions: dict, model: str) -> dict:
+    """A good custom backend: the word-reading stand-in's answers, under its own model name,
+    with no usage."""
+    _, body = standin.respond({"state": state, "model": model, "questions": questions})
+    return {"model": "tests' own rules", "answers": body["answers"]}
+
+
+def custom_breaks_the_sums(state: Any, questions: dict, model: str) -> dict:
+    """A custom backend whose choice probabilities sum to 1.5 (its least likely option's
+    raised by 0.5)."""
+    body = custom_reads_the_words(state, questions, model)
+    for answer in body["answers"].values():
+        if answer["type"] == "choice":
+            least = min(answer["probabilities"], key=answer["probabilities"].get)
+            answer["probabilities"][least] = round(answer["probabilities"][least] + 0.5, 2)
+    return body
+
+
+def custom_raises_on_passwords(state: Any, questions: dict, model: str) -> dict:
+    """Raises, quoting the state, for a state that says `password`; answers the others."""
+    if "password" in json.dumps(state):
+        raise RuntimeError(f"cannot route {state!r}")
+    return custom_reads_the_words(state, questions, model)
+
+
+#: not callable: a setting that names it is refused at use
+CUSTOM_NOT_CALLABLE = 3
+
+
+#: labelled tickets a word reader routes by `custom`'s test questions: (name, text, desk)
+ADVICE_DOC_STATES = [
+    ("a", "I want a refund of my money", "billing"),
+    ("b", "The app crashes, a bug", "tech"),
+]

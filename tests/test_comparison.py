@@ -369,3 +369,43 @@ def test_a_question_that_changed_type_between_the_columns_compares(
         assert json.loads(body)["selection"]["filter"] == shown
     if shown != "failures":  # a changed type is a change, so the row is there
         assert "urgent" in body
+
+
+# --- per-option deltas --------------------------------------------------------------------------
+
+
+def test_each_cell_says_how_each_option_moved_largest_first(two_runs):
+    qs, base, new, _a, _b = two_runs
+    _, _, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
+    by = {(r.state.name, r.question): r for r in rows}
+    moved = by[("a", "desk")].cells[1]
+    assert moved.deltas == {"billing": -0.3, "tech": 0.3, "other": 0.0}  # 0.7 → 0.4, 0.3 → 0.6
+    assert moved.moves == ["billing −0.30", "tech +0.30"]
+    assert by[("b", "desk")].cells[1].deltas == {"tech": -0.1, "other": 0.1, "billing": 0.0}
+    assert by[("a", "urgent")].cells[1].deltas == {"true": -0.15}  # a noul: P(true)
+    assert by[("a", "desk")].cells[0].deltas is None  # the baseline moves against nothing
+
+
+def test_the_page_shows_the_moves_and_the_json_has_option_deltas(client, two_runs):
+    _qs, base, new, *_ = two_runs
+    url = reverse("set-compare", args=["s"]) + f"?col=run:{base.pk}&col=run:{new.pk}"
+    page = client.get(url).content.decode()
+    assert "<span>billing −0.30</span><span>tech +0.30</span>" in page
+    document = json.loads(client.get(url + "&format=json").getvalue())
+    cells = {(r["state"], r["question"]): r["cells"] for r in document["rows"]}
+    assert cells[("a", "desk")][1]["option_deltas"] == {"billing": -0.3, "tech": 0.3, "other": 0}
+    assert cells[("a", "desk")][0]["option_deltas"] is None
+
+
+def test_the_terminal_grid_lists_the_moves_too(two_runs):
+    qs, base, new, *_ = two_runs
+    _selection, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
+    text = comparison.as_text(columns, rows)
+    assert "a · desk (expected billing): [1] billing (0.70) ✓ | [2] tech (0.60) *0.30" in text
+    assert "(billing −0.30, tech +0.30) ✗" in text
+
+
+def test_a_cell_lists_at_most_three_moves_then_how_many_more():
+    cell = comparison.Cell({"type": "choice"}, deltas={"a": 0.4, "b": -0.2, "c": -0.1, "d": -0.1})
+    assert cell.moves == ["a +0.40", "b −0.20", "c −0.10", "1 more moved"]
+    assert comparison.Cell({"type": "choice"}, deltas={"a": 0.0}).moves == []

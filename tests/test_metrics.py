@@ -227,3 +227,14 @@ def test_the_change_of_pass_rate_reads_in_signed_points():
     assert metrics.RunDelta(4, 1, 2, []).points == "+25.0"
     assert metrics.RunDelta(4, 2, 2, []).points == "0.0"
     assert metrics.RunDelta(0, 0, 0, []).points == ""
+
+
+def test_option_deltas_are_after_minus_before_rounded_and_largest_first():
+    before = {"probabilities": {"a": 0.1, "b": 0.3, "c": 0.6}}
+    after = {"probabilities": {"a": 0.3, "b": 0.3, "c": 0.4}}
+    deltas = metrics.option_deltas("choice", before, after)
+    assert deltas == {"a": 0.2, "c": -0.2, "b": 0.0} and list(deltas) == ["a", "c", "b"]
+    assert str(deltas["b"]) == "0.0"  # never -0.0
+    assert metrics.option_deltas("noul", {"noul": 0.71}, {"noul": 0.2}) == {"true": -0.51}
+    score = metrics.option_deltas("score", {"probabilities": {"0": 1}}, {"probabilities": {"1": 1}})
+    assert score == {"1": 1.0, "0": -1.0}

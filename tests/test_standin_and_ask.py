@@ -217,6 +217,7 @@ def test_the_banner_says_answers_come_from_the_stand_in(client, settings):
     settings.DECISIONS_STANDIN = True
     body = client.get(reverse("set-list")).content.decode()
     assert "Answers come from the local stand-in, not from Jev." in body
+    assert standin.HOW_IT_ANSWERS in body and "word overlap" in standin.HOW_IT_ANSWERS
     assert "TYPESAFE_API_KEY" in body
     settings.DECISIONS_STANDIN = False
     assert "local stand-in" not in client.get(reverse("set-list")).content.decode()

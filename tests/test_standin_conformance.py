@@ -60,7 +60,7 @@ def _post(url: str, content: bytes, **headers: str) -> httpx.Response:
 # --- the conformance suite ------------------------------------------------------------------------
 
 
-def test_jevcompat_finds_no_must_and_at_most_one_should_failure(served):
+def test_jevcompat_finds_no_must_and_no_should_failure(served):
     """jevcompat's 48 requirements, its own cases and its own official-SDK call, in process."""
     report = runner.run(served, key=standin.KEY, timeout=120)
     assert report.aborted is None, report.aborted
@@ -76,7 +76,7 @@ def test_jevcompat_finds_no_must_and_at_most_one_should_failure(served):
         ]
         for level in ("MUST", "SHOULD")
     }
-    assert not failed["MUST"] and len(failed["SHOULD"]) <= 1, failed
+    assert not failed["MUST"] and not failed["SHOULD"], failed
     # every MUST that applies was exercised: a pass is not the absence of a test
     assert not report.untested_musts, report.untested_musts
 

@@ -24,7 +24,8 @@ def setup(client, settings):
         services.sample_state_create(
             question_set=qs,
             name=f"s{i}",
-            state={"n": i},
+            # the stand-in reads words: one state says what the noul asks, the others do not
+            state={"n": i, "note": "urgent" if i == 0 else "routine"},
             author=writer,
             expected={"urgent": i % 2 == 0, "desk": "billing"},
         )

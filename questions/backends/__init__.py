@@ -8,7 +8,10 @@ An HTTP wire is a `Wire` (base.py) behind an `_HttpBackend` (http.py): `ask` and
 its pure steps (request bytes, error table, answer checks, scrubbing), so a wire added to `LIVE`
 serves single asks and the batch engine alike.
 
-`recorded:<wire>` replays what one live wire answered (`recorded` alone: `recorded:typesafe`).
+`custom` (custom.py) is your own function, `DECISIONS__CUSTOM_BACKEND=package.module:function`,
+live like the wires but asked in process, with no `aask` (a batch run asks it in its thread).
+
+`recorded:<wire>` replays what one live backend answered (`recorded` alone: `recorded:typesafe`).
 """
 
 from __future__ import annotations

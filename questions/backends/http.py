@@ -23,6 +23,7 @@ from questions.backends.base import (
     mapping_for,
     scrub,
 )
+from questions.backends.custom import CustomBackend
 
 
 class _HttpBackend:
@@ -231,7 +232,8 @@ class LlmBackend(_HttpBackend):
         )
 
 
-#: The live wires by name.
-LIVE: dict[str, type[_HttpBackend]] = {
-    b.name: b for b in (TypeSafeBackend, RuntimeBackend, OpenRouterBackend, LlmBackend)
+#: The live backends by name: the four wires, and your own function (`custom`, custom.py).
+LIVE: dict[str, type[_HttpBackend] | type[CustomBackend]] = {
+    b.name: b
+    for b in (TypeSafeBackend, RuntimeBackend, OpenRouterBackend, LlmBackend, CustomBackend)
 }

@@ -336,11 +336,13 @@ def try_result(run: BatchRun) -> TryResult:
 
 def backend_label(backend: backends.Backend) -> str:
     """How a backend reads in a dropdown: a replay says so; typesafe says when it is the local
-    stand-in."""
+    stand-in; custom that it is your own function."""
     from django.conf import settings
 
     if not backend.live:
         return f"{backend.name} (replay, no call)"
     if backend.name == "typesafe" and settings.DECISIONS_STANDIN:
         return "typesafe (local stand-in)"
+    if backend.name == "custom":
+        return f"custom ({settings.DECISIONS_CUSTOM_BACKEND[:60]})"
     return backend.name

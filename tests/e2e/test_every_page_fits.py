@@ -38,6 +38,7 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/controls/",
         "/sets/gestures/labels/production/export/",
         "/sets/support-routing/v1/review/",
+        "/sets/support-routing/compare/",  # the side-by-side runs: each option's moves
         f"/sets/gestures/states/{state.pk}/",
         f"/sets/gestures/states/{state.pk}/history/",
         draft.get_absolute_url(),
