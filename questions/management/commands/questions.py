@@ -18,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from questions import backends, comparison, demo, diff, roles, selectors, services, spec
 from questions.control_cli import ControlCommands
 from questions.control_cli import add_parsers as add_control_parsers
+from questions.fetches_cli import FetchCommands
+from questions.fetches_cli import add_parsers as add_fetch_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.records_cli import RecordCommands
 from questions.records_cli import add_parsers as add_record_parsers
@@ -86,7 +88,7 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(ControlCommands, RecordCommands, BaseCommand):
+class Command(ControlCommands, RecordCommands, FetchCommands, BaseCommand):
     help = "Validate, import and manage question sets. See DESIGN.md §6."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -280,6 +282,7 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
 
         add_control_parsers(sub)
         add_record_parsers(sub)
+        add_fetch_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
