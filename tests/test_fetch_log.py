@@ -23,13 +23,10 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def counted_here(monkeypatch):
-    """Each test starts with nothing counted in this process, and nothing is written on a
-    timer: only at once (a new poller, another version) or when a test flushes."""
-    services.export_fetches_forget()
+def no_timer(monkeypatch):
+    """Nothing is written on a timer: only at once (a new poller, another version) or when a
+    test flushes (each test starts with nothing counted: tests/conftest.py)."""
     monkeypatch.setattr(fetches, "FLUSH_EVERY", 3600.0)
-    yield
-    services.export_fetches_forget()
 
 
 @pytest.fixture

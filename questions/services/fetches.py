@@ -116,9 +116,10 @@ def export_fetches_forget() -> None:
 
 
 def _write(batch: dict[Key, _Counted]) -> None:
-    """One upsert per row: the count added, the latest fetch's time and what it was served
-    kept (another process may have written a later one already). One plain statement, as on
-    the rest of the hot path (`selectors.export_ref`); table and column names from the model."""
+    """One upsert per row, in autocommit as the fetch runs: the count added, the latest
+    fetch's time and what it was served kept (another process may have written a later one
+    already). One plain statement, as on the rest of the hot path (`selectors.export_ref`);
+    table and column names from the model."""
     q = connection.ops.quote_name
     table = q(ExportFetch._meta.db_table)
 
@@ -144,11 +145,12 @@ def _write(batch: dict[Key, _Counted]) -> None:
         [token, qset, label, adapt(minute), adapt(c.at), c.version_id, c.etag, c.status, c.fetches]
         for (token, qset, label, minute), c in batch.items()
     ]
-    try:
-        with connection.cursor() as cursor:
-            cursor.executemany(sql, rows)
-    except DatabaseError:
-        logger.warning("export fetch log: %d row(s) not written", len(rows), exc_info=True)
+    with connection.cursor() as cursor:
+        for row in rows:  # a handful (tokens × labels polled); one whose set or token is gone
+            try:  # since it was counted fails alone
+                cursor.execute(sql, row)
+            except DatabaseError:
+                logger.warning("export fetch log: a row was not written", exc_info=True)
 
 
 def _flush_at_exit() -> None:

@@ -19,13 +19,6 @@ from tests.providers import DOC, TOPICS, Provider, reads_the_words
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(autouse=True)
-def nothing_counted():
-    services.export_fetches_forget()
-    yield
-    services.export_fetches_forget()
-
-
 def test_the_set_page_says_who_fetched_each_label(page, live_server):
     make_world()
     qs = QuestionSet.objects.get(slug="s")
