@@ -9,6 +9,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -223,3 +225,33 @@ def test_the_cli_names_a_missing_set(raw_token):
     assert code == 1 and json.loads(out) == {"status": 404, "detail": "There is no set nope."}
     code, out, _ = run_cli("fetches", "--set", "s")
     assert code == 0 and "no export fetches logged" in out
+
+
+def test_the_set_page_costs_the_same_however_many_fetches_are_logged(client, raw_token):
+    token, qset, v1 = _ids()
+    client.force_login(factories.author("reader"))
+    url = reverse("set-detail", args=["s"])
+    now = timezone.now()
+    services.export_fetch_record(
+        token_id=token, set_id=qset, label="production", version_id=v1, etag="a", status=200
+    )
+    with CaptureQueriesContext(connection) as one:
+        client.get(url)
+    other, _ = services.api_token_create(name="runtime-other", user=roles.OPERATOR)
+    for minutes in range(1, 40):
+        for who in (token, other.pk):
+            services.export_fetch_record(
+                token_id=who,
+                set_id=qset,
+                label="production",
+                version_id=v1,
+                etag="a",
+                status=304,
+                now=now - timedelta(minutes=minutes),
+            )
+    services.export_fetches_flush()
+    assert ExportFetch.objects.count() == 1 + 2 * 39
+    with CaptureQueriesContext(connection) as many:
+        page = client.get(url).content.decode()
+    assert len(many) == len(one)
+    assert "fetched just now by <code>runtime-prod</code> (v1)" in page
