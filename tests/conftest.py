@@ -28,10 +28,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _export_fetches_forgotten():
     """The export fetch log counts in process memory (`questions/services/fetches.py`): each
-    test starts with nothing counted, so no count of a test's rolled-back rows (a token, a set
-    that is gone) is written in the next."""
+    test starts and ends with nothing counted, so no count of a test's rolled-back rows (a
+    token, a set that is gone) is written in the next test, nor at exit into whatever database
+    the settings name then."""
     from questions import services
 
+    services.export_fetches_forget()
+    yield
     services.export_fetches_forget()
 
 
