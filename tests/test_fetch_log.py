@@ -9,7 +9,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -255,3 +255,18 @@ def test_the_set_page_costs_the_same_however_many_fetches_are_logged(client, raw
         page = client.get(url).content.decode()
     assert len(many) == len(one)
     assert "fetched just now by <code>runtime-prod</code> (v1)" in page
+
+
+def test_a_log_write_that_fails_is_logged_and_the_fetch_is_served(
+    client, raw_token, monkeypatch, caplog
+):
+    class Down:
+        ops = connection.ops
+
+        def cursor(self):
+            raise DatabaseError("the database went away")
+
+    monkeypatch.setattr(fetches, "connection", Down())
+    assert fetch(client, raw_token).status_code == 200
+    assert "export fetch log: a row was not written" in caplog.text
+    assert not ExportFetch.objects.exists()

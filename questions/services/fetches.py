@@ -145,12 +145,12 @@ def _write(batch: dict[Key, _Counted]) -> None:
         [token, qset, label, adapt(minute), adapt(c.at), c.version_id, c.etag, c.status, c.fetches]
         for (token, qset, label, minute), c in batch.items()
     ]
-    with connection.cursor() as cursor:
-        for row in rows:  # a handful (tokens × labels polled); one whose set or token is gone
-            try:  # since it was counted fails alone
+    for row in rows:  # a handful (tokens × labels polled); one whose set or token is gone
+        try:  # since it was counted fails alone, and so does a lost connection
+            with connection.cursor() as cursor:
                 cursor.execute(sql, row)
-            except DatabaseError:
-                logger.warning("export fetch log: a row was not written", exc_info=True)
+        except DatabaseError:
+            logger.warning("export fetch log: a row was not written", exc_info=True)
 
 
 def _flush_at_exit() -> None:
