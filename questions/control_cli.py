@@ -66,13 +66,14 @@ def add_parsers(sub: Any) -> None:
         help="re-ask a label's approved version on another model and gate on the flips",
         description="Re-ask the approved version a label points at about its sample states "
         "on --model, and set the answers against the last finished run of that version on "
-        "another model: flips, pass-rate and calibration deltas. Exit 1 when a call failed "
-        "or the flip rate is above --max-flip-rate.",
+        "another model: flips, shifts (the decision kept, its probability moved past the "
+        "noise floor), pass-rate and calibration deltas. Exit 1 when a call failed, the flip "
+        "rate is above --max-flip-rate or the share of shifted answers above --max-shift.",
         epilog="--json gives the summary with model, baseline (run, model, pass_rate), "
         "compared, flips, flip_rate, pass_rate_delta, calibration (noul_brier, noul_ece, "
         "choice_brier, choice_ece, each before, after, delta) and per_question (compared, "
         "flip_rate, flipped_states, pass rates before and after and their delta). Exit 2 when "
-        "--max-flip-rate is not a fraction from 0 to 1. With no run on the approved model yet "
+        "--max-flip-rate or --max-shift is not a fraction from 0 to 1. With no run on the approved model yet "
         "it is refused (409): run the version on its model first.",
     )
     drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
@@ -80,6 +81,13 @@ def add_parsers(sub: Any) -> None:
     drift.add_argument("--model", required=True, metavar="NEW")
     drift.add_argument("--backend", choices=list(backends.NAMES), help="default: the baseline's")
     drift.add_argument("--max-flip-rate", type=float, default=None, metavar="X")
+    drift.add_argument(
+        "--max-shift",
+        type=float,
+        default=None,
+        metavar="X",
+        help="the largest share (0 to 1) of compared answers that may shift",
+    )
     drift.add_argument("--concurrency", type=int, metavar="K")
     drift.add_argument("--json", action="store_true")
 
@@ -163,12 +171,14 @@ class ControlCommands:
         max_flip_rate: float | None,
         concurrency: int | None,
         json: bool,
+        max_shift: float | None = None,
         **_: Any,
     ) -> int:
-        if max_flip_rate is not None and not 0 <= max_flip_rate <= 1:
-            from questions.management.commands.questions import Unusable  # (it imports this)
+        for name, bound in (("--max-flip-rate", max_flip_rate), ("--max-shift", max_shift)):
+            if bound is not None and not 0 <= bound <= 1:
+                from questions.management.commands.questions import Unusable  # (it imports this)
 
-            raise Unusable("--max-flip-rate is a fraction from 0 to 1")
+                raise Unusable(f"{name} is a fraction from 0 to 1")
         version = selectors.exportable_version(slug, label=label)
         if version is None:
             return self.fail(
@@ -187,6 +197,8 @@ class ControlCommands:
         summary = control_reports.drift_summary(run)
         rate = summary.get("flip_rate")
         above = max_flip_rate is not None and rate is not None and rate > max_flip_rate
+        shifted = summary.get("shift_rate")
+        shifted_above = max_shift is not None and shifted is not None and shifted > max_shift
         if json:
             self.emit_json(summary)
         else:
@@ -195,7 +207,8 @@ class ControlCommands:
                 f"run {run.pk}: drift of {slug} {label} (v{version.number}) from "
                 f"{base['model']} (run {base['run']}) to {model}: "
                 f"{summary['flips']}/{summary['compared']} answers flipped "
-                f"({_rate(rate)}), pass rate {_rate(base['pass_rate'])} → "
+                f"({_rate(rate)}), {summary['shifts']} shifted ({_rate(shifted)}), "
+                f"pass rate {_rate(base['pass_rate'])} → "
                 f"{_rate(summary['pass_rate'])} ({_signed(summary['pass_rate_delta'])})"
                 + ("" if summary["calibrated"] else " (calibrated: false)")
             )
@@ -207,6 +220,10 @@ class ControlCommands:
                     )
             for qid, q in summary["per_question"].items():
                 flipped = ", ".join(q["flipped_states"][:10])
+                moved = ", ".join(
+                    f"{s['state']} {s['before']:.2f}→{s['after']:.2f}"
+                    for s in q["shifted_states"][:10]
+                )
                 self.stdout.write(
                     f"  {qid}: {len(q['flipped_states'])}/{q['compared']} flipped"
                     + (
@@ -214,10 +231,16 @@ class ControlCommands:
                         if flipped
                         else ""
                     )
+                    + f", {q['shifts']} shifted past {q['noise_floor']:.2f} "
+                    f"({q['noise_floor_source']})"
+                    + (f": {moved}{', …' if q['shifts'] > 10 else ''}" if moved else "")
                 )
             if above:
                 self.stderr.write(f"flip rate {rate:.1%} is above {max_flip_rate:.1%}")
-        return EXIT_FAILED if above or summary["failed"] else EXIT_OK
+            if shifted_above:
+                self.stderr.write(f"shifted share {shifted:.1%} is above {max_shift:.1%}")
+        failed = above or shifted_above or summary["failed"]
+        return EXIT_FAILED if failed else EXIT_OK
 
 
 def _line(kind: str, q: dict[str, Any]) -> str:

@@ -60,12 +60,35 @@ def control_summary(run: BatchRun) -> dict[str, Any]:
     }
 
 
+def noise_run(run: BatchRun) -> BatchRun | None:
+    """The repeatability run whose spread is a drift run's noise floor: the latest one of the
+    same version on its baseline's model that had finished when the drift run was made (so a
+    drift run's report does not change after it)."""
+    if run.baseline is None:
+        return None
+    return (
+        BatchRun.objects.filter(
+            version_id=run.version_id,
+            kind=controls.REPEAT,
+            model=run.baseline.model,
+            status=BatchRun.Status.DONE,
+            finished_at__lte=run.created_at,
+        )
+        .order_by("-finished_at", "-pk")
+        .first()
+    )
+
+
 def drift_of(run: BatchRun) -> controls.Drift | None:
     """A drift run against its baseline; None when its baseline is gone."""
     if run.baseline is None:
         return None
+    repeat = noise_run(run)
+    floors = (
+        controls.noise_floors(control_report(repeat), f"repeat run {repeat.pk}") if repeat else {}
+    )
     return controls.drift(
-        selectors.run_cases(run.baseline), selectors.run_cases(run), run.threshold
+        selectors.run_cases(run.baseline), selectors.run_cases(run), run.threshold, floors
     )
 
 
@@ -88,6 +111,8 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
         compared=found.compared,
         flips=found.flips,
         flip_rate=found.flip_rate,
+        shifts=found.shifts,
+        shift_rate=found.shift_rate,
         pass_rate_delta=controls.delta(found.before.pass_rate, found.after.pass_rate),
         calibration=found.calibration(),
         per_question={
@@ -96,6 +121,10 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
                 "compared": q.compared,
                 "flip_rate": q.flip_rate,
                 "flipped_states": q.flips,
+                "shifts": len(q.shifts),
+                "shifted_states": [shift.as_json() for shift in q.shifts],
+                "noise_floor": q.noise_floor,
+                "noise_floor_source": q.floor_source,
                 "pass_rate_before": q.pass_before,
                 "pass_rate_after": q.pass_after,
                 "pass_rate_delta": controls.delta(q.pass_before, q.pass_after),
@@ -130,5 +159,6 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             if found
             else None,
             "calibration": found.calibration() if found else {},
+            "default_floor": controls.SHIFT_NOISE_FLOOR,
         }
     return None

@@ -16,6 +16,11 @@ A control run asks every state once per *variant*. Variant 0 is always the quest
 - **repeat** — the same call again: per question the spread of the probabilities and the flip
   rate against the first call (non-determinism).
 
+A *drift* sets one model's answers against another's: the flips (the decision changed) and the
+shifts (the decision stayed, its probability moved past a noise floor: the version's own
+repeatability spread on the baseline's model where a repeat run gives one, else
+`SHIFT_NOISE_FLOOR`).
+
 The rules of a flip and of a distance are `questions.metrics`'s.
 """
 
@@ -254,6 +259,33 @@ def control_report(
 
 # --- drift ---------------------------------------------------------------------------------------
 
+#: a decision's probability that moves by more than this from one model to the other is a
+#: *shift*, where no repeatability run of the version on the baseline's model says how far that
+#: model's own answers wander (then its largest spread per question is the floor)
+SHIFT_NOISE_FLOOR = 0.10
+DEFAULT_FLOOR = "default"  # the noise floor's source when no repeatability run gives one
+
+
+def decided_probability(qtype: str, answer: Mapping[str, Any]) -> float:
+    """The probability a decision rests on: the chosen option's (choice), the nearest level's
+    (score), P(true) (noul)."""
+    if qtype == "noul":
+        return float(answer["noul"])
+    chosen = answer["choice"] if qtype == "choice" else str(metrics.nearest_level(answer["score"]))
+    return float((answer.get("probabilities") or {}).get(chosen, 0.0))
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A state whose decision stayed while its probability moved past the noise floor."""
+
+    state: str
+    before: float
+    after: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {"state": self.state, "before": self.before, "after": self.after}
+
 
 @dataclass
 class QuestionDrift:
@@ -261,12 +293,19 @@ class QuestionDrift:
     qtype: str
     compared: int = 0
     flips: list[str] = dataclasses.field(default_factory=list)  # the states that flipped
+    shifts: list[Shift] = dataclasses.field(default_factory=list)  # moved, decision kept
+    noise_floor: float = SHIFT_NOISE_FLOOR
+    floor_source: str = DEFAULT_FLOOR  # DEFAULT_FLOOR, or "repeat run N"
     pass_before: float | None = None
     pass_after: float | None = None
 
     @property
     def flip_rate(self) -> float | None:
         return len(self.flips) / self.compared if self.compared else None
+
+    @property
+    def shift_rate(self) -> float | None:
+        return len(self.shifts) / self.compared if self.compared else None
 
 
 @dataclass
@@ -286,6 +325,15 @@ class Drift:
     @property
     def flip_rate(self) -> float | None:
         return self.flips / self.compared if self.compared else None
+
+    @property
+    def shifts(self) -> int:
+        return sum(len(q.shifts) for q in self.questions.values())
+
+    @property
+    def shift_rate(self) -> float | None:
+        """The share of the compared answers that shifted (the bound of `--max-shift`)."""
+        return self.shifts / self.compared if self.compared else None
 
     def calibration(self) -> dict[str, dict[str, float | None]]:
         """Brier and ECE of the noul and the choice answers, before, after and the change."""
@@ -307,21 +355,48 @@ def delta(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else after - before
 
 
+def noise_floors(
+    report: Mapping[str, QuestionControl], source: str
+) -> dict[str, tuple[float, str]]:
+    """Per question of a repeatability run's report: its largest spread as the noise floor of
+    a drift, with where it comes from (questions the run has no spread for are left out)."""
+    return {
+        qid: (q.largest_spread, source)
+        for qid, q in report.items()
+        if q.kind == REPEAT and q.largest_spread is not None
+    }
+
+
 def drift(
-    before: list[metrics.Case], after: list[metrics.Case], threshold: float = NOUL_THRESHOLD
+    before: list[metrics.Case],
+    after: list[metrics.Case],
+    threshold: float = NOUL_THRESHOLD,
+    floors: Mapping[str, tuple[float, str]] | None = None,
 ) -> Drift:
     """What changed from one run's answers (`before`, the approved model's) to another's: per
-    question the states whose answer flipped, and both runs' pass rates and calibration."""
+    question the states whose answer flipped, those whose decision stayed while its probability
+    moved by more than the question's noise floor (`floors`: the floor and its source per
+    question, else `SHIFT_NOISE_FLOOR`), and both runs' pass rates and calibration."""
+    floors = floors or {}
     old = {(c.state, c.question): c for c in before}
     questions: dict[str, QuestionDrift] = {}
     for c in sorted(after, key=lambda c: (c.question, c.state)):
-        q = questions.setdefault(c.question, QuestionDrift(c.question, c.qtype))
+        q = questions.get(c.question)
+        if q is None:
+            floor, source = floors.get(c.question, (SHIFT_NOISE_FLOOR, DEFAULT_FLOOR))
+            q = questions[c.question] = QuestionDrift(
+                c.question, c.qtype, noise_floor=floor, floor_source=source
+            )
         base = old.get((c.state, c.question))
         if base is None or base.qtype != c.qtype:
             continue
         q.compared += 1
         if metrics.flipped(c.qtype, base.answer, c.answer, threshold):
             q.flips.append(c.state)
+            continue
+        was, now = (decided_probability(c.qtype, a) for a in (base.answer, c.answer))
+        if round(abs(now - was), 9) > q.noise_floor:  # 0.8 − 0.7 is 0.1, not 0.10000000000000009
+            q.shifts.append(Shift(c.state, was, now))
     reports = metrics.report(before, threshold), metrics.report(after, threshold)
     for qid, q in questions.items():
         was, now = (r.questions.get(qid) for r in reports)

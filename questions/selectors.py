@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
@@ -23,6 +23,7 @@ from questions import backends, lints, metrics, spec
 from questions.models import (
     BatchItem,
     BatchRun,
+    ExportFetch,
     Label,
     LabelMove,
     QuestionSet,
@@ -85,6 +86,88 @@ def labels_of(question_set: QuestionSet) -> QuerySet[Label]:
     return question_set.labels.select_related("version__question_set").defer(
         "version__document_text"
     )
+
+
+@dataclass(frozen=True)
+class LabelFetched:
+    """A label as the set page shows it with the fetch log: its latest fetch (by any token),
+    when it was last re-pointed to another version, and whether nothing fetched it since."""
+
+    label: Label
+    last: ExportFetch | None
+    moved_at: Any  # datetime | None: the last move from one version to another
+
+    @property
+    def unfetched_since_move(self) -> bool:
+        return self.moved_at is not None and (
+            self.last is None or self.last.last_fetched_at < self.moved_at
+        )
+
+
+def labels_fetched(question_set: QuestionSet) -> list[LabelFetched]:
+    """The set's labels, each with its latest fetch and last move: two queries (one without a
+    fetch), whatever the number of labels or of logged fetches (each label's latest is one
+    probe of an index)."""
+    latest = ExportFetch.objects.filter(
+        question_set=OuterRef("question_set"), label=OuterRef("name")
+    ).order_by("-last_fetched_at", "-id")
+    moved = LabelMove.objects.filter(
+        question_set=OuterRef("question_set"), name=OuterRef("name"), from_version__isnull=False
+    ).order_by("-created_at", "-id")
+    labels = list(
+        labels_of(question_set).annotate(
+            last_fetch_id=Subquery(latest.values("id")[:1]),
+            moved_at=Subquery(moved.values("created_at")[:1]),
+        )
+    )
+    ids = [label.last_fetch_id for label in labels if label.last_fetch_id is not None]
+    fetched = (
+        ExportFetch.objects.select_related("token", "version")
+        .defer("version__document_text")
+        .in_bulk(ids)
+        if ids
+        else {}
+    )
+    return [
+        LabelFetched(label, fetched.get(label.last_fetch_id), label.moved_at) for label in labels
+    ]
+
+
+def fetches_of(question_set: QuestionSet) -> list[dict[str, Any]]:
+    """Who fetched what, per label and token: the latest fetch (when, the version and ETag
+    served, 200 or 304) and how many fetches the log counts; newest first within a label. A
+    fetch by version number has no label (None)."""
+    latest = ExportFetch.objects.filter(
+        question_set=question_set, label=OuterRef("label"), token=OuterRef("token")
+    ).order_by("-last_fetched_at", "-id")
+    groups = list(
+        ExportFetch.objects.filter(question_set=question_set)
+        .values("label", "token")
+        .annotate(total=Sum("fetches"), latest=Subquery(latest.values("id")[:1]))
+        .order_by()
+    )
+    rows = (
+        ExportFetch.objects.select_related("token", "version")
+        .defer("version__document_text")
+        .in_bulk([g["latest"] for g in groups])
+    )
+    out = []
+    for g in groups:
+        row = rows[g["latest"]]
+        out.append(
+            {
+                "label": row.label or None,
+                "token": row.token.name,
+                "last_fetched_at": row.last_fetched_at.isoformat(),
+                "version": row.version.number,
+                "etag": row.etag,
+                "status": row.status,
+                "fetches": g["total"],
+            }
+        )
+    out.sort(key=lambda r: r["last_fetched_at"], reverse=True)
+    out.sort(key=lambda r: (r["label"] is None, r["label"] or ""))
+    return out
 
 
 def label_moves_of(question_set: QuestionSet) -> QuerySet[LabelMove]:
@@ -161,6 +244,7 @@ class ExportRef:
     version_id: int
     number: int
     slug: str
+    set_id: int
     key: str
 
 
@@ -203,6 +287,7 @@ def export_ref(
             f"a.{column(ReviewEvent, 'id')}",
             f"a.{column(ReviewEvent, 'created_at')}",
             f"u.{column(user_model, user_model.USERNAME_FIELD)}",
+            f"s.{column(QuestionSet, 'id')}",
         ]
     )
     params: list[Any] = []
@@ -235,7 +320,11 @@ def export_ref(
     if row is None:
         return None
     return ExportRef(
-        version_id=row[0], number=row[1], slug=row[8], key=json.dumps([str(v) for v in row])
+        version_id=row[0],
+        number=row[1],
+        slug=row[8],
+        set_id=row[12],
+        key=json.dumps([str(v) for v in row]),
     )
 
 

@@ -25,6 +25,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def _export_fetches_forgotten():
+    """The export fetch log counts in process memory (`questions/services/fetches.py`): each
+    test starts and ends with nothing counted, so no count of a test's rolled-back rows (a
+    token, a set that is gone) is written in the next test, nor at exit into whatever database
+    the settings name then."""
+    from questions import services
+
+    services.export_fetches_forget()
+    yield
+    services.export_fetches_forget()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not os.environ.get("CI"):
         return

@@ -8,6 +8,7 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     tokens     the runtime's API tokens
+    fetches    who fetched what: the export fetch log, counted per token, label and minute
     webhooks   change webhooks: endpoints per set, events, delivery by the task worker
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
@@ -30,6 +31,11 @@ from questions.services.errors import (
     NotFound,
     Refusal,
     ServiceError,
+)
+from questions.services.fetches import (
+    export_fetch_record,
+    export_fetches_flush,
+    export_fetches_forget,
 )
 from questions.services.reviews import (
     WeakEvidence,
@@ -105,6 +111,9 @@ __all__ = [
     "decision_ask",
     "decision_record",
     "document_text",
+    "export_fetch_record",
+    "export_fetches_flush",
+    "export_fetches_forget",
     "label_move",
     "open_draft",
     "pin_check",

@@ -317,9 +317,18 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
     if ref is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)
-    return _export_response(
+    response = _export_response(
         request, ref, download=False, if_none_match=request.headers.get("If-None-Match", "")
     )
+    services.export_fetch_record(
+        token_id=token,
+        set_id=ref.set_id,
+        label=label,
+        version_id=ref.version_id,
+        etag=response["ETag"].removeprefix("W/").strip('"'),
+        status=response.status_code,
+    )
+    return response
 
 
 # --- API tokens ----------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ def set_create(request: HttpRequest) -> HttpResponse:
 def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet.objects.select_related("owner"), slug=slug)
     versions = list(selectors.versions_of(question_set))
+    labels = selectors.labels_fetched(question_set)
     context = {
         "set": question_set,
         "versions": versions,
@@ -63,7 +64,8 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "states": question_set.sample_states.all(),
         "can_author": roles.may_write(request.user),
         "can_review": roles.may_review(request.user),
-        "labels": selectors.labels_of(question_set),
+        "labels": [shown.label for shown in labels],
+        "label_fetches": labels,
         "label_moves": selectors.label_moves_of(question_set)[:50],
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],

@@ -20,6 +20,8 @@ from questions.application_cli import ApplicationCommands
 from questions.application_cli import add_parsers as add_application_parsers
 from questions.control_cli import ControlCommands
 from questions.control_cli import add_parsers as add_control_parsers
+from questions.fetches_cli import FetchCommands
+from questions.fetches_cli import add_parsers as add_fetch_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.records_cli import RecordCommands
 from questions.records_cli import add_parsers as add_record_parsers
@@ -88,8 +90,8 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(ControlCommands, RecordCommands, ApplicationCommands, BaseCommand):
-    help = "Validate, import and manage question sets. See DESIGN.md §6."
+class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommands, BaseCommand):
+    help = "Validate, import, run, review and export question sets."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
@@ -332,6 +334,7 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, BaseCommand)
         add_control_parsers(sub)
         add_record_parsers(sub)
         add_application_parsers(sub)
+        add_fetch_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(

@@ -1,0 +1,47 @@
+"""`questions fetches`: the subcommand of the console's command line
+(`questions.management.commands.questions`) that lists who fetched what of a set's export, per
+label and token (`selectors.fetches_of`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions import selectors
+from questions.models import QuestionSet
+
+EXIT_OK = 0
+
+
+def add_parsers(sub: Any) -> None:
+    """The `fetches` subcommand."""
+    out = sub.add_parser(
+        "fetches",
+        help="who fetched a set's export: per label and token, the latest fetch",
+        description="List, per label and API token, the latest export fetch of SLUG (when, "
+        "the version and ETag served, 200 or 304) and how many fetches the log counts. A "
+        "fetch by version number is listed with no label.",
+    )
+    out.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    out.add_argument("--json", action="store_true", help="print a JSON list")
+
+
+class FetchCommands:
+    """The handler, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+
+    def do_fetches(self, *, slug: str, json: bool, **_: Any) -> int:
+        question_set = QuestionSet.objects.filter(slug=slug).first()
+        if question_set is None:
+            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
+        rows = selectors.fetches_of(question_set)
+        if json:
+            self.emit_json(rows)
+            return EXIT_OK
+        if not rows:
+            self.stdout.write(f"{slug}: no export fetches logged.")
+        for r in rows:
+            label = r["label"] if r["label"] is not None else "(by version)"
+            self.stdout.write(
+                f"{label}: {r['token']} fetched v{r['version']} at {r['last_fetched_at']} "
+                f"({r['status']}, ETag {r['etag'][:12]}…), {r['fetches']} fetches logged"
+            )
+        return EXIT_OK
