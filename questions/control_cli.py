@@ -72,9 +72,10 @@ def add_parsers(sub: Any) -> None:
         epilog="--json gives the summary with model, baseline (run, model, pass_rate), "
         "compared, flips, flip_rate, pass_rate_delta, calibration (noul_brier, noul_ece, "
         "choice_brier, choice_ece, each before, after, delta) and per_question (compared, "
-        "flip_rate, flipped_states, pass rates before and after and their delta). Exit 2 when "
-        "--max-flip-rate or --max-shift is not a fraction from 0 to 1. With no run on the approved model yet "
-        "it is refused (409): run the version on its model first.",
+        "flip_rate, flipped_states, pass rates before and after and their delta; shifts, "
+        "shift_rate and per question shifted_states and noise_floor). Exit 2 when "
+        "--max-flip-rate or --max-shift is not a fraction from 0 to 1. With no run on the "
+        "approved model yet it is refused (409): run the version on its model first.",
     )
     drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
     drift.add_argument("--label", required=True, metavar="L")
