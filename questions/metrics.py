@@ -387,6 +387,48 @@ def compare_readings(
     return delta
 
 
+def paired_checks(
+    before: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = NOUL_THRESHOLD,
+    threshold_before: float | None = None,
+) -> dict[str, dict[str, tuple[bool, bool]]]:
+    """Per question of `qtypes`, per state both runs answered and checked against the state's
+    expected answer: (passed before, passed after) — what a paired test reads (`stats.paired`).
+    The readings are `compare_readings`'; each run reads its nouls at its own threshold."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())
+    found: dict[str, dict[str, tuple[bool, bool]]] = {qid: {} for qid in qtypes}
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            wanted = expected.get(qid)
+            if a is None or b is None or wanted is None or not expected_fits(qtype, wanted):
+                continue
+            found[qid][state] = (
+                passes(qtype, {qtype: b}, wanted, t_before),
+                passes(qtype, {qtype: a}, wanted, threshold),
+            )
+    return found
+
+
+def state_checks(
+    by_question: Mapping[str, Mapping[str, tuple[bool, bool]]],
+) -> dict[str, tuple[bool, bool]]:
+    """Per state, whether it passed every question both runs checked on it, before and after:
+    the unit of an overall paired verdict is the state (its questions are not independent)."""
+    found: dict[str, tuple[bool, bool]] = {}
+    for checks in by_question.values():
+        for state, (was, now) in checks.items():
+            old = found.get(state, (True, True))
+            found[state] = (old[0] and was, old[1] and now)
+    return found
+
+
 # --- advisory thresholds ------------------------------------------------------------------------
 
 #: the thresholds a curve is drawn at: 0.00, 0.05, … 1.00

@@ -19,7 +19,7 @@ from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
-from questions import backends, lints, metrics, spec
+from questions import backends, lints, metrics, spec, stats
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -457,11 +457,7 @@ def run_delta(
         delta = cache.get(key)
         if delta is not None:
             return delta
-    types = {
-        qid: q["type"]
-        for qid, q in document.items()
-        if isinstance(q, dict) and q.get("type") in READING_KEYS
-    }
+    types = _types(document)
     delta = metrics.compare_readings(
         run_readings(base, types),
         run_readings(this, types),
@@ -483,6 +479,56 @@ def run_delta(
     if key:
         cache.set(key, delta, timeout=None)
     return delta
+
+
+def _types(document: Any) -> dict[str, str]:
+    """The question types of a stored document that a comparison reads, by question id."""
+    if not isinstance(document, dict):
+        return {}
+    return {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+
+
+def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
+    """The paired verdicts of two runs on the states both checked (McNemar's exact test,
+    `stats.paired`): under "overall" per state (a state passes when it passes every question
+    both runs checked on it), and under each question id of `run_after`'s version. Each run
+    reads its nouls at its own threshold. Two finished runs never change, so their verdicts are
+    worked out once per process and kept in the cache."""
+    key = None
+    if (
+        run_before.finished
+        and run_after.finished
+        and run_before.finished_at
+        and run_after.finished_at
+    ):
+        stamps = (
+            run_before.pk,
+            run_before.finished_at.timestamp(),
+            run_after.pk,
+            run_after.finished_at.timestamp(),
+        )
+        key = "paired:" + ":".join(map(str, stamps))
+        found = cache.get(key)
+        if found is not None:
+            return found
+    types = _types(run_after.version.document)
+    by_question = metrics.paired_checks(
+        run_readings(run_before, types),
+        run_readings(run_after, types),
+        types,
+        run_after.threshold,
+        threshold_before=run_before.threshold,
+    )
+    found = {"overall": stats.paired(list(metrics.state_checks(by_question).values()))}
+    for qid, checks in by_question.items():
+        found[qid] = stats.paired([checks[state] for state in sorted(checks)])
+    if key:
+        cache.set(key, found, timeout=None)
+    return found
 
 
 def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:
