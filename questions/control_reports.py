@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import controls, selectors, spec
+from questions import controls, metrics, selectors, spec
 from questions.models import BatchItem, BatchRun
 
 
@@ -69,6 +69,11 @@ def drift_of(run: BatchRun) -> controls.Drift | None:
     )
 
 
+def _interval(report: metrics.Report, qid: str) -> list[float] | None:
+    found = report.questions.get(qid)
+    return found.pass_rate_interval if found else None
+
+
 def drift_summary(run: BatchRun) -> dict[str, Any]:
     """A drift run as `questions drift --json` prints it."""
     found = drift_of(run)
@@ -83,7 +88,10 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
         baseline={
             "run": run.baseline.pk,
             "model": run.baseline.model,
+            "checked": found.before.checked,
+            "passed": found.before.passed,
             "pass_rate": found.before.pass_rate,
+            "pass_rate_interval": found.before.pass_rate_interval,
         },
         compared=found.compared,
         flips=found.flips,
@@ -97,10 +105,16 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
                 "flip_rate": q.flip_rate,
                 "flipped_states": q.flips,
                 "pass_rate_before": q.pass_before,
+                "pass_rate_before_interval": _interval(found.before, qid),
                 "pass_rate_after": q.pass_after,
+                "pass_rate_after_interval": _interval(found.after, qid),
                 "pass_rate_delta": controls.delta(q.pass_before, q.pass_after),
             }
             for qid, q in found.questions.items()
+        },
+        paired={
+            key: verdict.as_dict()
+            for key, verdict in selectors.paired_verdicts(run.baseline, run).items()
         },
     )
     return out

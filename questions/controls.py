@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from questions import metrics, spec
+from questions import metrics, spec, stats
 from questions.answers import NOUL_THRESHOLD
 
 SHUFFLE = "shuffle"
@@ -176,9 +176,13 @@ class QuestionControl:
             "type": self.qtype,
             "varied": self.varied,
             "real_pass_rate": self.real_pass_rate,
+            "real_pass_rate_interval": stats.interval_list(self.real_passed, self.real_checked),
             "real_checked": self.real_checked,
+            "real_passed": self.real_passed,
             "floor": self.floor,
+            "floor_interval": stats.interval_list(self.floor_passed, self.floor_checked),
             "floor_checked": self.floor_checked,
+            "floor_passed": self.floor_passed,
             "no_signal": self.no_signal,
             "few_answers": self.few_answers,
             "flip_rate": self.flip_rate,

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from questions import stats
 from questions.answers import NOUL_THRESHOLD
 
 SPARSE_BIN = 5
@@ -140,6 +141,10 @@ class QuestionReport:
         return self.passed / self.checked if self.checked else None
 
     @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
+
+    @property
     def mae(self) -> float | None:
         if not self.absolute_errors:
             return None
@@ -157,6 +162,10 @@ class Report:
     @property
     def pass_rate(self) -> float | None:
         return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
 
 
 def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:

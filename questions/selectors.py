@@ -357,9 +357,17 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
         "states": counts["total"],
         "answered": counts["answered"],
         "failed": counts["failed"],
+        "checked": report.checked,
+        "passed": report.passed,
         "pass_rate": report.pass_rate,
+        "pass_rate_interval": report.pass_rate_interval,
         "per_question": {
-            qid: {"checked": q.checked, "passed": q.passed, "pass_rate": q.pass_rate}
+            qid: {
+                "checked": q.checked,
+                "passed": q.passed,
+                "pass_rate": q.pass_rate,
+                "pass_rate_interval": q.pass_rate_interval,
+            }
             for qid, q in report.questions.items()
         },
         "duration_ms": duration,
@@ -395,6 +403,7 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         "checked": run.checked,
         "passed": run.passed,
         "pass_rate": run.pass_rate,
+        "pass_rate_interval": stats.interval_list(run.passed or 0, run.checked or 0),
         "cost_per_call": cost,
     }
 
