@@ -15,7 +15,17 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import F, QuerySet
 
-from questions import backends, metrics, roles, services, spec
+from questions import (
+    backends,
+    control_reports,
+    controls,
+    metrics,
+    roles,
+    selectors,
+    services,
+    spec,
+    stats,
+)
 from questions.answers import NOUL_THRESHOLD
 from questions.models import (
     BatchItem,
@@ -53,6 +63,7 @@ class Column:
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
     problem: str = ""
     run_id: int | None = None  # a run's column
+    run: BatchRun | None = None
     version: Version | None = None  # a version's column, asked through `backend`
     backend: str = ""
     calibrated: bool = True  # False: a chat model's stated probabilities (the llm wire)
@@ -76,6 +87,7 @@ class Cell:
     distance: float | None = None
     passed: bool | None = None  # against the state's expected answer
     note: str = ""
+    noise: bool = False  # a flip within the repeatability control's noise floor
 
     @property
     def bars(self) -> list[tuple[str, str]]:
@@ -130,6 +142,8 @@ class Selection:
     next_start: int | None = None  # where the next page starts; None on the last page
     shown: int = 0  # states on this page
     total: int = 0  # states in the selection
+    #: the repeatability control flips are read against (`control_reports.noise_floor`)
+    noise: controls.NoiseFloor | None = None
 
     @classmethod
     def read(
@@ -217,7 +231,7 @@ def _open_column(
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
         column.mark(run.backend)
         column.questions = _parsed(run.version.document) or {}
-        column.run_id = run.pk
+        column.run_id, column.run = run.pk, run
         return column
     version = question_set.versions.filter(number=int(match["version"])).first()
     backend = match["backend"]
@@ -340,6 +354,8 @@ def _open(
         _open_column(key, question_set, user, single, live_budget, ask_live)
         for key in selection.columns
     ]
+    versions = [c.run.version if c.run else c.version for c in columns]
+    selection.noise = control_reports.noise_floor(question_set, versions) if columns else None
     return states, columns
 
 
@@ -404,6 +420,8 @@ def _state_rows(
                 if i and base is not None and base.get("type") == atype:
                     cell.flipped = metrics.flipped(atype, base, answer, selection.threshold)
                     cell.distance = metrics.distance(atype, base, answer)
+                    noise = selection.noise
+                    cell.noise = cell.flipped and bool(noise and noise.within(qid, cell.distance))
                 elif i and base is not None:
                     cell.flipped = True  # another type of answer is a change, with no distance
                 if expected is not None and metrics.expected_fits(atype, expected):
@@ -488,6 +506,60 @@ def stream(
     return columns, rows()
 
 
+@dataclass
+class RunEvidence:
+    """A run column's pass rate (its stored summary) and, past the first column, its paired
+    verdicts against the first column's run on the states both checked."""
+
+    column: Column
+    checked: int
+    passed: int
+    paired: dict[str, stats.Paired] | None = None  # "overall" and per question
+    noise: controls.NoiseFloor | None = None
+
+    @property
+    def words(self) -> str:
+        return stats.rate_words(self.passed, self.checked)
+
+    @property
+    def overall(self) -> stats.Paired | None:
+        return self.paired["overall"] if self.paired else None
+
+    @property
+    def per_question(self) -> list[tuple[str, stats.Paired, float | None]]:
+        """(question, its paired verdict, how often the same call flipped it on its own)."""
+        noise = self.noise.flip_rates if self.noise else {}
+        return [
+            (qid, verdict, noise.get(qid))
+            for qid, verdict in (self.paired or {}).items()
+            if qid != "overall"
+        ]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "passed": self.passed,
+            "pass_rate": self.passed / self.checked if self.checked else None,
+            "pass_rate_interval": stats.interval_list(self.passed, self.checked),
+            "paired": {k: v.as_dict() for k, v in self.paired.items()} if self.paired else None,
+        }
+
+
+def evidence(columns: list[Column], noise: controls.NoiseFloor | None = None) -> list[RunEvidence]:
+    """Each run column's pass rate with its interval, and each later run column's paired
+    verdicts (McNemar's exact test, `selectors.paired_verdicts`) against the first column's
+    run. A read: two finished runs' verdicts are cached."""
+    base = columns[0].run if columns else None
+    found = []
+    for i, column in enumerate(columns):
+        run = column.run
+        if run is None:
+            continue
+        paired = selectors.paired_verdicts(base, run) if i and base is not None else None
+        found.append(RunEvidence(column, run.checked or 0, run.passed or 0, paired, noise))
+    return found
+
+
 def _summary(answer: dict[str, Any] | None) -> str:
     if answer is None:
         return ""
@@ -510,6 +582,7 @@ def _row_json(r: Row) -> dict[str, Any]:
                 "flipped": c.flipped,
                 "distance": c.distance,
                 "passed": c.passed,
+                "noise": c.noise,
             }
             for c in r.cells
         ],
@@ -517,7 +590,12 @@ def _row_json(r: Row) -> dict[str, Any]:
 
 
 def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection) -> Iterator[str]:
-    """The JSON download, piece by piece: the same text as one `json.dumps(indent=2)` of it."""
+    """The JSON download, piece by piece: the same text as one `json.dumps(indent=2)` of it.
+    Each run column carries its pass rate with its interval; `paired` is the second column's
+    paired verdicts against the first (both runs), and `noise_floor` the repeatability control
+    flips are read against (a cell's `noise`)."""
+    found = {e.column.key: e for e in evidence(columns)}
+    second = found.get(columns[1].key) if len(columns) > 1 else None
     head = json.dumps(
         {
             "selection": {
@@ -533,8 +611,11 @@ def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection
                     "calibrated": c.calibrated,
                     "problem": c.problem or None,
                 }
+                | (found[c.key].as_json() if c.key in found else {})
                 for c in columns
             ],
+            "paired": second.as_json()["paired"] if second else None,
+            "noise_floor": selection.noise.as_json() if selection.noise else None,
             "rows": [],
         },
         ensure_ascii=False,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -58,6 +59,19 @@ def control_summary(run: BatchRun) -> dict[str, Any]:
             "questions": {qid: q.as_json() for qid, q in report.items()},
         },
     }
+
+
+def noise_floor(question_set: Any, versions: Iterable[Any] = ()) -> controls.NoiseFloor | None:
+    """The noise floor flips and deltas are read against: the latest finished repeatability
+    control of one of `versions`, else of the set; None when the set has none."""
+    runs = BatchRun.objects.filter(
+        question_set=question_set, kind=controls.REPEAT, status=BatchRun.Status.DONE
+    ).order_by("-id")
+    versions = [v for v in versions if v is not None]
+    run = (runs.filter(version__in=versions).first() if versions else None) or runs.first()
+    if run is None:
+        return None
+    return controls.noise_floor(run.pk, control_report(run))
 
 
 def drift_of(run: BatchRun) -> controls.Drift | None:
@@ -144,5 +158,6 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             if found
             else None,
             "calibration": found.calibration() if found else {},
+            "paired": selectors.paired_verdicts(run.baseline, run)["overall"] if found else None,
         }
     return None

@@ -256,6 +256,40 @@ def control_report(
     return out
 
 
+@dataclass(frozen=True)
+class NoiseFloor:
+    """What a repeatability control says of a question's noise: per question, the largest
+    spread of a probability over the same call repeated (nothing changed but the call) and
+    the rate at which a repeat flipped. A change between two columns no larger than the spread
+    is within the noise floor: the same call moves that far on its own."""
+
+    run_id: int
+    spreads: Mapping[str, float]
+    flip_rates: Mapping[str, float | None]
+
+    def within(self, qid: str, distance: float | None) -> bool:
+        spread = self.spreads.get(qid)
+        return distance is not None and spread is not None and distance <= spread
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "questions": {
+                qid: {"largest_spread": spread, "flip_rate": self.flip_rates.get(qid)}
+                for qid, spread in self.spreads.items()
+            },
+        }
+
+
+def noise_floor(run_id: int, report: Mapping[str, QuestionControl]) -> NoiseFloor:
+    """The noise floor a repeatability control's report gives."""
+    return NoiseFloor(
+        run_id,
+        {qid: q.largest_spread for qid, q in report.items() if q.largest_spread is not None},
+        {qid: q.flip_rate for qid, q in report.items() if q.largest_spread is not None},
+    )
+
+
 # --- drift ---------------------------------------------------------------------------------------
 
 
@@ -267,6 +301,10 @@ class QuestionDrift:
     flips: list[str] = dataclasses.field(default_factory=list)  # the states that flipped
     pass_before: float | None = None
     pass_after: float | None = None
+    checked_before: int = 0
+    passed_before: int = 0
+    checked_after: int = 0
+    passed_after: int = 0
 
     @property
     def flip_rate(self) -> float | None:
@@ -292,12 +330,13 @@ class Drift:
         return self.flips / self.compared if self.compared else None
 
     def calibration(self) -> dict[str, dict[str, float | None]]:
-        """Brier and ECE of the noul and the choice answers, before, after and the change."""
+        """Brier, ECE, MCE and log loss of the noul and the choice answers, before, after and
+        the change."""
         out = {}
         for name in ("noul", "choice"):
             old = getattr(self.before, f"{name}_calibration")
             new = getattr(self.after, f"{name}_calibration")
-            for measure in ("brier", "ece"):
+            for measure in ("brier", "ece", "mce", "log_loss"):
                 a, b = getattr(old, measure), getattr(new, measure)
                 out[f"{name}_{measure}"] = {
                     "before": a,
@@ -331,4 +370,6 @@ def drift(
         was, now = (r.questions.get(qid) for r in reports)
         q.pass_before = was.pass_rate if was else None
         q.pass_after = now.pass_rate if now else None
+        q.checked_before, q.passed_before = (was.checked, was.passed) if was else (0, 0)
+        q.checked_after, q.passed_after = (now.checked, now.passed) if now else (0, 0)
     return Drift(questions, *reports)

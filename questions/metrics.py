@@ -10,8 +10,11 @@ Tests: a choice passes when it equals the expected option; a score when |score �
 the threshold (p ≥ t counts as true). Calibration reads the noul's P(true) and the choice's
 probability of its chosen option: the Brier score is the mean of (p − outcome)²; the expected
 calibration error bins p in ten equal bins and sums, weighted by the bin's share, the gap
-between the bin's mean p and how often the outcome was true. Bins with fewer than
-`SPARSE_BIN` answers are marked sparse: their gap says little.
+between the bin's mean p and how often the outcome was true; the maximum calibration error
+(MCE) is the largest of those gaps over the bins that hold an answer; the log loss is the mean
+of −log(p) when the outcome was true and −log(1 − p) when not, p held within
+[`LOG_LOSS_EPSILON`, 1 − `LOG_LOSS_EPSILON`] so one certain miss costs about 13.8, not infinity.
+Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says little.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from questions.answers import NOUL_THRESHOLD
 
 SPARSE_BIN = 5
 BINS = 10
+LOG_LOSS_EPSILON = 1e-6
 
 
 def nearest_level(score: float) -> int:
@@ -104,10 +108,13 @@ class Calibration:
     brier: float | None
     ece: float | None
     bins: list[Bin]
+    mce: float | None = None
+    log_loss: float | None = None
 
 
 def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
-    """Brier score, expected calibration error and reliability bins of (p, outcome) pairs."""
+    """Brier score, expected and maximum calibration error, log loss and reliability bins of
+    (p, outcome) pairs."""
     pairs = [(min(1.0, max(0.0, float(p))), bool(y)) for p, y in pairs]
     bins = [Bin(i / BINS, (i + 1) / BINS) for i in range(BINS)]
     if not pairs:
@@ -115,15 +122,27 @@ def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
     members: list[list[tuple[float, bool]]] = [[] for _ in range(BINS)]
     for p, y in pairs:
         members[min(BINS - 1, int(p * BINS))].append((p, y))
-    ece = 0.0
+    ece = mce = 0.0
     for b, group in zip(bins, members, strict=True):
         if group:
             b.count = len(group)
             b.confidence = sum(p for p, _ in group) / len(group)
             b.frequency = sum(1 for _, y in group if y) / len(group)
             ece += len(group) / len(pairs) * abs(b.confidence - b.frequency)
+            mce = max(mce, abs(b.confidence - b.frequency))
     brier = sum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
-    return Calibration(len(pairs), brier, ece, bins)
+    return Calibration(len(pairs), brier, ece, bins, mce, log_loss(pairs))
+
+
+def log_loss(pairs: Iterable[tuple[float, bool]]) -> float | None:
+    """The mean negative log-likelihood of the outcomes under p (None with no pair)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    low, high = LOG_LOSS_EPSILON, 1 - LOG_LOSS_EPSILON
+    return -sum(
+        math.log(min(high, max(low, p)) if y else 1 - min(high, max(low, p))) for p, y in pairs
+    ) / len(pairs)
 
 
 @dataclass
@@ -195,6 +214,45 @@ def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
         else:
             noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
     return Report(checked, passed, questions, calibration(noul_pairs), calibration(choice_pairs))
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A run's pass rate over the states that carry one tag."""
+
+    tag: str
+    states: int
+    checked: int
+    passed: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
+
+    @property
+    def words(self) -> str:
+        return stats.rate_words(self.passed, self.checked)
+
+
+def tag_slices(
+    tagged: Iterable[tuple[Iterable[str], Iterable[Case]]], threshold: float = NOUL_THRESHOLD
+) -> list[Slice]:
+    """Per tag of the states (each state's tags and its cases), the pass rate of its checked
+    cases, by tag name."""
+    counts: dict[str, list[int]] = {}
+    for tags, cases in tagged:
+        cases = [c for c in cases if c.checked]
+        passed = sum(passes(c.qtype, c.answer, c.expected, threshold) for c in cases)
+        for tag in dict.fromkeys(tags):
+            row = counts.setdefault(str(tag), [0, 0, 0])
+            row[0] += 1
+            row[1] += len(cases)
+            row[2] += passed
+    return [Slice(tag, *counts[tag]) for tag in sorted(counts)]
 
 
 @dataclass

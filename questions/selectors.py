@@ -331,6 +331,35 @@ def run_report(run: BatchRun) -> metrics.Report:
     return report
 
 
+def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
+    """A run's pass rate per tag of its states (the tags as the run asked them: its items'
+    revisions'), a control's real calls only. Cached per finished run, as `run_report`."""
+    key = None
+    if run.finished and run.finished_at:
+        key = f"run-tags:{run.pk}:{run.finished_at.timestamp()}"
+        found = cache.get(key)
+        if found is not None:
+            return found
+    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
+        "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
+    )
+    tagged = [
+        (
+            tags or [],
+            [
+                metrics.Case(name, qid, a.get("type", ""), a, (expected or {}).get(qid))
+                for qid, a in (answers or {}).items()
+            ],
+        )
+        for name, tags, expected, answers in items
+        if tags
+    ]
+    found = metrics.tag_slices(tagged, run.threshold)
+    if key:
+        cache.set(key, found, timeout=None)
+    return found
+
+
 def run_counts(run: BatchRun) -> dict[str, int]:
     counts = {status: 0 for status, _ in BatchItem.Status.choices}
     for row in run.items.values("status").annotate(n=Count("pk")):

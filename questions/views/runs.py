@@ -229,12 +229,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("version")
         .defer("version__document_text")[:30]
     )
-    other, delta = None, None
+    other, delta, paired = None, None, None
     other_pk = whole_number(request.GET.get("against", ""))
     if other_pk is not None:
         other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
         if other:
             delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
+            paired = selectors.paired_verdicts(other, run)
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
     progress = _progress_context(run)
     shown = run.finished or progress["counts"]["answered"]
@@ -270,6 +271,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "reruns": run.reruns.order_by("pk"),
         "other": other,
         "delta": delta,
+        "paired": paired,
+        "paired_questions": [(k, v) for k, v in (paired or {}).items() if k != "overall"],
+        "tag_slices": selectors.run_tag_slices(run) if shown else [],
         "changes_shown": CHANGES_SHOWN,
         "can_run": roles.may_ask_live(request.user),
         "answered_by": _answered_by(run),
