@@ -111,7 +111,7 @@ def test_compare_two_runs_lists_regressions_first(setup):
     # the change said as a paired verdict on the states both checked, never bare points
     assert "points</strong>" not in delta
     verdict = selectors.paired_verdicts(first, second)["overall"]
-    assert f"McNemar's exact test): <strong class=\"verdict verdict-{verdict.verdict}\">" in delta
+    assert f'McNemar\'s exact test): <strong class="verdict verdict-{verdict.verdict}">' in delta
     assert verdict.words() in delta
 
 
