@@ -73,7 +73,7 @@ def test_only_states_both_runs_checked_count():
     assert selectors.paired_verdicts(before, after)["urgent"].n == 5
 
 
-# --- calibration: MCE and log loss ---------------------------------------------------------------
+# --- calibration: MCE and log loss ----------------------------------------------------------------
 
 
 def test_mce_is_the_largest_bin_gap_and_log_loss_the_mean_negative_log_likelihood():
@@ -140,7 +140,7 @@ def test_with_nothing_labelled_no_threshold_is_chosen():
     assert (found.chosen, found.check, found.choosing, found.holding) == (None, None, 0, 0)
 
 
-# --- compare: the paired verdict and the noise floor ------------------------------------------------
+# --- compare: the paired verdict and the noise floor ----------------------------------------------
 
 
 def _repeat_control(qs, version, urgent=(0.9, 0.1)):
@@ -208,7 +208,7 @@ def test_a_flip_within_the_repeatability_spread_is_marked_noise():
     qs, version, writer = _set()
     before, after = paired_runs(qs, version, writer, [(False, True)] * 3 + [(True, True)] * 3)
     control = _repeat_control(qs, version, urgent=(0.9, 0.1))  # the same call moves 0.8
-    code, out, _ = run_cli(
+    _, out, _ = run_cli(
         "compare", "--set", qs.slug, "--col", f"run:{before.pk}", "--col", f"run:{after.pk}",
         "--json",
     )  # fmt: skip
@@ -229,7 +229,7 @@ def test_a_flip_within_the_repeatability_spread_is_marked_noise():
     assert not any(r["cells"][1]["noise"] for r in data["rows"])
 
 
-# --- the pages say it --------------------------------------------------------------------------------
+# --- the pages say it -----------------------------------------------------------------------------
 
 
 def test_the_compare_page_says_pass_rates_with_intervals_and_the_verdict_in_words():
@@ -274,7 +274,7 @@ def test_the_set_list_shows_the_last_pass_rate_with_its_interval():
 
 
 def test_the_advice_designer_shows_the_held_out_choice_and_its_range():
-    qs, version, writer = _set()
+    qs, _, writer = _set()
     draft = factories.draft(qs)
     paired_runs(qs, draft, writer, [(i % 2 == 0, i % 2 == 0) for i in range(30)])
     client = Client()
