@@ -193,6 +193,7 @@ def test_the_try_endpoints_plan_save_and_report(provider, client):
     services.batch_execute(run.pk)
     report = client.get(f"/runs/{run.pk}/try/").content.decode()
     assert "Pass rate" in report and "expected billing" in report and "hx-trigger" not in report
+    run.refresh_from_db()
     result = tries.try_result(run)
     assert result.words_after and result.words_after in report  # with its interval and n
     assert ", n = " in result.words_after
