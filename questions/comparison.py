@@ -695,11 +695,24 @@ def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
     return "".join(csv_lines(columns, rows))
 
 
-def as_text(columns: list[Column], rows: list[Row]) -> str:
-    """The grid for a terminal (`questions compare`): the columns, then one line per state and
-    question with each column's answer, `*` and the distance where it moved from the first,
-    and ✓/✗ against the expected answer."""
-    lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
+def as_text(
+    columns: list[Column], rows: list[Row], noise: controls.NoiseFloor | None = None
+) -> str:
+    """The grid for a terminal (`questions compare`): the columns (a run's with its pass rate
+    and, past the first, its paired verdict against the first), then one line per state and
+    question with each column's answer, `*` and the distance where it moved from the first
+    (`~` when within the repeatability control's noise floor), and ✓/✗ against the expected
+    answer."""
+    found = {e.column.key: e for e in evidence(columns, noise)}
+    lines = []
+    for i, c in enumerate(columns, 1):
+        e = found.get(c.key)
+        lines.append(f"[{i}] {c.label}" + (f": pass rate {e.words}" if e else ""))
+        if e and e.overall:
+            lines.append(f"    against [1], per state: {e.overall.words()}")
+            lines.extend(f"    {qid}: {verdict.words()}" for qid, verdict, _ in e.per_question)
+    if noise:
+        lines.append(f"~ a flip within the noise floor of repeatability run {noise.run_id}")
     for r in rows:
         cells = []
         for i, cell in enumerate(r.cells, 1):
@@ -709,6 +722,7 @@ def as_text(columns: list[Column], rows: list[Row]) -> str:
                 shown = str(_summary(cell.answer))
                 if cell.flipped:
                     shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                    shown += "~" if cell.noise else ""
                 if cell.passed is not None:
                     shown += " ✓" if cell.passed else " ✗"
             cells.append(f"[{i}] {shown}")

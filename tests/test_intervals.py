@@ -282,3 +282,17 @@ def test_the_advice_designer_shows_the_held_out_choice_and_its_range():
     page = client.get(f"/sets/{qs.slug}/v{draft.number}/advice/").content.decode()
     assert "held out (about one state in three, by name)" in page
     assert "With their 95 % intervals" not in page  # no advice stored: no point to range
+
+
+def test_compare_text_says_each_run_pass_rate_and_the_paired_verdict():
+    qs, version, writer = _set()
+    before, after = paired_runs(qs, version, writer, [(False, True)] * 10)
+    _repeat_control(qs, version)
+    code, out, _ = run_cli(
+        "compare", "--set", qs.slug, "--col", f"run:{before.pk}", "--col", f"run:{after.pk}"
+    )
+    assert code == 0
+    assert f"pass rate {stats.rate_words(10, 20)}" in out
+    assert f"pass rate {stats.rate_words(20, 20)}" in out
+    assert "against [1], per state: better on 10 states (10 fixed, 0 broken, p = 0.002)" in out
+    assert "*0.80~" in out  # each flip of urgent is within the repeat's spread of 0.8

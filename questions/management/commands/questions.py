@@ -662,7 +662,7 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
         elif csv:
             self.stdout.write(comparison.as_csv(built, rows), ending="")
         else:
-            self.stdout.write(comparison.as_text(built, rows))
+            self.stdout.write(comparison.as_text(built, rows, selection.noise))
         return EXIT_OK
 
     def do_batch(
