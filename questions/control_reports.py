@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Case, When
 
 from questions import controls, metrics, selectors, spec
 from questions.models import BatchItem, BatchRun
@@ -64,11 +65,15 @@ def control_summary(run: BatchRun) -> dict[str, Any]:
 def noise_floor(question_set: Any, versions: Iterable[Any] = ()) -> controls.NoiseFloor | None:
     """The noise floor flips and deltas are read against: the latest finished repeatability
     control of one of `versions`, else of the set; None when the set has none."""
-    runs = BatchRun.objects.filter(
-        question_set=question_set, kind=controls.REPEAT, status=BatchRun.Status.DONE
-    ).order_by("-id")
-    versions = [v for v in versions if v is not None]
-    run = (runs.filter(version__in=versions).first() if versions else None) or runs.first()
+    versions = [v.pk for v in versions if v is not None]
+    run = (
+        BatchRun.objects.filter(
+            question_set=question_set, kind=controls.REPEAT, status=BatchRun.Status.DONE
+        )
+        .annotate(compared=Case(When(version_id__in=versions, then=1), default=0))
+        .order_by("-compared", "-id")  # one query: the compared versions' first
+        .first()
+    )
     if run is None:
         return None
     return controls.noise_floor(run.pk, control_report(run))
