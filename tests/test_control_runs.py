@@ -215,6 +215,9 @@ def test_the_run_page_and_the_run_list_show_a_shuffle_control(provider, client):
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Shuffle control" in page and controls.NO_SIGNAL in page
     assert "shuffled floor" in page.lower()
+    desk = control_reports.control_report(run)["desk"]
+    assert stats.rate_words(desk.real_passed, desk.real_checked) in page
+    assert stats.rate_words(desk.floor_passed, desk.floor_checked) in page
     listing = client.get(version.question_set.get_absolute_url()).content.decode()
     assert "shuffle control" in listing
 
@@ -315,6 +318,10 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     client.force_login(writer)
     page = client.get(f"/runs/{drift_run.pk}/").content.decode()
     assert "Model drift" in page and "m-old" in page and "s2" in page
+    # the pass rates with their intervals, and the paired verdict in words
+    assert f"pass rate {stats.rate_words(6, 8)} → {stats.rate_words(8, 8)}" in page
+    assert "Paired, per state both runs checked: <strong" in page
+    assert "no difference detected on 4 states (2 fixed, 0 broken, p = 0.5)" in page
 
 
 def test_drift_refuses_a_version_that_is_not_approved(provider):
