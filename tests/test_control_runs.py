@@ -278,6 +278,10 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     assert summary["flips"] == 2 and summary["compared"] == 8 and summary["flip_rate"] == 0.25
     assert summary["pass_rate_delta"] == pytest.approx(0.25)
     assert summary["calibration"]["choice_brier"]["delta"] < 0
+    assert {"choice_ece", "choice_mce", "choice_log_loss", "noul_mce"} <= set(
+        summary["calibration"]
+    )
+    assert summary["calibration"]["choice_log_loss"]["after"] is not None
     code, _, err = run_cli(
         "drift",
         "--set",

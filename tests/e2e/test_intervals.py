@@ -1,6 +1,7 @@
 """In a real browser, at 1280 and 390 px: the run page says each pass rate with its interval
 and n, its tag slices and the paired verdict against another run; compare says the verdict
-and marks flips within the noise floor; nothing overflows."""
+and marks flips within the noise floor; the advice designer reads its held-out choice;
+nothing overflows."""
 
 import pytest
 from django.utils import timezone
@@ -71,3 +72,9 @@ def test_the_run_page_and_compare_say_rates_with_intervals_and_verdicts(page, li
             ".every(e => e.scrollWidth <= e.clientWidth + 1)"
         ), f"the compare evidence overflows at {width}px"
         evidence.screenshot(path=str(SHOTS / f"intervals-compare-{width}.png"))
+        number = after.version.number
+        page.goto(f"{live_server.url}/sets/{slug}/v{number}/advice/?run={after.pk}")
+        held = page.locator(".advice-held-out").first
+        expect(held).to_contain_text("held out")
+        assert overflow(page) <= 0, f"the advice page overflows at {width}px"
+        held.screenshot(path=str(SHOTS / f"intervals-advice-{width}.png"))
