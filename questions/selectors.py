@@ -548,6 +548,7 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
             run_before.finished_at.timestamp(),
             run_after.pk,
             run_after.finished_at.timestamp(),
+            run_after.version.revision,  # a draft's questions (their types) may change
         )
         key = "paired:" + ":".join(map(str, stamps))
         found = cache.get(key)
