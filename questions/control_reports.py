@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Case, When
 
 from questions import controls, metrics, selectors, spec
@@ -76,7 +77,15 @@ def noise_floor(question_set: Any, versions: Iterable[Any] = ()) -> controls.Noi
     )
     if run is None:
         return None
-    return controls.noise_floor(run.pk, control_report(run))
+    # a finished control never changes: its floor is worked out once per process (compare
+    # reads it on every page, and a repeat of 2,000 states is R × 2,000 answers to decode)
+    key = f"noise-floor:{run.pk}:{run.finished_at.timestamp() if run.finished_at else ''}"
+    found = cache.get(key) if run.finished_at else None
+    if found is None:
+        found = controls.noise_floor(run.pk, control_report(run))
+        if run.finished_at:
+            cache.set(key, found, timeout=None)
+    return found
 
 
 def drift_of(run: BatchRun) -> controls.Drift | None:
