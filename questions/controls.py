@@ -271,6 +271,16 @@ class NoiseFloor:
         spread = self.spreads.get(qid)
         return distance is not None and spread is not None and distance <= spread
 
+    def holds(
+        self, qid: str, qtype: str, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> bool:
+        """Whether an answer's move from `before` to `after` is within the floor; False when
+        either answer lacks what a distance reads (a reading without its probabilities)."""
+        needs = "noul" if qtype == "noul" else "probabilities"
+        if needs not in before or needs not in after:
+            return False
+        return self.within(qid, metrics.distance(qtype, before, after))
+
     def as_json(self) -> dict[str, Any]:
         return {
             "run": self.run_id,

@@ -296,3 +296,18 @@ def test_compare_text_says_each_run_pass_rate_and_the_paired_verdict():
     assert f"pass rate {stats.rate_words(20, 20)}" in out
     assert "against [1], per state: better on 10 states (10 fixed, 0 broken, p = 0.002)" in out
     assert "*0.80~" in out  # each flip of urgent is within the repeat's spread of 0.8
+
+
+def test_the_run_page_marks_a_change_within_the_noise_floor():
+    qs, version, writer = _set()
+    before, after = paired_runs(qs, version, writer, [(False, True)] * 2 + [(True, True)])
+    client = Client()
+    client.force_login(writer)
+    url = reverse("run-detail", args=[after.pk])
+    page = client.get(url, {"against": before.pk}).content.decode()
+    assert 'class="noise-mark"' not in page  # no repeatability control: nothing read as noise
+    _repeat_control(qs, version, urgent=(0.9, 0.1))
+    page = client.get(url, {"against": before.pk}).content.decode()
+    changes = page.split('<table class="compact changes">')[1].split("</table>")[0]
+    assert changes.count('class="noise-mark"') == 2  # both fixes moved 0.8, as a repeat does
+    assert "the noise floor of the repeatability control" in page
