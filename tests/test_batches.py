@@ -513,6 +513,7 @@ def test_cli_batch_summary_and_gate(provider_factory):
     rate = summary["pass_rate"]
     code, _, err = run_cli("batch", "--set", slug, "--min-pass-rate", str(min(1, rate + 0.01)))
     assert code == 1 and "below" in err
+    assert f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} is below" in err
 
 
 def test_cli_batch_exit_1_when_a_state_failed(provider_factory):

@@ -747,7 +747,8 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
         if summary["failed"] or below:
             if below and not json:
                 self.stderr.write(
-                    f"pass rate {summary['pass_rate']:.1%} is below {min_pass_rate:.1%}"
+                    f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} "
+                    f"is below {min_pass_rate:.1%}"
                 )
             return EXIT_FAILED
         return EXIT_OK
