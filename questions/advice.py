@@ -40,6 +40,7 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
                 "value": value,
                 "labelled": sum(1 for c in mine if c.checked),
                 "chosen": chosen,
+                "held_out": metrics.choose_threshold(question.type, mine),
                 "points": points,
                 "chart": charts.threshold_chart(f"{qid}: {WHAT[question.type]}", points, chosen),
             }

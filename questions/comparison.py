@@ -15,7 +15,17 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import F, QuerySet
 
-from questions import backends, metrics, roles, services, spec
+from questions import (
+    backends,
+    control_reports,
+    controls,
+    metrics,
+    roles,
+    selectors,
+    services,
+    spec,
+    stats,
+)
 from questions.answers import NOUL_THRESHOLD
 from questions.models import (
     BatchItem,
@@ -55,6 +65,7 @@ class Column:
     answers: dict[int, dict[str, Any]] = field(default_factory=dict)  # state id → answers
     problem: str = ""
     run_id: int | None = None  # a run's column
+    run: BatchRun | None = None
     version: Version | None = None  # a version's column, asked through `backend`
     backend: str = ""
     calibrated: bool = True  # False: a chat model's stated probabilities (the llm wire)
@@ -80,6 +91,7 @@ class Cell:
     deltas: dict[str, float] | None = None
     passed: bool | None = None  # against the state's expected answer
     note: str = ""
+    noise: bool = False  # a flip within the repeatability control's noise floor
 
     @property
     def moves(self) -> list[str]:
@@ -144,6 +156,8 @@ class Selection:
     next_start: int | None = None  # where the next page starts; None on the last page
     shown: int = 0  # states on this page
     total: int = 0  # states in the selection
+    #: the repeatability control flips are read against (`control_reports.noise_floor`)
+    noise: controls.NoiseFloor | None = None
 
     @classmethod
     def read(
@@ -231,7 +245,7 @@ def _open_column(
         column = Column(key, f"run {run.pk} · v{run.version.number} · {run.backend}")
         column.mark(run.backend)
         column.questions = _parsed(run.version.document) or {}
-        column.run_id = run.pk
+        column.run_id, column.run = run.pk, run
         return column
     version = question_set.versions.filter(number=int(match["version"])).first()
     backend = match["backend"]
@@ -354,6 +368,8 @@ def _open(
         _open_column(key, question_set, user, single, live_budget, ask_live)
         for key in selection.columns
     ]
+    versions = [c.run.version if c.run else c.version for c in columns]
+    selection.noise = control_reports.noise_floor(question_set, versions) if columns else None
     return states, columns
 
 
@@ -419,6 +435,8 @@ def _state_rows(
                     cell.flipped = metrics.flipped(atype, base, answer, selection.threshold)
                     cell.distance = metrics.distance(atype, base, answer)
                     cell.deltas = metrics.option_deltas(atype, base, answer)
+                    noise = selection.noise
+                    cell.noise = cell.flipped and bool(noise and noise.within(qid, cell.distance))
                 elif i and base is not None:
                     cell.flipped = True  # another type of answer is a change, with no distance
                 if expected is not None and metrics.expected_fits(atype, expected):
@@ -503,6 +521,60 @@ def stream(
     return columns, rows()
 
 
+@dataclass
+class RunEvidence:
+    """A run column's pass rate (its stored summary) and, past the first column, its paired
+    verdicts against the first column's run on the states both checked."""
+
+    column: Column
+    checked: int
+    passed: int
+    paired: dict[str, stats.Paired] | None = None  # "overall" and per question
+    noise: controls.NoiseFloor | None = None
+
+    @property
+    def words(self) -> str:
+        return stats.rate_words(self.passed, self.checked)
+
+    @property
+    def overall(self) -> stats.Paired | None:
+        return self.paired["overall"] if self.paired else None
+
+    @property
+    def per_question(self) -> list[tuple[str, stats.Paired, float | None]]:
+        """(question, its paired verdict, how often the same call flipped it on its own)."""
+        noise = self.noise.flip_rates if self.noise else {}
+        return [
+            (qid, verdict, noise.get(qid))
+            for qid, verdict in (self.paired or {}).items()
+            if qid != "overall"
+        ]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "passed": self.passed,
+            "pass_rate": self.passed / self.checked if self.checked else None,
+            "pass_rate_interval": stats.interval_list(self.passed, self.checked),
+            "paired": {k: v.as_dict() for k, v in self.paired.items()} if self.paired else None,
+        }
+
+
+def evidence(columns: list[Column], noise: controls.NoiseFloor | None = None) -> list[RunEvidence]:
+    """Each run column's pass rate with its interval, and each later run column's paired
+    verdicts (McNemar's exact test, `selectors.paired_verdicts`) against the first column's
+    run. A read: two finished runs' verdicts are cached."""
+    base = columns[0].run if columns else None
+    found = []
+    for i, column in enumerate(columns):
+        run = column.run
+        if run is None:
+            continue
+        paired = selectors.paired_verdicts(base, run) if i and base is not None else None
+        found.append(RunEvidence(column, run.checked or 0, run.passed or 0, paired, noise))
+    return found
+
+
 def _summary(answer: dict[str, Any] | None) -> str:
     if answer is None:
         return ""
@@ -526,6 +598,7 @@ def _row_json(r: Row) -> dict[str, Any]:
                 "distance": c.distance,
                 "option_deltas": c.deltas,
                 "passed": c.passed,
+                "noise": c.noise,
             }
             for c in r.cells
         ],
@@ -533,7 +606,12 @@ def _row_json(r: Row) -> dict[str, Any]:
 
 
 def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection) -> Iterator[str]:
-    """The JSON download, piece by piece: the same text as one `json.dumps(indent=2)` of it."""
+    """The JSON download, piece by piece: the same text as one `json.dumps(indent=2)` of it.
+    Each run column carries its pass rate with its interval; `paired` is the second column's
+    paired verdicts against the first (both runs), and `noise_floor` the repeatability control
+    flips are read against (a cell's `noise`)."""
+    found = {e.column.key: e for e in evidence(columns)}
+    second = found.get(columns[1].key) if len(columns) > 1 else None
     head = json.dumps(
         {
             "selection": {
@@ -549,8 +627,11 @@ def json_chunks(columns: list[Column], rows: Iterable[Row], selection: Selection
                     "calibrated": c.calibrated,
                     "problem": c.problem or None,
                 }
+                | (found[c.key].as_json() if c.key in found else {})
                 for c in columns
             ],
+            "paired": second.as_json()["paired"] if second else None,
+            "noise_floor": selection.noise.as_json() if selection.noise else None,
             "rows": [],
         },
         ensure_ascii=False,
@@ -630,11 +711,24 @@ def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
     return "".join(csv_lines(columns, rows))
 
 
-def as_text(columns: list[Column], rows: list[Row]) -> str:
-    """The grid for a terminal (`questions compare`): the columns, then one line per state and
-    question with each column's answer, `*` and the distance where it flipped from the first,
-    the options that moved (largest first), and ✓/✗ against the expected answer."""
-    lines = [f"[{i}] {c.label}" for i, c in enumerate(columns, 1)]
+def as_text(
+    columns: list[Column], rows: list[Row], noise: controls.NoiseFloor | None = None
+) -> str:
+    """The grid for a terminal (`questions compare`): the columns (a run's with its pass rate
+    and, past the first, its paired verdict against the first), then one line per state and
+    question with each column's answer, `*` and the distance where it moved from the first
+    (`~` when within the repeatability control's noise floor), the options that moved (largest
+    first), and ✓/✗ against the expected answer."""
+    found = {e.column.key: e for e in evidence(columns, noise)}
+    lines = []
+    for i, c in enumerate(columns, 1):
+        e = found.get(c.key)
+        lines.append(f"[{i}] {c.label}" + (f": pass rate {e.words}" if e else ""))
+        if e and e.overall:
+            lines.append(f"    against [1], per state: {e.overall.words()}")
+            lines.extend(f"    {qid}: {verdict.words()}" for qid, verdict, _ in e.per_question)
+    if noise:
+        lines.append(f"~ a flip within the noise floor of repeatability run {noise.run_id}")
     for r in rows:
         cells = []
         for i, cell in enumerate(r.cells, 1):
@@ -644,6 +738,7 @@ def as_text(columns: list[Column], rows: list[Row]) -> str:
                 shown = str(_summary(cell.answer))
                 if cell.flipped:
                     shown += f" *{cell.distance:.2f}" if cell.distance is not None else " *"
+                    shown += "~" if cell.noise else ""
                 if cell.moves:
                     shown += f" ({', '.join(cell.moves)})"
                 if cell.passed is not None:

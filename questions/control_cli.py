@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import backends, control_reports, controls, roles, selectors, services
+from questions import backends, control_reports, controls, roles, selectors, services, stats
 from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 
@@ -209,10 +209,12 @@ class ControlCommands:
                 f"{base['model']} (run {base['run']}) to {model}: "
                 f"{summary['flips']}/{summary['compared']} answers flipped "
                 f"({_rate(rate)}), {summary['shifts']} shifted ({_rate(shifted)}), "
-                f"pass rate {_rate(base['pass_rate'])} → "
-                f"{_rate(summary['pass_rate'])} ({_signed(summary['pass_rate_delta'])})"
+                f"pass rate {stats.rate_words(base['passed'], base['checked'])}"
+                f" → {stats.rate_words(summary['passed'], summary['checked'])}"
                 + ("" if summary["calibrated"] else " (calibrated: false)")
             )
+            paired = selectors.paired_verdicts(run.baseline, run)["overall"]
+            self.stdout.write(f"  paired, per state: {paired.words()}")
             for name, c in summary["calibration"].items():
                 if c["delta"] is not None:
                     self.stdout.write(
@@ -249,7 +251,10 @@ def _line(kind: str, q: dict[str, Any]) -> str:
     if not q["varied"]:
         return "not varied by this control"
     if kind == controls.SHUFFLE:
-        text = f"real pass rate {_rate(q['real_pass_rate'])}, shuffled floor {_rate(q['floor'])}"
+        text = (
+            f"real pass rate {stats.rate_words(q['real_passed'], q['real_checked'])}, "
+            f"shuffled floor {stats.rate_words(q['floor_passed'], q['floor_checked'])}"
+        )
         if q["no_signal"]:
             text += f" — {controls.NO_SIGNAL}"
         elif q["real_pass_rate"] is None:

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Case, When
 
-from questions import controls, selectors, spec
+from questions import controls, metrics, selectors, spec
 from questions.models import BatchItem, BatchRun
 
 
@@ -79,6 +82,31 @@ def noise_run(run: BatchRun) -> BatchRun | None:
     )
 
 
+def noise_floor(question_set: Any, versions: Iterable[Any] = ()) -> controls.NoiseFloor | None:
+    """The noise floor flips and deltas are read against: the latest finished repeatability
+    control of one of `versions`, else of the set; None when the set has none."""
+    versions = [v.pk for v in versions if v is not None]
+    run = (
+        BatchRun.objects.filter(
+            question_set=question_set, kind=controls.REPEAT, status=BatchRun.Status.DONE
+        )
+        .annotate(compared=Case(When(version_id__in=versions, then=1), default=0))
+        .order_by("-compared", "-id")  # one query: the compared versions' first
+        .first()
+    )
+    if run is None:
+        return None
+    # a finished control never changes: its floor is worked out once per process (compare
+    # reads it on every page, and a repeat of 2,000 states is R × 2,000 answers to decode)
+    key = f"noise-floor:{run.pk}:{run.finished_at.timestamp() if run.finished_at else ''}"
+    found = cache.get(key) if run.finished_at else None
+    if found is None:
+        found = controls.noise_floor(run.pk, control_report(run))
+        if run.finished_at:
+            cache.set(key, found, timeout=None)
+    return found
+
+
 def drift_of(run: BatchRun) -> controls.Drift | None:
     """A drift run against its baseline; None when its baseline is gone."""
     if run.baseline is None:
@@ -90,6 +118,11 @@ def drift_of(run: BatchRun) -> controls.Drift | None:
     return controls.drift(
         selectors.run_cases(run.baseline), selectors.run_cases(run), run.threshold, floors
     )
+
+
+def _interval(report: metrics.Report, qid: str) -> list[float] | None:
+    found = report.questions.get(qid)
+    return found.pass_rate_interval if found else None
 
 
 def drift_summary(run: BatchRun) -> dict[str, Any]:
@@ -106,7 +139,10 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
         baseline={
             "run": run.baseline.pk,
             "model": run.baseline.model,
+            "checked": found.before.checked,
+            "passed": found.before.passed,
             "pass_rate": found.before.pass_rate,
+            "pass_rate_interval": found.before.pass_rate_interval,
         },
         compared=found.compared,
         flips=found.flips,
@@ -126,10 +162,16 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
                 "noise_floor": q.noise_floor,
                 "noise_floor_source": q.floor_source,
                 "pass_rate_before": q.pass_before,
+                "pass_rate_before_interval": _interval(found.before, qid),
                 "pass_rate_after": q.pass_after,
+                "pass_rate_after_interval": _interval(found.after, qid),
                 "pass_rate_delta": controls.delta(q.pass_before, q.pass_after),
             }
             for qid, q in found.questions.items()
+        },
+        paired={
+            key: verdict.as_dict()
+            for key, verdict in selectors.paired_verdicts(run.baseline, run).items()
         },
     )
     return out
@@ -160,5 +202,6 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             else None,
             "calibration": found.calibration() if found else {},
             "default_floor": controls.SHIFT_NOISE_FLOOR,
+            "paired": selectors.paired_verdicts(run.baseline, run)["overall"] if found else None,
         }
     return None

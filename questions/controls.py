@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from questions import metrics, spec
+from questions import metrics, spec, stats
 from questions.answers import NOUL_THRESHOLD
 
 SHUFFLE = "shuffle"
@@ -181,9 +181,13 @@ class QuestionControl:
             "type": self.qtype,
             "varied": self.varied,
             "real_pass_rate": self.real_pass_rate,
+            "real_pass_rate_interval": stats.interval_list(self.real_passed, self.real_checked),
             "real_checked": self.real_checked,
+            "real_passed": self.real_passed,
             "floor": self.floor,
+            "floor_interval": stats.interval_list(self.floor_passed, self.floor_checked),
             "floor_checked": self.floor_checked,
+            "floor_passed": self.floor_passed,
             "no_signal": self.no_signal,
             "few_answers": self.few_answers,
             "flip_rate": self.flip_rate,
@@ -257,6 +261,50 @@ def control_report(
     return out
 
 
+@dataclass(frozen=True)
+class NoiseFloor:
+    """What a repeatability control says of a question's noise: per question, the largest
+    spread of a probability over the same call repeated (nothing changed but the call) and
+    the rate at which a repeat flipped. A change between two columns no larger than the spread
+    is within the noise floor: the same call moves that far on its own."""
+
+    run_id: int
+    spreads: Mapping[str, float]
+    flip_rates: Mapping[str, float | None]
+
+    def within(self, qid: str, distance: float | None) -> bool:
+        spread = self.spreads.get(qid)
+        return distance is not None and spread is not None and distance <= spread
+
+    def holds(
+        self, qid: str, qtype: str, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> bool:
+        """Whether an answer's move from `before` to `after` is within the floor; False when
+        either answer lacks what a distance reads (a reading without its probabilities)."""
+        needs = "noul" if qtype == "noul" else "probabilities"
+        if needs not in before or needs not in after:
+            return False
+        return self.within(qid, metrics.distance(qtype, before, after))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "questions": {
+                qid: {"largest_spread": spread, "flip_rate": self.flip_rates.get(qid)}
+                for qid, spread in self.spreads.items()
+            },
+        }
+
+
+def noise_floor(run_id: int, report: Mapping[str, QuestionControl]) -> NoiseFloor:
+    """The noise floor a repeatability control's report gives."""
+    return NoiseFloor(
+        run_id,
+        {qid: q.largest_spread for qid, q in report.items() if q.largest_spread is not None},
+        {qid: q.flip_rate for qid, q in report.items() if q.largest_spread is not None},
+    )
+
+
 # --- drift ---------------------------------------------------------------------------------------
 
 #: a decision's probability that moves by more than this from one model to the other is a
@@ -298,6 +346,10 @@ class QuestionDrift:
     floor_source: str = DEFAULT_FLOOR  # DEFAULT_FLOOR, or "repeat run N"
     pass_before: float | None = None
     pass_after: float | None = None
+    checked_before: int = 0
+    passed_before: int = 0
+    checked_after: int = 0
+    passed_after: int = 0
 
     @property
     def flip_rate(self) -> float | None:
@@ -336,12 +388,13 @@ class Drift:
         return self.shifts / self.compared if self.compared else None
 
     def calibration(self) -> dict[str, dict[str, float | None]]:
-        """Brier and ECE of the noul and the choice answers, before, after and the change."""
+        """Brier, ECE, MCE and log loss of the noul and the choice answers, before, after and
+        the change."""
         out = {}
         for name in ("noul", "choice"):
             old = getattr(self.before, f"{name}_calibration")
             new = getattr(self.after, f"{name}_calibration")
-            for measure in ("brier", "ece"):
+            for measure in ("brier", "ece", "mce", "log_loss"):
                 a, b = getattr(old, measure), getattr(new, measure)
                 out[f"{name}_{measure}"] = {
                     "before": a,
@@ -402,4 +455,6 @@ def drift(
         was, now = (r.questions.get(qid) for r in reports)
         q.pass_before = was.pass_rate if was else None
         q.pass_after = now.pass_rate if now else None
+        q.checked_before, q.passed_before = (was.checked, was.passed) if was else (0, 0)
+        q.checked_after, q.passed_after = (now.checked, now.passed) if now else (0, 0)
     return Drift(questions, *reports)

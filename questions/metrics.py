@@ -11,21 +11,27 @@ Tests: a choice passes when it equals the expected option; a score when |score �
 the threshold (p ≥ t counts as true). Calibration reads the noul's P(true) and the choice's
 probability of its chosen option: the Brier score is the mean of (p − outcome)²; the expected
 calibration error bins p in ten equal bins and sums, weighted by the bin's share, the gap
-between the bin's mean p and how often the outcome was true. Bins with fewer than
-`SPARSE_BIN` answers are marked sparse: their gap says little.
+between the bin's mean p and how often the outcome was true; the maximum calibration error
+(MCE) is the largest of those gaps over the bins that hold an answer; the log loss is the mean
+of −log(p) when the outcome was true and −log(1 − p) when not, p held within
+[`LOG_LOSS_EPSILON`, 1 − `LOG_LOSS_EPSILON`] so one certain miss costs about 13.8, not infinity.
+Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says little.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from questions import stats
 from questions.answers import NOUL_THRESHOLD
 
 SPARSE_BIN = 5
 BINS = 10
+LOG_LOSS_EPSILON = 1e-6
 
 
 def nearest_level(score: float) -> int:
@@ -121,10 +127,13 @@ class Calibration:
     brier: float | None
     ece: float | None
     bins: list[Bin]
+    mce: float | None = None
+    log_loss: float | None = None
 
 
 def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
-    """Brier score, expected calibration error and reliability bins of (p, outcome) pairs."""
+    """Brier score, expected and maximum calibration error, log loss and reliability bins of
+    (p, outcome) pairs."""
     pairs = [(min(1.0, max(0.0, float(p))), bool(y)) for p, y in pairs]
     bins = [Bin(i / BINS, (i + 1) / BINS) for i in range(BINS)]
     if not pairs:
@@ -132,15 +141,27 @@ def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
     members: list[list[tuple[float, bool]]] = [[] for _ in range(BINS)]
     for p, y in pairs:
         members[min(BINS - 1, int(p * BINS))].append((p, y))
-    ece = 0.0
+    ece = mce = 0.0
     for b, group in zip(bins, members, strict=True):
         if group:
             b.count = len(group)
             b.confidence = sum(p for p, _ in group) / len(group)
             b.frequency = sum(1 for _, y in group if y) / len(group)
             ece += len(group) / len(pairs) * abs(b.confidence - b.frequency)
+            mce = max(mce, abs(b.confidence - b.frequency))
     brier = sum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
-    return Calibration(len(pairs), brier, ece, bins)
+    return Calibration(len(pairs), brier, ece, bins, mce, log_loss(pairs))
+
+
+def log_loss(pairs: Iterable[tuple[float, bool]]) -> float | None:
+    """The mean negative log-likelihood of the outcomes under p (None with no pair)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    low, high = LOG_LOSS_EPSILON, 1 - LOG_LOSS_EPSILON
+    return -sum(
+        math.log(min(high, max(low, p)) if y else 1 - min(high, max(low, p))) for p, y in pairs
+    ) / len(pairs)
 
 
 @dataclass
@@ -156,6 +177,10 @@ class QuestionReport:
     @property
     def pass_rate(self) -> float | None:
         return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
 
     @property
     def mae(self) -> float | None:
@@ -175,6 +200,10 @@ class Report:
     @property
     def pass_rate(self) -> float | None:
         return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
 
 
 def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
@@ -204,6 +233,45 @@ def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
         else:
             noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
     return Report(checked, passed, questions, calibration(noul_pairs), calibration(choice_pairs))
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A run's pass rate over the states that carry one tag."""
+
+    tag: str
+    states: int
+    checked: int
+    passed: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return stats.interval_list(self.passed, self.checked)
+
+    @property
+    def words(self) -> str:
+        return stats.rate_words(self.passed, self.checked)
+
+
+def tag_slices(
+    tagged: Iterable[tuple[Iterable[str], Iterable[Case]]], threshold: float = NOUL_THRESHOLD
+) -> list[Slice]:
+    """Per tag of the states (each state's tags and its cases), the pass rate of its checked
+    cases, by tag name."""
+    counts: dict[str, list[int]] = {}
+    for tags, cases in tagged:
+        cases = [c for c in cases if c.checked]
+        passed = sum(passes(c.qtype, c.answer, c.expected, threshold) for c in cases)
+        for tag in dict.fromkeys(tags):
+            row = counts.setdefault(str(tag), [0, 0, 0])
+            row[0] += 1
+            row[1] += len(cases)
+            row[2] += passed
+    return [Slice(tag, *counts[tag]) for tag in sorted(counts)]
 
 
 @dataclass
@@ -405,6 +473,48 @@ def compare_readings(
     return delta
 
 
+def paired_checks(
+    before: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = NOUL_THRESHOLD,
+    threshold_before: float | None = None,
+) -> dict[str, dict[str, tuple[bool, bool]]]:
+    """Per question of `qtypes`, per state both runs answered and checked against the state's
+    expected answer: (passed before, passed after) — what a paired test reads (`stats.paired`).
+    The readings are `compare_readings`'; each run reads its nouls at its own threshold."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())
+    found: dict[str, dict[str, tuple[bool, bool]]] = {qid: {} for qid in qtypes}
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            wanted = expected.get(qid)
+            if a is None or b is None or wanted is None or not expected_fits(qtype, wanted):
+                continue
+            found[qid][state] = (
+                passes(qtype, {qtype: b}, wanted, t_before),
+                passes(qtype, {qtype: a}, wanted, threshold),
+            )
+    return found
+
+
+def state_checks(
+    by_question: Mapping[str, Mapping[str, tuple[bool, bool]]],
+) -> dict[str, tuple[bool, bool]]:
+    """Per state, whether it passed every question both runs checked on it, before and after:
+    the unit of an overall paired verdict is the state (its questions are not independent)."""
+    found: dict[str, tuple[bool, bool]] = {}
+    for checks in by_question.values():
+        for state, (was, now) in checks.items():
+            old = found.get(state, (True, True))
+            found[state] = (old[0] and was, old[1] and now)
+    return found
+
+
 # --- advisory thresholds ------------------------------------------------------------------------
 
 #: the thresholds a curve is drawn at: 0.00, 0.05, … 1.00
@@ -424,6 +534,30 @@ class CurvePoint:
     recall: float | None  # None: nothing to recall
     coverage: float
     kept: int
+    right: int = 0  # of those kept (read true), how many are right
+    wanted: int = 0  # the answers recall is counted over
+
+    @property
+    def precision_interval(self) -> stats.Interval | None:
+        return stats.wilson(self.right, self.kept)
+
+    @property
+    def recall_interval(self) -> stats.Interval | None:
+        return stats.wilson(self.right, self.wanted)
+
+    @property
+    def precision_words(self) -> str:
+        return stats.rate_words(self.right, self.kept)
+
+    @property
+    def recall_words(self) -> str:
+        return stats.rate_words(self.right, self.wanted)
+
+    @property
+    def f1(self) -> float | None:
+        if not self.precision or not self.recall:
+            return None
+        return 2 * self.precision * self.recall / (self.precision + self.recall)
 
 
 def curve_point(qtype: str, cases: list[Case], threshold: float) -> CurvePoint:
@@ -443,6 +577,8 @@ def curve_point(qtype: str, cases: list[Case], threshold: float) -> CurvePoint:
         right / wanted if wanted else None,
         len(kept) / len(labelled) if labelled else 0.0,
         len(kept),
+        right,
+        wanted,
     )
 
 
@@ -450,3 +586,44 @@ def threshold_curve(qtype: str, cases: list[Case]) -> list[CurvePoint]:
     """Precision, recall and coverage at thresholds 0, 0.05, … 1 over the labelled cases of one
     noul (threshold on P(true)) or choice (minimum confidence)."""
     return [curve_point(qtype, cases, i / (CURVE_STEPS - 1)) for i in range(CURVE_STEPS)]
+
+
+#: one labelled state in HOLD_OUT_EVERY is held out from choosing a threshold (by its name's hash)
+HOLD_OUT_EVERY = 3
+
+
+def held_out(state: str) -> bool:
+    """Whether a state is held out of choosing a threshold: a deterministic split by the
+    SHA-256 of its name, the same on every machine and run (about one state in three)."""
+    digest = hashlib.sha256(state.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % HOLD_OUT_EVERY == 0
+
+
+@dataclass(frozen=True)
+class HeldOutChoice:
+    """A threshold chosen on part of the labelled states and read on the others: `chosen`
+    (None with nothing to choose on) is the threshold of best F1 over the choosing part (the
+    lowest of equals); `check` is what it does on the held-out part, whose precision and recall
+    carry 95 % intervals: the range they would hold in on states like these."""
+
+    choosing: int  # labelled answers it was chosen on
+    holding: int  # labelled answers held out
+    chosen: float | None
+    check: CurvePoint | None
+
+
+def choose_threshold(qtype: str, cases: list[Case]) -> HeldOutChoice:
+    """Choose a threshold for one noul or choice on the labelled cases not `held_out`, at the
+    curve's steps, and read it on the held-out cases."""
+    labelled = [c for c in cases if c.checked]
+    holding = [c for c in labelled if held_out(c.state)]
+    choosing = [c for c in labelled if not held_out(c.state)]
+    best: CurvePoint | None = None
+    for point in threshold_curve(qtype, choosing):
+        if point.f1 is not None and (best is None or point.f1 > best.f1):
+            best = point
+    if best is None or not holding:
+        return HeldOutChoice(len(choosing), len(holding), best and best.threshold, None)
+    return HeldOutChoice(
+        len(choosing), len(holding), best.threshold, curve_point(qtype, holding, best.threshold)
+    )

@@ -19,7 +19,7 @@ from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
-from questions import backends, lints, metrics, spec
+from questions import backends, lints, metrics, spec, stats
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -420,6 +420,35 @@ def run_report(run: BatchRun) -> metrics.Report:
     return report
 
 
+def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
+    """A run's pass rate per tag of its states (the tags as the run asked them: its items'
+    revisions'), a control's real calls only. Cached per finished run, as `run_report`."""
+    key = None
+    if run.finished and run.finished_at:
+        key = f"run-tags:{run.pk}:{run.finished_at.timestamp()}"
+        found = cache.get(key)
+        if found is not None:
+            return found
+    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
+        "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
+    )
+    tagged = [
+        (
+            tags or [],
+            [
+                metrics.Case(name, qid, a.get("type", ""), a, (expected or {}).get(qid))
+                for qid, a in (answers or {}).items()
+            ],
+        )
+        for name, tags, expected, answers in items
+        if tags
+    ]
+    found = metrics.tag_slices(tagged, run.threshold)
+    if key:
+        cache.set(key, found, timeout=None)
+    return found
+
+
 def run_counts(run: BatchRun) -> dict[str, int]:
     counts = {status: 0 for status, _ in BatchItem.Status.choices}
     for row in run.items.values("status").annotate(n=Count("pk")):
@@ -446,9 +475,17 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
         "states": counts["total"],
         "answered": counts["answered"],
         "failed": counts["failed"],
+        "checked": report.checked,
+        "passed": report.passed,
         "pass_rate": report.pass_rate,
+        "pass_rate_interval": report.pass_rate_interval,
         "per_question": {
-            qid: {"checked": q.checked, "passed": q.passed, "pass_rate": q.pass_rate}
+            qid: {
+                "checked": q.checked,
+                "passed": q.passed,
+                "pass_rate": q.pass_rate,
+                "pass_rate_interval": q.pass_rate_interval,
+            }
             for qid, q in report.questions.items()
         },
         "duration_ms": duration,
@@ -484,6 +521,7 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         "checked": run.checked,
         "passed": run.passed,
         "pass_rate": run.pass_rate,
+        "pass_rate_interval": stats.interval_list(run.passed or 0, run.checked or 0),
         "cost_per_call": cost,
     }
 
@@ -546,11 +584,7 @@ def run_delta(
         delta = cache.get(key)
         if delta is not None:
             return delta
-    types = {
-        qid: q["type"]
-        for qid, q in document.items()
-        if isinstance(q, dict) and q.get("type") in READING_KEYS
-    }
+    types = _types(document)
     delta = metrics.compare_readings(
         run_readings(base, types),
         run_readings(this, types),
@@ -572,6 +606,57 @@ def run_delta(
     if key:
         cache.set(key, delta, timeout=None)
     return delta
+
+
+def _types(document: Any) -> dict[str, str]:
+    """The question types of a stored document that a comparison reads, by question id."""
+    if not isinstance(document, dict):
+        return {}
+    return {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+
+
+def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
+    """The paired verdicts of two runs on the states both checked (McNemar's exact test,
+    `stats.paired`): under "overall" per state (a state passes when it passes every question
+    both runs checked on it), and under each question id of `run_after`'s version. Each run
+    reads its nouls at its own threshold. Two finished runs never change, so their verdicts are
+    worked out once per process and kept in the cache."""
+    key = None
+    if (
+        run_before.finished
+        and run_after.finished
+        and run_before.finished_at
+        and run_after.finished_at
+    ):
+        stamps = (
+            run_before.pk,
+            run_before.finished_at.timestamp(),
+            run_after.pk,
+            run_after.finished_at.timestamp(),
+            run_after.version.revision,  # a draft's questions (their types) may change
+        )
+        key = "paired:" + ":".join(map(str, stamps))
+        found = cache.get(key)
+        if found is not None:
+            return found
+    types = _types(run_after.version.document)
+    by_question = metrics.paired_checks(
+        run_readings(run_before, types),
+        run_readings(run_after, types),
+        types,
+        run_after.threshold,
+        threshold_before=run_before.threshold,
+    )
+    found = {"overall": stats.paired(list(metrics.state_checks(by_question).values()))}
+    for qid, checks in by_question.items():
+        found[qid] = stats.paired([checks[state] for state in sorted(checks)])
+    if key:
+        cache.set(key, found, timeout=None)
+    return found
 
 
 def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:

@@ -480,3 +480,44 @@ def opened(client, version: Version, data: dict[str, list[str]], key: str) -> di
     assert card.pop("q") == [key]
     kept = {k: v for k, v in data.items() if not k.startswith(f"q-{key}-")}
     return kept | card
+
+
+def paired_runs(qs, version, writer, outcomes, *, tags=None):
+    """Two finished runs of `version` over one labelled state per entry of `outcomes` —
+    (passed before, passed after) of the noul `urgent` (expected true: P(true) 0.9 passes,
+    0.1 fails) — and the choice `desk` passing in both. `tags[i]`: the i-th state's tags."""
+    from questions.models import BatchItem, BatchRun
+
+    runs = [
+        BatchRun.objects.create(
+            question_set=qs,
+            version=version,
+            backend="recorded",
+            model="m",
+            status="done",
+            finished_at=timezone.now(),
+        )
+        for _ in range(2)
+    ]
+    for i, pair in enumerate(outcomes):
+        state = services.sample_state_create(
+            question_set=qs,
+            name=f"s{i:03d}",
+            state={"n": i},
+            author=writer,
+            expected={"urgent": True, "desk": "billing"},
+            tags=(tags[i] if tags else []),
+        )
+        for run, passed in zip(runs, pair, strict=True):
+            BatchItem.objects.create(
+                run=run,
+                sample_state=state.current_revision(),
+                status="answered",
+                answers={
+                    "urgent": {"type": "noul", "noul": 0.9 if passed else 0.1},
+                    "desk": desk("billing", {"billing": 1.0}),
+                },
+            )
+    for run in runs:
+        services.run_summary_store(run)
+    return runs

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from questions import backends, batches, roles, selectors, services
+from questions import backends, batches, roles, selectors, services, stats
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
@@ -491,12 +491,19 @@ def test_cli_batch_summary_and_gate(provider_factory):
         "states",
         "answered",
         "failed",
+        "checked",
+        "passed",
         "pass_rate",
+        "pass_rate_interval",
         "per_question",
         "duration_ms",
     }
     assert (summary["states"], summary["answered"], summary["failed"]) == (4, 4, 0)
-    assert summary["per_question"]["desk"]["checked"] == 4
+    desk = summary["per_question"]["desk"]
+    assert desk["checked"] == 4
+    assert desk["pass_rate_interval"] == stats.interval_list(desk["passed"], 4)
+    low, high = summary["pass_rate_interval"]
+    assert low <= summary["pass_rate"] <= high
     run = BatchRun.objects.get(pk=summary["run"])
     report = selectors.run_summary(run)
     assert report["pass_rate"] == summary["pass_rate"]
@@ -506,6 +513,7 @@ def test_cli_batch_summary_and_gate(provider_factory):
     rate = summary["pass_rate"]
     code, _, err = run_cli("batch", "--set", slug, "--min-pass-rate", str(min(1, rate + 0.01)))
     assert code == 1 and "below" in err
+    assert f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} is below" in err
 
 
 def test_cli_batch_exit_1_when_a_state_failed(provider_factory):

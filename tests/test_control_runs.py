@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from questions import control_reports, controls, services
+from questions import control_reports, controls, services, stats
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import controls as control_services
 from tests import factories
@@ -109,6 +109,8 @@ def test_words_that_carry_no_signal_are_flagged_and_the_cli_exits_1(provider):
     assert summary["states"] == 4 and summary["control"]["calls"] == 12
     desk = summary["control"]["questions"]["desk"]
     assert desk["real_pass_rate"] == desk["floor"] == 0.5
+    assert desk["real_pass_rate_interval"] == stats.interval_list(2, 4)
+    assert desk["floor_interval"] == stats.interval_list(4, 8)
     code, out, err = run_cli("controls", "--set", slug, "--backend", "typesafe", "--shuffle", "2")
     assert code == 1 and controls.NO_SIGNAL in out and "desk" in err
 
@@ -119,7 +121,11 @@ def test_a_shuffle_control_that_passes_exits_0(provider):
     code, out, _ = run_cli(
         "controls", "--set", version.question_set.slug, "--backend", "typesafe", "--shuffle", "1"
     )
-    assert code == 0 and "real pass rate 100.0%, shuffled floor 0.0%" in out
+    # 4 of 4 real answers pass, 0 of 4 shuffled ones: each rate with its 95 % interval and n
+    assert code == 0 and (
+        f"real pass rate {stats.rate_words(4, 4)}, shuffled floor {stats.rate_words(0, 4)}" in out
+    )
+    assert "real pass rate 100% (51–100%, n = 4), shuffled floor 0% (0–49%, n = 4)" in out
 
 
 def test_order_sensitivity_finds_a_model_that_takes_the_first_option(provider):
@@ -209,6 +215,9 @@ def test_the_run_page_and_the_run_list_show_a_shuffle_control(provider, client):
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Shuffle control" in page and controls.NO_SIGNAL in page
     assert "shuffled floor" in page.lower()
+    desk = control_reports.control_report(run)["desk"]
+    assert stats.rate_words(desk.real_passed, desk.real_checked) in page
+    assert stats.rate_words(desk.floor_passed, desk.floor_checked) in page
     listing = client.get(version.question_set.get_absolute_url()).content.decode()
     assert "shuffle control" in listing
 
@@ -243,11 +252,36 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     )
     summary = json.loads(out)
     assert code == 0
-    assert summary["baseline"] == {"run": base.pk, "model": "m-old", "pass_rate": 0.75}
+    assert summary["baseline"] == {
+        "run": base.pk,
+        "model": "m-old",
+        "checked": 8,
+        "passed": 6,
+        "pass_rate": 0.75,
+        "pass_rate_interval": stats.interval_list(6, 8),
+    }
+    assert summary["pass_rate_interval"] == stats.interval_list(summary["passed"], 8)
+    desk = summary["per_question"]["desk"]
+    assert desk["pass_rate_before_interval"] and desk["pass_rate_after_interval"]
+    # the two states the old model got wrong are fixed, none broken: too few to tell
+    assert summary["paired"]["desk"] | {"p_value": 0} == {
+        "n": 4,
+        "before": 0.5,
+        "after": 1.0,
+        "p_value": 0,
+        "verdict": "no_difference_detected",
+        "better": 2,
+        "worse": 0,
+    }
+    assert set(summary["paired"]) == {"overall", *summary["per_question"]}
     assert summary["per_question"]["desk"]["flipped_states"] == ["s1", "s2"]
     assert summary["flips"] == 2 and summary["compared"] == 8 and summary["flip_rate"] == 0.25
     assert summary["pass_rate_delta"] == pytest.approx(0.25)
     assert summary["calibration"]["choice_brier"]["delta"] < 0
+    assert {"choice_ece", "choice_mce", "choice_log_loss", "noul_mce"} <= set(
+        summary["calibration"]
+    )
+    assert summary["calibration"]["choice_log_loss"]["after"] is not None
     code, _, err = run_cli(
         "drift",
         "--set",
@@ -288,6 +322,10 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     client.force_login(writer)
     page = client.get(f"/runs/{drift_run.pk}/").content.decode()
     assert "Model drift" in page and "m-old" in page and "s2" in page
+    # the pass rates with their intervals, and the paired verdict in words
+    assert f"pass rate {stats.rate_words(6, 8)} → {stats.rate_words(8, 8)}" in page
+    assert "Paired, per state both runs checked: <strong" in page
+    assert "no difference detected on 4 states (2 fixed, 0 broken, p = 0.5)" in page
 
 
 def test_drift_refuses_a_version_that_is_not_approved(provider):

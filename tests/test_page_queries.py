@@ -95,7 +95,8 @@ def test_page_queries_do_not_grow_with_states_versions_or_runs(client, provider)
     few = {name: counted(client, url) for name, url in pages(small).items()}
     many = {name: counted(client, url) for name, url in pages(large).items()}
     assert many == few
-    assert few["editor"] <= 8 and few["compare, 3 runs"] <= 14
+    # compare reads one more than it did: the repeatability control its noise floor comes from
+    assert few["editor"] <= 8 and few["compare, 3 runs"] <= 15
 
 
 def test_the_comparison_shows_a_page_of_states_and_loads_only_their_answers(

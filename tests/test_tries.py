@@ -193,6 +193,10 @@ def test_the_try_endpoints_plan_save_and_report(provider, client):
     services.batch_execute(run.pk)
     report = client.get(f"/runs/{run.pk}/try/").content.decode()
     assert "Pass rate" in report and "expected billing" in report and "hx-trigger" not in report
+    run.refresh_from_db()
+    result = tries.try_result(run)
+    assert result.words_after and result.words_after in report  # with its interval and n
+    assert ", n = " in result.words_after
     again = client.post(base + "/try/", data).content.decode()
     assert 'id="try-run"' in again and "Nothing changed since run" in again
     data[f"q-{key}-instructions"] = ["Which desk, now?"]

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, selectors, services, standin
+from questions import roles, selectors, services, standin, stats
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC
@@ -109,7 +109,11 @@ def test_compare_two_runs_lists_regressions_first(setup):
     kinds = [k.split('"')[0] for k in delta.split('<tr class="change-')[1:]]
     assert kinds and kinds == sorted(kinds, key=["regression", "fix", "flip"].index)
     assert "→ <strong>false " in delta  # before → after values of the noul read at 0.99
-    assert "points</strong>" in delta
+    # the change said as a paired verdict on the states both checked, never bare points
+    assert "points</strong>" not in delta
+    verdict = selectors.paired_verdicts(first, second)["overall"]
+    assert f'McNemar\'s exact test): <strong class="verdict verdict-{verdict.verdict}">' in delta
+    assert verdict.words() in delta
 
 
 def test_cancel_from_the_page(setup):
@@ -250,7 +254,7 @@ def test_a_run_some_of_whose_states_failed_is_amber_on_its_page_and_the_set_page
     set_page = client.get(reverse("set-detail", args=["s"])).content.decode()
     assert '<span class="run-status run-partial">done, some failed</span>' in set_page
     run.refresh_from_db()
-    assert f"{round(100 * run.passed / run.checked)}% ({run.passed} / {run.checked})" in set_page
+    assert stats.rate_words(run.passed, run.checked) in set_page
     assert run.checked == 6  # the failed state's two checks are not counted
 
 
@@ -285,7 +289,7 @@ def test_a_finished_run_stores_its_summary_and_the_set_list_shows_the_last_pass_
     assert second.pass_rate == report.pass_rate
     assert first.passed != second.passed  # the threshold moved some nouls
     body = client.get(reverse("set-list")).content.decode()
-    assert f"{round(100 * second.passed / 8)}% ({second.passed} / 8)" in body
+    assert stats.rate_words(second.passed, 8) in body  # with its interval and n
     assert reverse("run-detail", args=[second.pk]) in body
 
 
@@ -348,10 +352,7 @@ def test_the_review_page_shows_every_question_in_full_with_both_diffs_and_the_fl
     # the evidence inline: both pass rates, the change in points, the flipped cells listed
     first.refresh_from_db()
     second.refresh_from_db()
-    assert (
-        f"{round(100 * second.passed / second.checked)}% ({second.passed} / {second.checked})"
-        in body
-    )
+    assert stats.rate_words(second.passed, second.checked) in body
     evidence = body.split('id="evidence-heading"')[1]
     assert "cells flipped" in evidence or "cell flipped" in evidence
     assert '<tr class="change-regression">' in evidence and "→ <strong>false " in evidence

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db.models import Count
 
-from questions import backends, metrics, roles, spec
+from questions import backends, metrics, roles, spec, stats
 from questions.models import BatchItem, BatchRun, Decision, SampleState, Version
 from questions.numbers import whole_number
 from questions.services.batches import RUNNERS_ONLY, _runnable, batch_create
@@ -253,6 +253,9 @@ class TryResult:
     pass_before: float | None
     pass_after: float | None
     models: list[str]
+    #: the pass rates with their 95 % intervals and n (`stats.rate_words`); "" when not known
+    words_before: str = ""
+    words_after: str = ""
 
     @property
     def flips(self) -> int:
@@ -267,8 +270,10 @@ def _answers_by_state(run: BatchRun) -> dict[int, dict[str, dict]]:
     return {state: answers or {} for state, answers in rows}
 
 
-def _rate(cases: list[metrics.Case], threshold: float) -> float | None:
-    return metrics.report(cases, threshold=threshold).pass_rate
+def _rate(cases: list[metrics.Case], threshold: float) -> tuple[float | None, str]:
+    """The pass rate of `cases`, and the same with its interval and n in words."""
+    found = metrics.report(cases, threshold=threshold)
+    return found.pass_rate, stats.rate_words(found.passed, found.checked)
 
 
 def try_result(run: BatchRun) -> TryResult:
@@ -324,13 +329,17 @@ def try_result(run: BatchRun) -> TryResult:
             if m
         }
     )
+    before_rate, before_words = _rate(cases_before, run.threshold) if run.baseline else (None, "")
+    after_rate, after_words = _rate(cases_after, run.threshold) if run.finished else (None, "")
     return TryResult(
         run=run,
         changed=changed,
         rows=rows,
-        pass_before=_rate(cases_before, run.threshold) if run.baseline else None,
-        pass_after=_rate(cases_after, run.threshold) if run.finished else None,
+        pass_before=before_rate,
+        pass_after=after_rate,
         models=models,
+        words_before=before_words,
+        words_after=after_words,
     )
 
 

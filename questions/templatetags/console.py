@@ -12,7 +12,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from questions import metrics
+from questions import metrics, stats
 from questions.answers import NOUL_THRESHOLD
 from questions.forms import slot_id
 from questions.models import Version
@@ -113,10 +113,17 @@ def uncalibrated(backend: str) -> bool:
 
 @register.simple_tag
 def percent(part, whole) -> str:
-    """`part / whole` as a whole percentage with its counts: `67% (4 / 6)`; `—` when whole is 0."""
+    """A pass rate of `part` out of `whole` with its 95 % interval and its n, as every page says
+    it (`stats.rate_words`): `62% (36–82%, n = 13)`; `—` when whole is 0."""
     if not whole:
         return "—"
-    return f"{round(100 * part / whole)}% ({part} / {whole})"
+    return stats.rate_words(part, whole)
+
+
+@register.filter
+def share(value: float | None) -> str:
+    """A share as a whole percentage: `5%`; `—` for None."""
+    return "—" if value is None else f"{value:.0%}"
 
 
 @register.simple_tag

@@ -85,6 +85,7 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
         for c in columns
     ]
     context |= {
+        "evidence": comparison.evidence(columns, selection.noise),
         # the state picker offers the states on this page (each state's name links to it too)
         "states": states,
         "choices": [c for c in choices if c[0] not in selection.columns],

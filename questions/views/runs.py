@@ -229,12 +229,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("version")
         .defer("version__document_text")[:30]
     )
-    other, delta = None, None
+    other, delta, paired, noise = None, None, None, None
     other_pk = whole_number(request.GET.get("against", ""))
     if other_pk is not None:
         other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
         if other:
             delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
+            paired = selectors.paired_verdicts(other, run)
+            noise = control_reports.noise_floor(run.question_set, [other.version, run.version])
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
     progress = _progress_context(run)
     shown = run.finished or progress["counts"]["answered"]
@@ -270,7 +272,16 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "reruns": run.reruns.order_by("pk"),
         "other": other,
         "delta": delta,
+        "paired": paired,
+        "paired_questions": [(k, v) for k, v in (paired or {}).items() if k != "overall"],
+        "tag_slices": selectors.run_tag_slices(run) if shown else [],
         "changes_shown": CHANGES_SHOWN,
+        # the listed changes, each with whether it is within the repeatability noise floor
+        "changes_listed": [
+            (c, bool(noise and noise.holds(c.question, c.qtype, c.before, c.after)))
+            for c in (delta.changes[:CHANGES_SHOWN] if delta else [])
+        ],
+        "noise": noise,
         "can_run": roles.may_ask_live(request.user),
         "answered_by": _answered_by(run),
     }

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import backends, comparison, demo, diff, roles, selectors, services, spec
+from questions import backends, comparison, demo, diff, roles, selectors, services, spec, stats
 from questions.application_cli import ApplicationCommands
 from questions.application_cli import add_parsers as add_application_parsers
 from questions.control_cli import ControlCommands
@@ -717,7 +717,7 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
         elif csv:
             self.stdout.write(comparison.as_csv(built, rows), ending="")
         else:
-            self.stdout.write(comparison.as_text(built, rows))
+            self.stdout.write(comparison.as_text(built, rows, selection.noise))
         return EXIT_OK
 
     def do_batch(
@@ -781,17 +781,19 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
         if json:
             self.emit_json(summary)
         else:
-            rate = summary["pass_rate"]
             self.stdout.write(
                 f"run {run.pk}: {run.question_set.slug} v{run.version.number} via {run.backend}: "
                 f"{summary['answered']}/{summary['states']} answered, {summary['failed']} failed, "
-                f"pass rate {'n/a' if rate is None else f'{rate:.1%}'}, "
+                f"pass rate {stats.rate_words(summary['passed'], summary['checked'])}, "
                 f"{summary['duration_ms']} ms"
                 + ("" if summary["calibrated"] else " (calibrated: false)")
             )
             for qid, q in summary["per_question"].items():
                 if q["checked"]:
-                    self.stdout.write(f"  {qid}: {q['passed']}/{q['checked']} passed")
+                    self.stdout.write(
+                        f"  {qid}: {q['passed']}/{q['checked']} passed, "
+                        f"{stats.rate_words(q['passed'], q['checked'])}"
+                    )
         below = (
             min_pass_rate is not None
             and summary["pass_rate"] is not None
@@ -800,7 +802,8 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
         if summary["failed"] or below:
             if below and not json:
                 self.stderr.write(
-                    f"pass rate {summary['pass_rate']:.1%} is below {min_pass_rate:.1%}"
+                    f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} "
+                    f"is below {min_pass_rate:.1%}"
                 )
             return EXIT_FAILED
         return EXIT_OK
