@@ -26,6 +26,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from questions import stats
+
 #: the bounds a gate takes: name → its flag, whether it is a floor, and how it is shown
 BOUNDS = {
     "min_pass_rate": ("--min-pass-rate", True, "pass rate"),
@@ -168,7 +170,7 @@ def _bound(name: str, limit: float, m: Measured) -> BoundResult:
     if name == "min_pass_rate":
         value = m.pass_rate
         detail = (
-            f"pass rate {_rate(value)} ({m.passed}/{m.checked} labelled answers)"
+            f"pass rate {stats.rate_words(m.passed, m.checked)} of the labelled answers"
             if value is not None
             else "nothing was checked: no labelled answer came back"
         )
@@ -236,12 +238,13 @@ def _question(q: QuestionMeasure, floor: float | None) -> QuestionResult:
     rate = q.pass_rate
     below = floor is not None and (rate is None or rate < floor)
     if below:
-        problems.append(f"pass rate {_rate(rate)} ({q.passed}/{q.checked}) is below {_rate(floor)}")
+        shown = stats.rate_words(q.passed, q.checked)
+        problems.append(f"pass rate {shown} is below {_rate(floor)}")
     if q.unanswered:
         problems.append(
             f"no answer for {len(q.unanswered)} labelled state(s): {_names(q.unanswered)}"
         )
-    summary = f"pass rate {_rate(rate)} ({q.passed}/{q.checked})"
+    summary = f"pass rate {stats.rate_words(q.passed, q.checked)}"
     if q.missed:
         missed = [_miss(x) for x in q.missed]
         summary += f"; missed: {_names(missed)}"
@@ -270,6 +273,7 @@ def as_json(result: Result, about: dict[str, Any]) -> dict[str, Any]:
         "states": m.states,
         "answered": m.states - len(m.unanswered),
         "pass_rate": m.pass_rate,
+        "pass_rate_interval": stats.interval_list(m.passed, m.checked),
         "bounds": [b.to_json() for b in result.bounds],
         "questions": {
             q.measure.question: {
@@ -280,6 +284,7 @@ def as_json(result: Result, about: dict[str, Any]) -> dict[str, Any]:
                 "checked": q.measure.checked,
                 "passed": q.measure.passed,
                 "pass_rate": q.measure.pass_rate,
+                "pass_rate_interval": stats.interval_list(q.measure.passed, q.measure.checked),
                 "missed": [
                     {"state": x.state, "expected": x.expected, "answered": x.answered}
                     for x in q.measure.missed
