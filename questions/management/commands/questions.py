@@ -21,6 +21,8 @@ from questions.control_cli import add_parsers as add_control_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.records_cli import RecordCommands
 from questions.records_cli import add_parsers as add_record_parsers
+from questions.scorecard_cli import ScorecardCommands
+from questions.scorecard_cli import add_parsers as add_scorecard_parsers
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -86,7 +88,7 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(ControlCommands, RecordCommands, BaseCommand):
+class Command(ControlCommands, RecordCommands, ScorecardCommands, BaseCommand):
     help = "Validate, import and manage question sets. See DESIGN.md §6."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -280,6 +282,7 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
 
         add_control_parsers(sub)
         add_record_parsers(sub)
+        add_scorecard_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
