@@ -183,7 +183,6 @@ def test_the_review_compares_against_production_once_there_is_one(card):
         label="production",
         confirm_weak_evidence=True,
     )
-    v3 = Version.objects.get(question_set__slug="card", number=3)
     html = _client("checker").get("/sets/card/v3/review/").content.decode()
     assert "Against v2 (production)" in html
     assert "This version has no finished run yet" in html
