@@ -248,3 +248,27 @@ def test_the_set_list_keeps_the_latest_run_that_checked_states(card):
     html = _client("writer").get("/").content.decode()
     row = html[html.index('href="/sets/card/"') :]
     assert "nothing checked" not in row[: row.index("</tr>")]
+
+
+# --- the score chart -------------------------------------------------------------------------
+
+
+def test_a_score_chart_marks_the_level_it_reads_as_and_the_most_likely_apart():
+    from questions import charts
+
+    answer = {  # the walkthrough's "chargeback threat": 0.75 reads as level 1, a 4% bar
+        "type": "score",
+        "score": 0.75,
+        "probabilities": {"0": 0.64, "1": 0.04, "2": 0.32},
+        "legend": {"0": "low", "1": "mid", "2": "high"},
+        "confidence": 0.64,
+    }
+    svg = str(charts.score_bar_chart("urgency", answer, 3))
+    assert "▶ 1 mid<" in svg and "◆ 0 low<" in svg
+    assert ">▶ 0.04<" in svg and ">◆ 0.64<" in svg
+    assert "▶ level 1: the level score 0.75 reads as (what is checked)" in svg
+    assert "◆ level 0: the most likely (0.64)" in svg
+    answer["probabilities"] = {"0": 0.1, "1": 0.8, "2": 0.1}
+    answer["score"] = 1.0
+    plain = str(charts.score_bar_chart("urgency", answer, 3))
+    assert "◆" not in plain and plain.count("▶") == 1
