@@ -272,3 +272,32 @@ def test_a_score_chart_marks_the_level_it_reads_as_and_the_most_likely_apart():
     answer["score"] = 1.0
     plain = str(charts.score_bar_chart("urgency", answer, 3))
     assert "◆" not in plain and plain.count("▶") == 1
+
+
+# --- preview error text ----------------------------------------------------------------------
+
+
+def test_a_refused_preview_shortens_the_path_and_renders_code_spans():
+    from django.template.loader import render_to_string
+
+    from questions import backends
+
+    writer = factories.author("writer")
+    long_name = "refund_" + "x" * 193
+    document = {
+        "desk": {
+            "type": "choice",
+            "instructions": "Which desk?",
+            "criteria": {long_name: "money", "other": "anything else"},
+        }
+    }
+    outcome = services.decision_ask(
+        backend="recorded", document=document, state={"n": 1}, model=None, user=writer
+    )
+    detail = outcome.error.detail
+    assert outcome.error.status == 422 and long_name not in detail
+    assert f'questions.desk.criteria["{long_name[:32]}…"]: ' in detail
+    html = render_to_string(
+        "questions/_preview_result.html", {"error": backends.DecisionError(422, detail)}
+    )
+    assert "<code>desk</code>" in html and "`" not in html
