@@ -301,3 +301,12 @@ def test_a_refused_preview_shortens_the_path_and_renders_code_spans():
         "questions/_preview_result.html", {"error": backends.DecisionError(422, detail)}
     )
     assert "<code>desk</code>" in html and "`" not in html
+
+
+def test_a_no_signal_verdict_on_the_run_page_links_to_the_card_and_the_states(card):
+    run = card["run_shuffle"]
+    html = _client("writer").get(f"/runs/{run.pk}/").content.decode()
+    verdict = html[html.index('class="message error control-verdict"') :]
+    verdict = verdict[: verdict.index("</p>")]
+    assert 'href="/sets/card/v2/#card-desk"' in verdict
+    assert f'href="/sets/card/compare/?col=run:{run.pk}&amp;filter=failures"' in verdict
