@@ -256,6 +256,9 @@ def reliability_diagram(title: str, calibration) -> SafeString:
     return mark_safe("".join(parts))  # every text above is escaped or a number
 
 
+#: the text size of a threshold chart, in its own units (see `threshold_chart`)
+CHART_TEXT = 14
+
 #: the curves of a threshold chart: (field, label, dash pattern), told apart without colour too
 CURVES = (
     ("precision", "precision", ""),
@@ -268,8 +271,10 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
     """Precision, recall and coverage against the threshold (0…1), with the chosen point marked
     by a vertical line and a dot on each curve; the description lists the chosen point's figures.
     `points` are `metrics.CurvePoint`s in threshold order; `chosen` is one, or None."""
-    width, height, pad = 420, 240, 36
-    inner_w, inner_h = width - 2 * pad, height - 2 * pad
+    # text sizes are in the chart's own units: at the narrowest the chart is drawn (a phone's
+    # column, ~330 px for its 420) a 14-unit label is still 11 px
+    width, height, pad, below = 420, 290, 36, 80
+    inner_w, inner_h = width - 2 * pad, height - pad - below
 
     def x(t: float) -> float:
         return pad + t * inner_w
@@ -319,22 +324,26 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
                     f'cy="{y(value):.1f}" r="4"><title>{label} {value:.2f}</title></circle>'
                 )
         parts.append(
-            f'<text x="{x(chosen.threshold):.1f}" y="{pad - 6}" text-anchor="middle" '
-            f'font-size="10">chosen {chosen.threshold:.2f}</text>'
+            f'<text x="{x(chosen.threshold):.1f}" y="{pad - 8}" text-anchor="middle" '
+            f'font-size="{CHART_TEXT}">chosen {chosen.threshold:.2f}</text>'
         )
     for i, (field, label, dash) in enumerate(CURVES):
-        lx = pad + i * 110
+        lx = pad + i * 128
         dashes = f' stroke-dasharray="{dash}"' if dash else ""
         parts.append(
-            f'<line class="curve curve-{field}" x1="{lx}" y1="{height - 8}" x2="{lx + 22}" '
-            f'y2="{height - 8}"{dashes}/><text x="{lx + 26}" y="{height - 4}" '
-            f'font-size="10">{label}</text>'
+            f'<line class="curve curve-{field}" x1="{lx}" y1="{height - 12}" x2="{lx + 22}" '
+            f'y2="{height - 12}"{dashes}/><text x="{lx + 27}" y="{height - 7}" '
+            f'font-size="{CHART_TEXT}">{label}</text>'
         )
+    bottom = pad + inner_h
     parts.append(
-        f'<text x="{pad}" y="{pad + inner_h + 12}" font-size="9">0</text>'
-        f'<text x="{pad + inner_w}" y="{pad + inner_h + 12}" font-size="9" text-anchor="end">1'
-        f'</text><text x="{pad - 4}" y="{pad + 4}" font-size="9" text-anchor="end">1</text>'
-        f'<text x="{pad - 4}" y="{pad + inner_h}" font-size="9" text-anchor="end">0</text>'
+        f'<text x="{pad}" y="{bottom + 17}" font-size="{CHART_TEXT}">0</text>'
+        f'<text x="{pad + inner_w}" y="{bottom + 17}" font-size="{CHART_TEXT}" '
+        f'text-anchor="end">1</text>'
+        f'<text x="{pad + inner_w / 2}" y="{bottom + 36}" font-size="{CHART_TEXT}" '
+        f'text-anchor="middle" class="axis-title">threshold</text>'
+        f'<text x="{pad - 5}" y="{pad + 5}" font-size="{CHART_TEXT}" text-anchor="end">1</text>'
+        f'<text x="{pad - 5}" y="{bottom}" font-size="{CHART_TEXT}" text-anchor="end">0</text>'
         "</svg>"
     )
     return mark_safe("".join(parts))  # every text above is escaped or a number

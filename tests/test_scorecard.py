@@ -310,3 +310,17 @@ def test_a_no_signal_verdict_on_the_run_page_links_to_the_card_and_the_states(ca
     verdict = verdict[: verdict.index("</p>")]
     assert 'href="/sets/card/v2/#card-desk"' in verdict
     assert f'href="/sets/card/compare/?col=run:{run.pk}&amp;filter=failures"' in verdict
+
+
+def test_the_advice_curves_write_their_text_at_11_px_or_more_on_a_phone():
+    import re as regex
+
+    from questions import charts, metrics
+
+    points = [metrics.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
+    svg = str(charts.threshold_chart("desk", points, points[5]))
+    sizes = [float(s) for s in regex.findall(r'font-size="([0-9.]+)"', svg)]
+    width = float(regex.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+    phone_column = 330  # px the chart is drawn in at 390 px wide
+    assert sizes and min(sizes) * phone_column / width >= 11
+    assert ">threshold</text>" in svg  # the axis says what it is
