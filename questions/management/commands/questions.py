@@ -241,7 +241,7 @@ class Command(ControlCommands, RecordCommands, ScorecardCommands, BaseCommand):
         states = ask.add_mutually_exclusive_group(required=True)
         states.add_argument("--state", dest="state_name", metavar="NAME")
         states.add_argument("--state-file", metavar="FILE")
-        ask.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+        ask.add_argument("--backend", default=backends.DEFAULT, choices=list(backends.NAMES))
         ask.add_argument("--model", help="the model to ask (default: the backend's)")
         ask.add_argument("--json", action="store_true", help="on failure, print JSON too")
 
@@ -712,7 +712,7 @@ class Command(ControlCommands, RecordCommands, ScorecardCommands, BaseCommand):
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
             run = services.batch_create(
                 version=version,
-                backend=backend or "typesafe",
+                backend=backend or backends.DEFAULT,
                 user=roles.OPERATOR,
                 concurrency=(
                     run_defaults.DEFAULT_CONCURRENCY if concurrency is None else concurrency
