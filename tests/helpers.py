@@ -91,6 +91,7 @@ MATRIX = [
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}, 302),
     ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R}, 302),
     ("controls page", "get", "/sets/s/controls/", SIGNED_IN, 200),
+    ("scorecard", "get", "/sets/s/scorecard/", SIGNED_IN, 200),
     ("start control", "post", "/sets/s/controls/start/", {AU, R}, 302),
     ("start drift", "post", "/sets/s/drift/start/", {AU, R}, 302),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN, 200),

@@ -36,6 +36,7 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/v2/review/",
         "/sets/gestures/v2/advice/",
         "/sets/gestures/controls/",
+        "/sets/gestures/scorecard/",
         "/sets/support-routing/v1/review/",
         f"/sets/gestures/states/{state.pk}/",
         f"/sets/gestures/states/{state.pk}/history/",
