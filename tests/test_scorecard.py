@@ -339,3 +339,25 @@ def test_the_states_behind_a_no_signal_verdict_open_in_compare(card):
     html = response.content.decode()
     assert response.status_code == 200
     assert "state-11" in html  # v2's real desk answer misses on state 11
+
+
+def test_the_review_evidence_says_its_change_in_words_not_bare_points(card):
+    services.version_approve(
+        version=card["v2"],
+        reviewer=factories.reviewer("second"),
+        label="production",
+        confirm_weak_evidence=True,
+    )
+    v3 = Version.objects.get(question_set__slug="card", number=3)
+    services.version_submit(version=v3, author=v3.author)
+    revisions = [s.current_revision() for s in card["set"].sample_states.all()]
+    answers = list(
+        card["run_v1"].items.filter(variant=0).order_by("id").values_list("answers", flat=True)
+    )
+    _card_run(card["set"], v3, revisions, answers_of=lambda i, v: answers[i])
+    html = _client("checker").get("/sets/card/v3/review/").content.decode()
+    evidence = html[html.index('id="evidence-heading"') :]
+    line = evidence[evidence.index('class="pass-rate"') :]
+    line = line[: line.index("</p>")]
+    assert " points" not in line and "paired, per state:" in line
+    assert "worse on 12 states (0 fixed, 6 broken" in line

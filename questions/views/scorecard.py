@@ -28,5 +28,6 @@ def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
             "rows": rows,
             "no_signal_words": controls.NO_SIGNAL,
             "few_answers": controls.FEW_ANSWERS,
+            "calls_priced": f"{card['calls_priced']:,}",
         },
     )
