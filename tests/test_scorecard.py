@@ -361,3 +361,8 @@ def test_the_review_evidence_says_its_change_in_words_not_bare_points(card):
     line = line[: line.index("</p>")]
     assert " points" not in line and "paired, per state:" in line
     assert "worse on 12 states (0 fixed, 6 broken" in line
+
+
+def test_an_order_control_says_what_its_flip_rate_counts(card):
+    html = _client("writer").get(f"/runs/{card['run_orders'].pk}/").content.decode()
+    assert "25%" in html and "of 12 reordered calls" in html
