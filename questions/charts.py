@@ -46,9 +46,16 @@ def _em(value: float) -> str:
     return f"{value:.2f}em"
 
 
-def _bars(rows: list[tuple[str, float, bool]], title: str, desc: str) -> SafeString:
+#: the marks of a score's bars when the level its score reads as is not the most likely one
+READS_AS_MARK, LIKELY_MARK = "▶", "◆"
+
+
+def _bars(
+    rows: list[tuple[str, float, bool]], title: str, desc: str, likely: int | None = None
+) -> SafeString:
     """Horizontal bars, one per (label, probability, marked) row, in the given order: the
-    label at the bar's start, the value at its end, over a track the width of the card."""
+    label at the bar's start, the value at its end, over a track the width of the card. Row
+    `likely`, when given and not the marked one, is marked apart as the most likely."""
     dense = len(rows) > DENSE_ROWS
     row = DENSE_ROW_EM if dense else ROW_EM
     parts = [
@@ -60,17 +67,22 @@ def _bars(rows: list[tuple[str, float, bool]], title: str, desc: str) -> SafeStr
         top = 0.1 + i * row
         width = max(0.0, min(1.0, p)) * 100
         cls = "bar chosen" if marked else "bar"
-        mark = "▶ " if marked else ""
+        mark = f"{READS_AS_MARK} " if marked else ""
+        value = _pct(p)
+        if likely is not None and i == likely and not marked:
+            mark, value, cls = f"{LIKELY_MARK} ", f"{LIKELY_MARK} {value}", "bar likely"
+        elif likely is not None and marked:
+            value = f"{READS_AS_MARK} {value}"
         base = _em(top + row * 0.66)
         parts.append(
-            f'<g class="row{" chosen" if marked else ""}">'
+            f'<g class="row{" chosen" if marked else ""}{" likely" if "likely" in cls else ""}">'
             f'<rect class="track" x="0" y="{_em(top + 0.05)}" width="100%" '
             f'height="{_em(row - 0.25)}" rx="3"/>'
             f'<rect class="{cls}" x="0" y="{_em(top + 0.05)}" width="{width:.1f}%" '
             f'height="{_em(row - 0.25)}" rx="3"><title>{escape(label)}: {_pct(p)}</title></rect>'
             f'<text x="0.4em" y="{base}">{escape(mark + _label(label))}</text>'
             f'<text class="value" x="100%" dx="-0.4em" y="{base}" text-anchor="end">'
-            f"{_pct(p)}</text></g>"
+            f"{escape(value)}</text></g>"
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every text above is escaped
@@ -107,7 +119,14 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
     desc = f"score {score:.2f} of 0 to {levels - 1}; " + ", ".join(
         f"level {r[0]} {_pct(r[1])}" for r in rows
     )
-    bars = _bars(rows, f"{qid}: score", desc)
+    # the score is an expectation: the level it reads as (the one checked) can be an unlikely
+    # one (0.75 between a 0.64 level 0 and a 0.32 level 2); the most likely is marked apart
+    likely = max(range(len(rows)), key=lambda i: rows[i][1]) if rows else None
+    if likely is not None and any(marked and p >= rows[likely][1] for _, p, marked in rows):
+        likely = None  # the level it reads as is (one of) the most likely: one mark says it
+    if likely is not None:
+        desc += f"; reads as the nearest level, the most likely is {rows[likely][0]}"
+    bars = _bars(rows, f"{qid}: score", desc, likely=likely)
 
     # the axis 0 … n−1 across the card, with the score marked and written above its marker;
     # the end labels are anchored inwards so that none pokes out of the chart
@@ -131,7 +150,15 @@ def score_bar_chart(qid: str, answer: dict[str, Any], levels: int) -> SafeString
         f'<text class="value" x="{100 * at:.2f}%" y="1.0em" text-anchor="{anchor(at)}">'
         f"score {score:.2f}</text></svg>"
     )
-    return mark_safe(bars + axis)  # escaped above
+    key = ""
+    if likely is not None:
+        key = (
+            f'<p class="chart-key"><span>{READS_AS_MARK} level {nearest}: the level score '
+            f"{score:.2f} reads as (what is checked)</span> <span>{LIKELY_MARK} level "
+            f"{escape(rows[likely][0].split(' ', 1)[0])}: the most likely "
+            f"({_pct(rows[likely][1])})</span></p>"
+        )
+    return mark_safe(bars + axis + key)  # escaped above
 
 
 def noul_bar_chart(
@@ -229,6 +256,9 @@ def reliability_diagram(title: str, calibration) -> SafeString:
     return mark_safe("".join(parts))  # every text above is escaped or a number
 
 
+#: the text size of a threshold chart, in its own units (see `threshold_chart`)
+CHART_TEXT = 14
+
 #: the curves of a threshold chart: (field, label, dash pattern), told apart without colour too
 CURVES = (
     ("precision", "precision", ""),
@@ -241,8 +271,10 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
     """Precision, recall and coverage against the threshold (0…1), with the chosen point marked
     by a vertical line and a dot on each curve; the description lists the chosen point's figures.
     `points` are `metrics.CurvePoint`s in threshold order; `chosen` is one, or None."""
-    width, height, pad = 420, 240, 36
-    inner_w, inner_h = width - 2 * pad, height - 2 * pad
+    # text sizes are in the chart's own units: at the narrowest the chart is drawn (a phone's
+    # column, ~330 px for its 420) a 14-unit label is still 11 px
+    width, height, pad, below = 420, 290, 36, 80
+    inner_w, inner_h = width - 2 * pad, height - pad - below
 
     def x(t: float) -> float:
         return pad + t * inner_w
@@ -292,22 +324,26 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
                     f'cy="{y(value):.1f}" r="4"><title>{label} {value:.2f}</title></circle>'
                 )
         parts.append(
-            f'<text x="{x(chosen.threshold):.1f}" y="{pad - 6}" text-anchor="middle" '
-            f'font-size="10">chosen {chosen.threshold:.2f}</text>'
+            f'<text x="{x(chosen.threshold):.1f}" y="{pad - 8}" text-anchor="middle" '
+            f'font-size="{CHART_TEXT}">chosen {chosen.threshold:.2f}</text>'
         )
     for i, (field, label, dash) in enumerate(CURVES):
-        lx = pad + i * 110
+        lx = pad + i * 128
         dashes = f' stroke-dasharray="{dash}"' if dash else ""
         parts.append(
-            f'<line class="curve curve-{field}" x1="{lx}" y1="{height - 8}" x2="{lx + 22}" '
-            f'y2="{height - 8}"{dashes}/><text x="{lx + 26}" y="{height - 4}" '
-            f'font-size="10">{label}</text>'
+            f'<line class="curve curve-{field}" x1="{lx}" y1="{height - 12}" x2="{lx + 22}" '
+            f'y2="{height - 12}"{dashes}/><text x="{lx + 27}" y="{height - 7}" '
+            f'font-size="{CHART_TEXT}">{label}</text>'
         )
+    bottom = pad + inner_h
     parts.append(
-        f'<text x="{pad}" y="{pad + inner_h + 12}" font-size="9">0</text>'
-        f'<text x="{pad + inner_w}" y="{pad + inner_h + 12}" font-size="9" text-anchor="end">1'
-        f'</text><text x="{pad - 4}" y="{pad + 4}" font-size="9" text-anchor="end">1</text>'
-        f'<text x="{pad - 4}" y="{pad + inner_h}" font-size="9" text-anchor="end">0</text>'
+        f'<text x="{pad}" y="{bottom + 17}" font-size="{CHART_TEXT}">0</text>'
+        f'<text x="{pad + inner_w}" y="{bottom + 17}" font-size="{CHART_TEXT}" '
+        f'text-anchor="end">1</text>'
+        f'<text x="{pad + inner_w / 2}" y="{bottom + 36}" font-size="{CHART_TEXT}" '
+        f'text-anchor="middle" class="axis-title">threshold</text>'
+        f'<text x="{pad - 5}" y="{pad + 5}" font-size="{CHART_TEXT}" text-anchor="end">1</text>'
+        f'<text x="{pad - 5}" y="{bottom}" font-size="{CHART_TEXT}" text-anchor="end">0</text>'
         "</svg>"
     )
     return mark_safe("".join(parts))  # every text above is escaped or a number

@@ -205,3 +205,32 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             "paired": selectors.paired_verdicts(run.baseline, run)["overall"] if found else None,
         }
     return None
+
+
+def latest_verdicts(version: Any) -> list[dict[str, Any]]:
+    """The latest finished shuffle control and order-sensitivity run of a version, each with
+    the questions it flags: no signal (shuffle), answers that flipped with the order (orders)."""
+    out = []
+    for kind in (controls.SHUFFLE, controls.ORDERS):
+        run = (
+            version.batch_runs.filter(kind=kind, status=BatchRun.Status.DONE)
+            .select_related("version")
+            .order_by("-id")
+            .first()
+        )
+        if run is None:
+            out.append({"kind": kind, "title": controls.TITLES[kind], "run": None})
+            continue
+        report = control_report(run)
+        out.append(
+            {
+                "kind": kind,
+                "title": controls.TITLES[kind],
+                "run": run,
+                "no_signal": [q for q in report.values() if q.no_signal],
+                "clear": [q for q in report.values() if q.no_signal is False],
+                "flipped": [q for q in report.values() if q.varied and q.flips],
+                "steady": [q for q in report.values() if q.varied and q.compared and not q.flips],
+            }
+        )
+    return out

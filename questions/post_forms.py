@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
+from questions.backends import DEFAULT as DEFAULT_BACKEND
 from questions.models import BatchRun
 from questions.numbers import whole_number
 
@@ -55,7 +56,7 @@ def first_error(form: forms.Form) -> str:
 
 
 class RunStartForm(forms.Form):
-    backend = TextField(required=False, empty_value="typesafe")
+    backend = TextField(required=False, empty_value=DEFAULT_BACKEND)
     concurrency = WholeNumberField(digits=6, what="Concurrency", required=False)
     threshold = forms.FloatField(
         required=False, error_messages={"invalid": "The threshold is a number from 0 to 1."}

@@ -483,6 +483,12 @@ def shown_id(name: str) -> str:
     return name if len(name) <= SHOWN_ID else f"{name[:SHOWN_ID]}…"
 
 
+def shown_path(loc: Loc) -> str:
+    """`path_of` as a message shows it: every over-long key cut short (`shown_id`), so a
+    200-character option name is not written out in full in front of its own error."""
+    return path_of(tuple(k if isinstance(k, int) else shown_id(str(k)) for k in loc))
+
+
 def _shorter_ids(message: str, question: str | None) -> str:
     """A message that quotes an over-long question id quotes its first characters only (the
     error about its length says how long it is)."""

@@ -92,6 +92,7 @@ MATRIX = [
     ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}, 302),
     ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R}, 302),
     ("controls page", "get", "/sets/s/controls/", SIGNED_IN, 200),
+    ("scorecard", "get", "/sets/s/scorecard/", SIGNED_IN, 200),
     ("start control", "post", "/sets/s/controls/start/", {AU, R}, 302),
     ("start drift", "post", "/sets/s/drift/start/", {AU, R}, 302),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN, 200),
@@ -521,3 +522,146 @@ def paired_runs(qs, version, writer, outcomes, *, tags=None):
     for run in runs:
         services.run_summary_store(run)
     return runs
+
+
+#: the scorecard tests' question map: a choice and a noul
+CARD_DOC = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else"},
+    },
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+}
+CARD_STATES = 12
+#: what one call of the scorecard world cost
+CARD_CALL_COST = 0.00002
+
+
+def _card_answers(chosen: str, p: float) -> dict:
+    probabilities = {k: 0.0 for k in ("billing", "tech", "other")} | {chosen: 1.0}
+    return {
+        "desk": {
+            "type": "choice",
+            "choice": chosen,
+            "probabilities": probabilities,
+            "confidence": 1.0,
+        },
+        "urgent": {"type": "noul", "noul": p},
+    }
+
+
+def _card_run(qs, version, revisions, *, kind="run", count=0, answers_of, variants=1, live=None):
+    """A finished run of `version` over `revisions`: per state and variant the answers
+    `answers_of(i, variant)`, each call a live typesafe decision costing CARD_CALL_COST."""
+    from questions.models import BatchItem, BatchRun, Decision
+
+    run = BatchRun.objects.create(
+        question_set=qs,
+        version=version,
+        backend="typesafe",
+        model="m",
+        status="done",
+        kind=kind,
+        control_count=count,
+        finished_at=timezone.now(),
+        live_questions=live,
+    )
+    checked = passed = 0
+    for i, revision in enumerate(revisions):
+        for variant in range(variants):
+            decision = Decision.objects.create(
+                backend="typesafe",
+                model_asked="m",
+                request_text="{}",
+                request_sha256="r",
+                state_sha256="s",
+                questions_sha256="q",
+                status=200,
+                total_ms=1.0,
+                cost=CARD_CALL_COST,
+                usage={"input_tokens": 100},
+            )
+            answers = answers_of(i, variant)
+            BatchItem.objects.create(
+                run=run,
+                sample_state=revision,
+                status="answered",
+                variant=variant,
+                answers=answers,
+                decision=decision,
+            )
+            if variant == 0:
+                expected = revision.expected
+                checked += 2
+                passed += (answers["desk"]["choice"] == expected["desk"]) + (
+                    (answers["urgent"]["noul"] >= 0.5) == expected["urgent"]
+                )
+    BatchRun.objects.filter(pk=run.pk).update(checked=checked, passed=passed, failed_states=0)
+    run.refresh_from_db()
+    return run
+
+
+def scorecard_world() -> dict:
+    """A set `card`: v1 kept, v2 (from v1) in review, v3 the open draft; twelve labelled
+    states; a full run of each of v1 and v2 (v2 fixes `desk` on 7 states, `urgent` the same),
+    a shuffle control of v2 that flags `desk` (the shuffled answers pass as often) and an
+    order-sensitivity run of v2 whose `desk` flips on 3 states; a try of v1."""
+    writer = factories.author("writer")
+    factories.reviewer("checker")
+    qs = factories.question_set("card", owner=writer, doc=CARD_DOC)
+    v1 = qs.versions.get(number=1)
+    draft2 = services.version_keep(version=v1, author=writer)
+    v1.refresh_from_db()
+    edited = json.loads(json.dumps(CARD_DOC))
+    edited["desk"]["instructions"] = "Which desk handles it?"
+    services.version_save(
+        version=draft2, document=edited, base_revision=draft2.revision, author=writer
+    )
+    v2 = services.version_submit(version=draft2, author=writer)
+    services.version_draft_from(version=v2, author=writer)
+    desks = ["billing", "tech", "other"]
+    revisions = []
+    for i in range(CARD_STATES):
+        state = services.sample_state_create(
+            question_set=qs,
+            name=f"state-{i:02d}",
+            state={"i": i},
+            author=writer,
+            expected={"desk": desks[i % 3], "urgent": i % 2 == 0},
+        )
+        revisions.append(state.current_revision())
+
+    def truth(i):
+        return desks[i % 3], (0.9 if i % 2 == 0 else 0.1)
+
+    def v1_answers(i, _variant):  # desk right on states 0-3 only; urgent wrong on 10, 11
+        desk, p = truth(i)
+        return _card_answers(
+            desk if i < 4 else "other" if desk != "other" else "billing", 1 - p if i >= 10 else p
+        )
+
+    def v2_answers(i, _variant):  # desk right on 0-10; urgent the same as v1
+        desk, p = truth(i)
+        return _card_answers(desk if i < 11 else "billing", 1 - p if i >= 10 else p)
+
+    def orders_answers(i, variant):  # desk flips on states 0-2 in the other order
+        answer = v2_answers(i, 0)
+        if variant and i < 3:
+            answer = _card_answers(
+                "other" if truth(i)[0] != "other" else "tech", answer["urgent"]["noul"]
+            )
+        return answer
+
+    runs = {
+        "v1": _card_run(qs, v1, revisions, answers_of=v1_answers),
+        "try": _card_run(qs, v1, revisions, answers_of=v1_answers, live=["desk"]),
+    }
+    runs["v2"] = _card_run(qs, v2, revisions, answers_of=v2_answers)
+    runs["shuffle"] = _card_run(
+        qs, v2, revisions, kind="shuffle", count=1, variants=2, answers_of=v2_answers
+    )
+    runs["orders"] = _card_run(
+        qs, v2, revisions, kind="orders", count=1, variants=2, answers_of=orders_answers
+    )
+    return {"set": qs, "v1": v1, "v2": v2, **{f"run_{k}": r for k, r in runs.items()}}

@@ -20,6 +20,10 @@ from questions.backends.base import Ask, Backend, DecisionError, Outcome
 from questions.backends.http import LIVE
 from questions.backends.recorded import DEFAULT_SOURCE, RecordedBackend
 
+#: the backend a run asks unless told otherwise (the run form's, the command line's): the one
+#: whose latest run a scorecard reads
+DEFAULT = DEFAULT_SOURCE
+
 #: every name `get` knows: the live wires, then their replays (`recorded` is typesafe's)
 NAMES = (*LIVE, *(RecordedBackend(source).name for source in LIVE))
 
@@ -52,6 +56,8 @@ def available() -> list[Backend]:
 
 
 __all__ = [
+    "DEFAULT",
+    "LIVE",
     "NAMES",
     "Ask",
     "Backend",

@@ -96,7 +96,7 @@ def decision_state_refusal(*, backend: str, model: str, state: Any) -> Outcome |
 def _refused_for(backend: str, model: str, errors: list) -> Outcome | None:
     if not errors:
         return None
-    shown = "; ".join(f"{e.path}: {e.message}" for e in errors[:3])
+    shown = "; ".join(f"{spec.shown_path(e.loc)}: {e.message}" for e in errors[:3])
     return _refused(backend, model, 422, f"Nothing was sent: {shown}")
 
 

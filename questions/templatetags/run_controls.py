@@ -22,10 +22,16 @@ def run_control(section: dict[str, Any] | None) -> dict[str, Any]:
 
 @register.filter
 def run_kind(run: BatchRun) -> str:
-    """What kind of run it is, as a run list says it: empty for a plain run."""
+    """What kind of run it is, as a run list says it: a try with what it asked live (the rest
+    was replayed), a control with its count, drift; empty for a full run."""
     if run.kind in controls.KINDS:
         return f"{controls.TITLES[run.kind]} ×{run.control_count}"
-    return "drift" if run.kind == "drift" else ""
+    if run.kind == "drift":
+        return "drift"
+    if run.live_questions is not None:
+        live = ", ".join(run.live_questions) or "nothing"
+        return f"try: {live} asked live, the rest replayed"
+    return ""
 
 
 @register.filter

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import advice, diff, roles, selectors, services, spec
+from questions import advice, control_reports, controls, diff, roles, selectors, services, spec
 from questions.models import APIToken, Label, QuestionSet, Version
 from questions.numbers import whole_number
 from questions.post_forms import LabelMoveForm, first_error
@@ -98,6 +98,10 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         against_parent = diff.document_diff(parent.document, document)
     evidence = selectors.review_evidence(version, baseline)
     context = {
+        "comparisons": selectors.review_comparisons(version, baseline, baseline_name),
+        "control_verdicts": control_reports.latest_verdicts(version),
+        "approval": selectors.approval_of(version) if version.is_approved else None,
+        "no_signal_words": controls.NO_SIGNAL,
         "set": version.question_set,
         "version": version,
         "baseline": baseline,

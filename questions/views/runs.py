@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import charts, control_reports, metrics, roles, selectors, services
+from questions import charts, control_reports, controls, metrics, roles, selectors, services
 from questions.models import BatchItem, BatchRun, Version
 from questions.numbers import whole_number
 from questions.post_forms import RunStartForm, first_error
@@ -182,8 +182,14 @@ def _compare_base(run: BatchRun) -> str:
 
 
 def _progress_context(run: BatchRun) -> dict:
+    """The progress bar's counts and what they count: a control asks each state once per
+    variant, so its counts are calls, not states."""
     counts = selectors.run_counts(run)
-    return {"run": run, "counts": counts}
+    unit = "states"
+    if control_reports.is_control(run):
+        variants = controls.variants(run.kind, run.control_count)
+        unit = f"calls ({counts['total'] // max(1, variants)} states × {variants} calls each)"
+    return {"run": run, "counts": counts, "unit": unit}
 
 
 def confusion_table(q: metrics.QuestionReport, declared: list[str]) -> dict:

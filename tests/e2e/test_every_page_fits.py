@@ -37,6 +37,7 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/v2/advice/",
         "/sets/gestures/controls/",
         "/sets/gestures/labels/production/export/",
+        "/sets/gestures/scorecard/",
         "/sets/support-routing/v1/review/",
         "/sets/support-routing/compare/",  # the side-by-side runs: each option's moves
         f"/sets/gestures/states/{state.pk}/",

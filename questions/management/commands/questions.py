@@ -25,6 +25,8 @@ from questions.fetches_cli import add_parsers as add_fetch_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.records_cli import RecordCommands
 from questions.records_cli import add_parsers as add_record_parsers
+from questions.scorecard_cli import ScorecardCommands
+from questions.scorecard_cli import add_parsers as add_scorecard_parsers
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -90,7 +92,14 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommands, BaseCommand):
+class Command(
+    ControlCommands,
+    RecordCommands,
+    ApplicationCommands,
+    FetchCommands,
+    ScorecardCommands,
+    BaseCommand,
+):
     help = "Validate, import, run, review and export question sets."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -286,7 +295,7 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
         states = ask.add_mutually_exclusive_group(required=True)
         states.add_argument("--state", dest="state_name", metavar="NAME")
         states.add_argument("--state-file", metavar="FILE")
-        ask.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+        ask.add_argument("--backend", default=backends.DEFAULT, choices=list(backends.NAMES))
         ask.add_argument("--model", help="the model to ask (default: the backend's)")
         ask.add_argument("--json", action="store_true", help="on failure, print JSON too")
 
@@ -335,6 +344,7 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
         add_record_parsers(sub)
         add_application_parsers(sub)
         add_fetch_parsers(sub)
+        add_scorecard_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
@@ -764,7 +774,7 @@ class Command(ControlCommands, RecordCommands, ApplicationCommands, FetchCommand
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
             run = services.batch_create(
                 version=version,
-                backend=backend or "typesafe",
+                backend=backend or backends.DEFAULT,
                 user=roles.OPERATOR,
                 concurrency=(
                     run_defaults.DEFAULT_CONCURRENCY if concurrency is None else concurrency

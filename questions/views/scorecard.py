@@ -1,0 +1,33 @@
+"""A set's scorecard: per version and question, the pass rate with its interval and n, the
+controls' verdicts and the cost (`selectors.scorecard` builds it; this view lays it out)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from questions import controls, selectors
+from questions.models import QuestionSet
+
+
+@require_GET
+def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    card = selectors.scorecard(question_set)
+    rows = [
+        {**row, "cells": [(qid, row["questions"].get(qid)) for qid in card["questions"]]}
+        for row in card["versions"]
+    ]
+    return render(
+        request,
+        "questions/set_scorecard.html",
+        {
+            "set": question_set,
+            "card": card,
+            "rows": rows,
+            "no_signal_words": controls.NO_SIGNAL,
+            "few_answers": controls.FEW_ANSWERS,
+            "calls_priced": f"{card['calls_priced']:,}",
+        },
+    )
