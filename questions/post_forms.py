@@ -137,9 +137,6 @@ class StateLabelForm(forms.Form):
         required=False,
         error_messages={"invalid_choice": "Save an answer or undo the last one."},
     )
-    state = WholeNumberField(
-        digits=18, what="The state", error_messages={"required": "Name the state to label."}
-    )
     version = WholeNumberField(digits=9, what="The version", required=False)
     question = TextField(required=False)
     answer = TextField(required=False)

@@ -76,7 +76,7 @@ urlpatterns = [
     path("sets/<slug:slug>/states.csv", labels.states_csv, name="states-csv"),
     path("sets/<slug:slug>/states.jsonl", labels.states_jsonl, name="states-jsonl"),
     path("sets/<slug:slug>/label/", labels.label_states, name="label-states"),
-    path("sets/<slug:slug>/label/save/", labels.label_save, name="label-save"),
+    path("sets/<slug:slug>/label/<int:pk>/", labels.label_save, name="label-save"),
     path("sets/<slug:slug>/states/check/", states.state_check, name="state-check"),
     path("sets/<slug:slug>/states/<int:pk>/", states.state_edit, name="state-edit"),
     path(

@@ -386,9 +386,8 @@ def labelling_world(client, qs, owner):
 
 def _save(client, sample, answer, *, question="desk", revision=None, **extra):
     return client.post(
-        reverse("label-save", args=["tri"]),
+        reverse("label-save", args=["tri", sample.pk]),
         {
-            "state": sample.pk,
             "version": "1",
             "question": question,
             "answer": answer,
@@ -429,8 +428,8 @@ def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers
     a.refresh_from_db()
     assert a.expected == {"desk": "billing", "urgency": 2}
     undo = client.post(
-        reverse("label-save", args=["tri"]),
-        {"action": "undo", "state": a.pk, "version": "1", "base_revision": "3"},
+        reverse("label-save", args=["tri", a.pk]),
+        {"action": "undo", "version": "1", "base_revision": "3"},
     )
     assert undo.status_code == 302
     a.refresh_from_db()

@@ -210,7 +210,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @require_POST
-def label_save(request: HttpRequest, slug: str) -> HttpResponse:
+def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Save one expected answer (or undo the last save) through the state form's service,
     history kept; then the next question of the state, or the next state."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
@@ -220,7 +220,7 @@ def label_save(request: HttpRequest, slug: str) -> HttpResponse:
         raise services.Invalid(f"Nothing was saved: {first_error(form)}")
     data = form.cleaned_data
     version = _version(question_set, request.POST.get("version"))
-    sample = get_object_or_404(SampleState, pk=data["state"], question_set=question_set)
+    sample = get_object_or_404(SampleState, pk=pk, question_set=question_set)
     skipped = _skipped(data["skipped"])
     if data["action"] == "undo":
         sample = services.sample_state_label_undo(
