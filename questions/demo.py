@@ -490,6 +490,14 @@ REFUND_STATES: list[dict[str, Any]] = [
         "expected": {"desk": desk, "urgency": urgency, "churn_risk": churn},
     }
     for name, channel, message, orders, desk, urgency, churn, tags in _REFUNDS
+] + [  # not labelled yet: what the labelling page offers first
+    {"name": name, "tags": ["new"], "state": {"channel": channel, "message": message, "orders": n}}
+    for name, channel, message, n in (
+        ("refund or replace", "chat", "The blender leaks. Refund or a new one, either is fine.", 3),
+        ("charged after return", "email", "I sent the coat back in May and was charged again.", 7),
+        ("where is my money", "chat", "WHERE IS MY MONEY. Third time I ask.", 2),
+        ("bank says pending", "email", "My bank shows your refund as pending for a week now.", 5),
+    )
 ]
 
 SETS: list[dict[str, Any]] = [
@@ -557,8 +565,8 @@ SETS: list[dict[str, Any]] = [
         "slug": "refund-triage",
         "name": "Refund triage",
         "description": "Which desk takes a refund request, how soon, and whether the customer "
-        f"may leave: {len(REFUND_STATES)} labelled states, so the controls and the pass rates "
-        "have something to say.",
+        f"may leave: {len(_REFUNDS)} labelled states, so the controls and the pass rates have "
+        "something to say, and a few new ones to label.",
         "versions": [REFUND_TRIAGE],
         "steps": ["approve"],
         "states": REFUND_STATES,
