@@ -202,7 +202,6 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
                 }
                 for i, (value, text) in enumerate(question.choices)
             ],
-            unlock=labelling.unlock(question, counts.get(question.id, 0)),
             skip_url=_page_url(slug, version=version.number, skipped=[*skipped, sample.pk]),
             skipped=",".join(map(str, skipped)),
         )
