@@ -404,7 +404,8 @@ def test_the_page_shows_the_most_telling_state_with_a_suggestion_not_a_choice(
     page = client.get(reverse("label-states", args=["tri"])).content.decode()
     assert "State</span> <a" in page and f"/states/{a.pk}/" in page
     assert "v1 recorded: <strong>shipping</strong>" in page  # the suggestion, in words
-    assert 'class="secondary outline suggested"' in page and "checked" not in page  # marked, never chosen
+    assert 'class="secondary outline suggested"' in page  # marked, never chosen
+    assert "checked" not in page
     assert 'data-key="1"' in page and 'data-key="s"' in page
     assert "10 more labels on <code>desk</code> and the shuffle control can judge it" in page
     assert SampleState.objects.get(pk=a.pk).revision == 1  # a GET writes nothing
