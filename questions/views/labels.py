@@ -165,7 +165,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     context: dict[str, Any] = {
         "set": question_set,
         "version": version,
-        "versions": question_set.versions.order_by("-number").only("number", "status"),
+        "versions": question_set.versions.order_by("-number").only("number", "status", "question_set_id"),
         "candidates": [{"c": c, "pk": pks.get(c.name)} for c in candidates[:50]],
         "more": max(0, len(candidates) - 50),
         "total": len(candidates),
