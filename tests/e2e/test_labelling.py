@@ -116,3 +116,8 @@ def test_a_csv_uploaded_on_the_set_page_imports_and_downloads_again(page, live_s
     )
     assert SampleState.objects.get(name="a").expected == {"desk": "billing"}
     page.screenshot(path=str(SHOTS / "states-upload-1280.png"), full_page=True)
+    assert overflow(page) <= 0
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.locator("#states-heading").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "states-upload-390.png"), full_page=True)
+    assert overflow(page) <= 0
