@@ -35,10 +35,29 @@ class FileError(ValueError):
 
 @dataclass(frozen=True)
 class Row:
-    """One record of a file and the line it starts on."""
+    """One record of a file and the line it starts on (in a JSON array: its place in it)."""
 
     line: int
     item: Any
+    index: int | None = None
+
+    @property
+    def where(self) -> str:
+        """How a refusal names the record: "line 7", or "item 3" of a JSON array."""
+        return f"line {self.line}" if self.index is None else f"item {self.index}"
+
+
+#: a cell a spreadsheet would run as a formula starts with one of these; an export writes such
+#: a name or tag behind a `'`, which the import takes off again
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _unguarded(text: str) -> str:
+    return text[1:] if text[:1] == "'" and text[1:2] in (*FORMULA_STARTS, "'") else text
+
+
+def _guarded(text: str) -> str:
+    return f"'{text}" if text[:1] in (*FORMULA_STARTS, "'") else text
 
 
 def format_of(filename: str, data: bytes) -> str:
@@ -78,7 +97,7 @@ def read_jsonl(text: str) -> list[Row]:
         except spec.JSONTextError as exc:
             raise FileError(f"line {first}: not a JSON array: {exc}") from None
         if isinstance(value, list):
-            return [Row(first, item) for item in value]
+            return [Row(first, item, i) for i, item in enumerate(value, 1)]
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -104,7 +123,7 @@ def _tags_cell(raw: str, line: int) -> list[Any]:
         if not isinstance(value, list):
             raise FileError(f"line {line}: the tags column must be a list")
         return value
-    return [t.strip() for t in raw.split(",") if t.strip()]
+    return [_unguarded(t.strip()) for t in raw.split(",") if t.strip()]
 
 
 def read_csv(text: str) -> list[Row]:
@@ -155,7 +174,7 @@ def read_csv(text: str) -> list[Row]:
                 f"line {start}: the state column is empty (null is a state: write null)"
             )
         item: dict[str, Any] = {
-            "name": cell["name"],
+            "name": _unguarded(cell["name"]),
             "state": _json_cell(cell["state"], "state", start),
         }
         if cell.get("expected", "").strip():
@@ -199,6 +218,7 @@ def csv_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     yield line(list(COLUMNS))
     for r in records:
         tags = r.get("tags") or []
-        shown = _json(tags) if any("," in t for t in tags) else ", ".join(tags)
+        shown = _json(tags) if any("," in t for t in tags) else ", ".join(map(_guarded, tags))
         expected = r.get("expected") or {}
-        yield line([r["name"], _json(r["state"]), _json(expected) if expected else "", shown])
+        cells = [_guarded(r["name"]), _json(r["state"]), _json(expected) if expected else "", shown]
+        yield line(cells)

@@ -98,7 +98,8 @@ def test_jsonl_and_arrays_are_read_and_bad_lines_named():
         (1, "a"),
         (3, "b"),
     ]
-    assert len(state_files.read(b'\n[{"name": "a", "state": 1}]', filename="x")) == 1
+    array = state_files.read(b'\n[{"name": "a", "state": 1}, {"name": "b"}]', filename="x")
+    assert [r.where for r in array] == ["item 1", "item 2"]
     with pytest.raises(state_files.FileError, match="line 2: not JSON"):
         state_files.read(b'{"name": "a", "state": 1}\n{nope\n', filename="s.jsonl")
     with pytest.raises(state_files.FileError, match="line 2: not UTF-8"):
@@ -109,11 +110,15 @@ def test_what_is_written_reads_back_the_same():
     records = [
         state_files.record("a, b", {"t": "x\ny", "n": [1, 2.5]}, {"desk": "billing"}, ["p", "q"]),
         state_files.record("n", None, {}, ["with, comma"]),
+        state_files.record("=SUM(A1)", -1, {}, ["+x", "'-y"]),  # a spreadsheet's formulas
+        state_files.record("'=kept", 0, {}, []),
     ]
     for write, name in ((state_files.csv_lines, "s.csv"), (state_files.jsonl_lines, "s.jsonl")):
         rows = state_files.read("".join(write(records)).encode(), filename=name)
         read = [{"expected": {}, "tags": [], **r.item} for r in rows]  # a blank cell is none
         assert read == records, name
+    csv_text = "".join(state_files.csv_lines(records))
+    assert "\r\n'=SUM(A1),-1,,\"'+x, ''-y\"\r\n" in csv_text  # never run as a formula
 
 
 # --- the import service -----------------------------------------------------------------------
@@ -151,7 +156,9 @@ def test_a_name_with_other_content_is_refused_naming_the_line_and_nothing_is_imp
     services.sample_states_import(question_set=qs, items=[{"name": "a", "state": 1}], author=owner)
     items = [{"name": "new", "state": 5}, {"name": "a", "state": 2}]
     with pytest.raises(services.Conflict, match=r"line 7 \(a\): tri has a sample state called a"):
-        services.sample_states_import(question_set=qs, items=items, author=owner, lines=[3, 7])
+        services.sample_states_import(
+            question_set=qs, items=items, author=owner, places=["line 3", "line 7"]
+        )
     assert list(SampleState.objects.values_list("name", flat=True)) == ["a"]
 
 
@@ -162,7 +169,7 @@ def test_the_state_limit_holds_in_an_import(qs, owner, settings):
             question_set=qs,
             items=[{"name": "big", "state": "x" * 100}],
             author=owner,
-            lines=[2],
+            places=["line 2"],
         )
     assert not SampleState.objects.exists()
 

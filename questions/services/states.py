@@ -236,10 +236,10 @@ def sample_states_import(
     question_set: QuestionSet,
     items: list[Any],
     author: Any,
-    lines: list[int] | None = None,
+    places: list[str] | None = None,
 ) -> StatesImported:
     """All or nothing: every item is {"name", "state", "expected"?, "tags"?}; a refusal names
-    the item (or, given `lines`, the line of the file it came from) and imports nothing.
+    the item (or, given `places`, where in the file it came from: "line 7") and imports nothing.
 
     Never doubled: an item whose content (the state's hash) is a state of the set already, or
     an earlier item's, is skipped as a duplicate. An item named as an existing state with the
@@ -260,7 +260,7 @@ def sample_states_import(
         by_content.setdefault(revision.state_sha256, revision.sample_state.name)
     with transaction.atomic():
         for i, item in enumerate(items):
-            where = f"line {lines[i]}" if lines else f"item {i + 1}"
+            where = places[i] if places else f"item {i + 1}"
             name, state, expected, tags = _import_item(item, where)
             try:
                 name, _, expected, tags = _clean_state_fields(

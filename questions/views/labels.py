@@ -47,7 +47,7 @@ def states_upload(request: HttpRequest, slug: str) -> HttpResponse:
         report = services.sample_states_import(
             question_set=question_set,
             items=[r.item for r in rows],
-            lines=[r.line for r in rows],
+            places=[r.where for r in rows],
             author=request.user,
         )
     except services.ServiceError as exc:
@@ -165,7 +165,9 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     context: dict[str, Any] = {
         "set": question_set,
         "version": version,
-        "versions": question_set.versions.order_by("-number").only("number", "status", "question_set_id"),
+        "versions": question_set.versions.order_by("-number").only(
+            "number", "status", "question_set_id"
+        ),
         "candidates": [{"c": c, "pk": pks.get(c.name)} for c in candidates[:50]],
         "more": max(0, len(candidates) - 50),
         "total": len(candidates),

@@ -114,7 +114,9 @@ def _form(
         "editable": roles.may_write(request.user),
         "newest": question_set.versions.order_by("-number").only("number").first(),
         "labelled_for": labelled_for,
-        "versions": question_set.versions.order_by("-number").only("number", "status", "question_set_id"),
+        "versions": question_set.versions.order_by("-number").only(
+            "number", "status", "question_set_id"
+        ),
         **_state_check(text),
     }
     return render(request, TEMPLATE, context, status=status)

@@ -37,6 +37,8 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/v2/advice/",
         "/sets/gestures/controls/",
         "/sets/support-routing/v1/review/",
+        "/sets/refund-triage/",
+        "/sets/refund-triage/label/",
         f"/sets/gestures/states/{state.pk}/",
         f"/sets/gestures/states/{state.pk}/history/",
         draft.get_absolute_url(),
