@@ -79,8 +79,17 @@ def _text(data: bytes) -> str:
         raise FileError(f"line {line}: not UTF-8 text (save the file as UTF-8)") from None
 
 
+#: what a spreadsheet's own files start with (a zip: .xlsx, .ods; OLE2: .xls)
+SPREADSHEET_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")
+
+
 def read(data: bytes, *, filename: str = "") -> list[Row]:
     """The records of a CSV or JSON Lines file, or `FileError` naming the first bad line."""
+    if data.startswith(SPREADSHEET_MAGIC):
+        raise FileError(
+            "line 1: this is a spreadsheet's own file, not CSV; save it as CSV (UTF-8) and "
+            "upload that"
+        )
     if format_of(filename, data) == CSV:
         return read_csv(_text(data))
     return read_jsonl(_text(data))

@@ -102,6 +102,8 @@ def test_jsonl_and_arrays_are_read_and_bad_lines_named():
     assert [r.where for r in array] == ["item 1", "item 2"]
     with pytest.raises(state_files.FileError, match="line 2: not JSON"):
         state_files.read(b'{"name": "a", "state": 1}\n{nope\n', filename="s.jsonl")
+    with pytest.raises(state_files.FileError, match="save it as CSV"):
+        state_files.read(b"PK\x03\x04 a zipped workbook", filename="labels.xlsx")
     with pytest.raises(state_files.FileError, match="line 2: not UTF-8"):
         state_files.read(b"name,state\n\xff,1\n", filename="s.csv")
 
@@ -448,6 +450,8 @@ def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers
         {"desk": "billing"},
         {},
     ]
+    same = _save(client, a, "billing", revision=4)  # no change: nothing to undo
+    assert same.status_code == 302 and "last=" not in same.url
     stale = _save(client, a, "other", revision=1)
     assert stale.status_code == 409
     a.refresh_from_db()

@@ -244,6 +244,7 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             f"Nothing was saved: {question.id} in v{version.number} takes {takes}, "
             f"not {data['answer'][:32]!r}."
         )
+    before = sample.revision
     sample = services.sample_state_label(
         sample=sample,
         question_id=question.id,
@@ -265,6 +266,6 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             version=version.number,
             state=sample.pk,
             skipped=skipped,
-            last=f"{sample.pk}-{sample.revision}",
+            last=f"{sample.pk}-{sample.revision}" if sample.revision != before else None,
         )
     )
