@@ -497,3 +497,34 @@ def test_the_options_offered_are_the_labelled_versions_not_an_invalid_drafts(cli
         assert "x" * 200 not in page and "billing" in page, url
     page = client.get(reverse("state-create", args=["tri"]), {"version": "2"}).content.decode()
     assert "x" * 200 in page  # asked for by number, the draft's own options
+
+
+def test_the_state_form_takes_a_nouls_answer_in_one_step_and_keeps_other_versions_labels(
+    client, qs, owner
+):
+    client.force_login(owner)
+    sample = services.sample_state_create(
+        question_set=qs,
+        name="a",
+        state={"n": 1},
+        author=owner,
+        expected={"desk": "billing", "gone": "from an older version"},
+    )
+    url = reverse("state-edit", args=["tri", sample.pk])
+    page = client.get(url).content.decode()
+    assert 'type="radio" name="expected-churn" value="true"' in page  # one click, no select
+    assert "per question of\n      <strong>v1</strong>" in page
+    response = client.post(
+        url,
+        {
+            "name": "a",
+            "state": '{"n": 1}',
+            "base_revision": "1",
+            "version": "1",
+            "expected-desk": "billing",
+            "expected-churn": "true",
+        },
+    )
+    assert response.status_code == 302
+    sample.refresh_from_db()
+    assert sample.expected == {"desk": "billing", "churn": True, "gone": "from an older version"}
