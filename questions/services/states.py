@@ -24,6 +24,9 @@ from questions.services.versions import (
 NAME_LIMIT = SampleState._meta.get_field("name").max_length
 
 
+#: an import writes its new states this many to a statement
+IMPORT_CHUNK = 500
+
 #: a sample state's tags: at most this many, each at most this many characters (a run's tag
 #: filter names one)
 MAX_TAGS = 20
@@ -191,7 +194,12 @@ def sample_state_delete(*, sample: SampleState, author: Any) -> None:
 
 
 def _record_state_revision(sample: SampleState, author: Any) -> None:
-    SampleStateRevision.objects.create(
+    _revision_of(sample, author).save()
+
+
+def _revision_of(sample: SampleState, author: Any) -> SampleStateRevision:
+    """The revision that records `sample` as it is now (not saved yet)."""
+    return SampleStateRevision(
         sample_state=sample,
         revision=sample.revision,
         name=sample.name,
@@ -258,16 +266,27 @@ def sample_states_import(
     for revision in current:
         by_name[revision.sample_state.name] = revision.sample_state
         by_content.setdefault(revision.state_sha256, revision.sample_state.name)
+    pending: list[SampleState] = []
     with transaction.atomic():
         for i, item in enumerate(items):
             where = places[i] if places else f"item {i + 1}"
             name, state, expected, tags = _import_item(item, where)
             try:
-                name, _, expected, tags = _clean_state_fields(
+                name, text, expected, tags = _clean_state_fields(
                     name=name, state=state, expected=expected, tags=tags
                 )
                 content = spec.state_sha256(state)
                 existing = by_name.get(name)
+                if existing is not None and existing.pk is None:  # added earlier in this file
+                    if spec.state_sha256(existing.state) != content:
+                        raise Conflict(
+                            f"an earlier record is a sample state called {name} with other content"
+                        )
+                    merged = ({**existing.expected, **expected}, tags or existing.tags)
+                    if merged == (existing.expected, existing.tags):
+                        report.duplicates.append((name, name))
+                    existing.expected, existing.tags = merged
+                    continue
                 if existing is not None:
                     if spec.state_sha256(existing.state) != content:
                         raise Conflict(
@@ -295,18 +314,23 @@ def sample_states_import(
                 if content in by_content:
                     report.duplicates.append((name, by_content[content]))
                     continue
-                sample = sample_state_create(
-                    question_set=question_set,
-                    name=name,
-                    state=state,
-                    author=author,
-                    expected=expected,
-                    tags=tags,
-                )
             except ServiceError as exc:  # the same refusal, naming the item
                 exc.args = (f"{where} ({str(name)[:64]}): {exc}",)
                 raise
+            # a new state: written with the others at the end, in a few statements, with its
+            # first revision (what `sample_state_create` writes one at a time)
+            sample = SampleState(
+                question_set=question_set,
+                name=name,
+                state_text=text,
+                expected=expected,
+                tags=tags,
+            )
             by_name[name] = sample
             by_content[content] = name
             report.added.append(sample)
+            pending.append(sample)
+        for start in range(0, len(pending), IMPORT_CHUNK):
+            chunk = SampleState.objects.bulk_create(pending[start : start + IMPORT_CHUNK])
+            SampleStateRevision.objects.bulk_create([_revision_of(s, author) for s in chunk])
     return report
