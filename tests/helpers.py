@@ -85,6 +85,11 @@ MATRIX = [
     ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU}, 302),
     ("delete state", "post", "/sets/s/states/{spare}/delete/", {AU}, 302),
     ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN, 200),
+    ("upload states", "post", "/sets/s/states/upload/", {AU}, 302),
+    ("states csv", "get", "/sets/s/states.csv", SIGNED_IN, 200),
+    ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
+    ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
+    ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
     ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),
     ("run records", "get", "/runs/{finished}/records.jevl", SIGNED_IN, 200),
@@ -177,6 +182,8 @@ POST_DATA = {
     "state check": {"state": "1"},
     # an empty file imports nothing, and says so (a file read again reads the same nothing)
     "import records": {"records": SimpleUploadedFile("records.jevl", b"")},
+    "upload states": {"states": SimpleUploadedFile("states.csv", b"")},
+    "save label": {"version": "1", "question": "q0", "answer": "o0", "base_revision": "1"},
 }
 
 

@@ -139,6 +139,7 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
     assert set(QuestionSet.objects.values_list("slug", flat=True)) == {
         "gestures",
         "support-routing",
+        "refund-triage",
         "shell-guard",
     }
     for version in Version.objects.all():
@@ -147,7 +148,7 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
     assert [v.status for v in gestures.versions.order_by("number")] == ["approved", "approved"]
     assert gestures.labels.get(name="production").version.number == 2
     assert gestures.labels.get(name="staging").version.number == 2
-    moves = LabelMove.objects.filter(name="production").order_by("pk")
+    moves = LabelMove.objects.filter(name="production", question_set=gestures).order_by("pk")
     assert [(m.from_version and m.from_version.number, m.to_version.number) for m in moves] == [
         (None, 1),
         (1, 2),
@@ -158,6 +159,19 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
     assert {d.model_answered for d in Decision.objects.filter(version__question_set=gestures)} == {
         standin.MODEL
     }
+    # a set with enough labelled states that a control can judge every choice question
+    refunds = QuestionSet.objects.get(slug="refund-triage")
+    document = refunds.versions.get(number=1).document
+    assert {q["type"] for q in document.values()} == {"choice", "score", "noul"}
+    states = [s for s in refunds.sample_states.all() if set(s.expected) == set(document)]
+    assert len(states) >= 30
+    assert len({s.expected["desk"] for s in states}) == len(document["desk"]["criteria"])
+    unlabelled = refunds.sample_states.count() - len(states)
+    assert unlabelled  # the labelling page has something to offer
+    assert refunds.labels.get(name="production").version.number == 1
+    refund_run = BatchRun.objects.get(question_set=refunds)
+    assert (refund_run.status, refund_run.checked) == ("done", 3 * len(states))
+    assert refund_run.items.count() == len(states) + unlabelled
     support = QuestionSet.objects.get(slug="support-routing")
     assert [v.status for v in support.versions.all()] == ["in_review"]
     # every demo state is one the provider's schema takes (none is null, a number or a boolean)

@@ -69,6 +69,7 @@ PARAMS = {
     "review page": ("question", "full"),
     "run page": ("against", "items_from", "show", "q", "question"),
     "advice page": ("run",),
+    "label page": ("version", "state", "skipped", "last"),
     "tokens": ("set",),
     "api export": ("version", "label"),
 }

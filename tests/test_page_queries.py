@@ -64,6 +64,8 @@ def pages(qs) -> dict[str, str]:
         "set list": reverse("set-list"),  # every set with its last pass rate
         "set page": reverse("set-detail", args=[qs.slug]),
         "set history": reverse("set-history", args=[qs.slug]),
+        "label page": reverse("label-states", args=[qs.slug]),
+        "label page, a state": reverse("label-states", args=[qs.slug]) + f"?state={state.pk}",
         "editor": reverse("version-edit", args=[qs.slug, newest]),
         "review page": reverse("version-review", args=[qs.slug, newest]),
         "run page": reverse("run-detail", args=[runs[-1].pk]),

@@ -227,8 +227,8 @@ def test_states_import_is_all_or_nothing():
     with pytest.raises(services.ServiceError, match="item 3"):
         services.sample_states_import(question_set=qs, items=items, author=qs.owner)
     assert not SampleState.objects.exists()
-    created = services.sample_states_import(question_set=qs, items=items[:2], author=qs.owner)
-    assert [s.name for s in created] == ["a", "b"]
+    report = services.sample_states_import(question_set=qs, items=items[:2], author=qs.owner)
+    assert [s.name for s in report.added] == ["a", "b"]
 
 
 # --- concurrency (PostgreSQL) -------------------------------------------------------------------

@@ -48,9 +48,12 @@ from questions.services.reviews import (
     wrote,
 )
 from questions.services.states import (
+    StatesImported,
     sample_state_create,
     sample_state_delete,
     sample_state_duplicate,
+    sample_state_label,
+    sample_state_label_undo,
     sample_state_update,
     sample_states_import,
 )
@@ -97,6 +100,7 @@ __all__ = [
     "Refusal",
     "ServiceError",
     "StaleRevision",
+    "StatesImported",
     "WeakEvidence",
     "api_token_authenticate",
     "api_token_create",
@@ -123,6 +127,8 @@ __all__ = [
     "sample_state_create",
     "sample_state_delete",
     "sample_state_duplicate",
+    "sample_state_label",
+    "sample_state_label_undo",
     "sample_state_update",
     "sample_states_import",
     "version_approve",

@@ -4,9 +4,11 @@ import. Every write is an author's."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from questions import roles, spec
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
@@ -21,6 +23,9 @@ from questions.services.versions import (
 
 NAME_LIMIT = SampleState._meta.get_field("name").max_length
 
+
+#: an import writes its new states this many to a statement
+IMPORT_CHUNK = 500
 
 #: a sample state's tags: at most this many, each at most this many characters (a run's tag
 #: filter names one)
@@ -119,6 +124,42 @@ def sample_state_update(
     return locked
 
 
+def sample_state_label(
+    *, sample: SampleState, question_id: str, answer: Any, author: Any, base_revision: int
+) -> SampleState:
+    """Set one expected answer of `sample` (the labelling page): the state form's save
+    (`sample_state_update`) with the other fields as they are, so the history keeps it."""
+    return sample_state_update(
+        sample=sample,
+        name=sample.name,
+        state=sample.state,
+        author=author,
+        base_revision=base_revision,
+        expected={**sample.expected, question_id: answer},
+        tags=sample.tags,
+    )
+
+
+def sample_state_label_undo(*, sample: SampleState, author: Any, revision: int) -> SampleState:
+    """Undo the labelling save that made `revision`: the expected answers of the revision
+    before it come back, as a new revision (history kept). Refused (`StaleRevision`) when the
+    state changed since."""
+    previous = sample.revisions.filter(revision=revision - 1).first()
+    if previous is None:
+        raise Invalid(
+            f"Sample state {sample.name} has no revision before {revision} to go back to."
+        )
+    return sample_state_update(
+        sample=sample,
+        name=sample.name,
+        state=sample.state,
+        author=author,
+        base_revision=revision,
+        expected=previous.expected,
+        tags=sample.tags,
+    )
+
+
 def sample_state_duplicate(*, sample: SampleState, author: Any) -> SampleState:
     """A copy of `sample` under the first free name "NAME (copy)", "NAME (copy 2)", …"""
     existing = set(sample.question_set.sample_states.values_list("name", flat=True))
@@ -153,7 +194,12 @@ def sample_state_delete(*, sample: SampleState, author: Any) -> None:
 
 
 def _record_state_revision(sample: SampleState, author: Any) -> None:
-    SampleStateRevision.objects.create(
+    _revision_of(sample, author).save()
+
+
+def _revision_of(sample: SampleState, author: Any) -> SampleStateRevision:
+    """The revision that records `sample` as it is now (not saved yet)."""
+    return SampleStateRevision(
         sample_state=sample,
         revision=sample.revision,
         name=sample.name,
@@ -165,41 +211,126 @@ def _record_state_revision(sample: SampleState, author: Any) -> None:
     )
 
 
+@dataclass
+class StatesImported:
+    """What an import did: the states it added, the existing states whose expected answers it
+    changed (a new revision each, history kept), and the rows it skipped as duplicates by
+    content — (the row's name, the state that has that content already)."""
+
+    added: list[SampleState] = field(default_factory=list)
+    relabelled: list[SampleState] = field(default_factory=list)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _import_item(item: Any, where: str) -> tuple[str, Any, dict[str, Any], list[str]]:
+    if not isinstance(item, dict) or "name" not in item or "state" not in item:
+        raise Invalid(f"{where}: needs an object with name and state (null is a state)")
+    unknown = set(item) - {"name", "state", "expected", "tags"}
+    if unknown:
+        raise Invalid(f"{where}: unknown keys {sorted(unknown)}")
+    if not isinstance(item["name"], str):
+        raise Invalid(f"{where}: name must be a string")
+    expected = item.get("expected") or {}
+    if not isinstance(expected, dict):
+        raise Invalid(f"{where}: expected must be an object")
+    tags = item.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise Invalid(f"{where}: tags must be an array of strings")
+    return item["name"], item["state"], expected, tags
+
+
 def sample_states_import(
-    *, question_set: QuestionSet, items: list[Any], author: Any
-) -> list[SampleState]:
-    """All or nothing: every item is {"name", "state", "expected"?, "tags"?}."""
+    *,
+    question_set: QuestionSet,
+    items: list[Any],
+    author: Any,
+    places: list[str] | None = None,
+) -> StatesImported:
+    """All or nothing: every item is {"name", "state", "expected"?, "tags"?}; a refusal names
+    the item (or, given `places`, where in the file it came from: "line 7") and imports nothing.
+
+    Never doubled: an item whose content (the state's hash) is a state of the set already, or
+    an earlier item's, is skipped as a duplicate. An item named as an existing state with the
+    same content carries labels: its expected answers are laid over the stored ones (a label
+    it leaves out stays), and non-empty tags replace the stored ones; when that changes
+    anything the state is saved as a new revision (`sample_state_update`, history kept),
+    otherwise it is a duplicate too. An item named as an existing state with other content is
+    refused (a file never overwrites what a state says)."""
     require(author, roles.may_write, WRITERS_ONLY)
-    created = []
+    report = StatesImported()
+    by_name: dict[str, SampleState] = {}
+    by_content: dict[str, str] = {}
+    current = SampleStateRevision.objects.filter(
+        sample_state__question_set=question_set, revision=F("sample_state__revision")
+    ).select_related("sample_state")
+    for revision in current:
+        by_name[revision.sample_state.name] = revision.sample_state
+        by_content.setdefault(revision.state_sha256, revision.sample_state.name)
+    pending: list[SampleState] = []
     with transaction.atomic():
         for i, item in enumerate(items):
-            if not isinstance(item, dict) or "name" not in item or "state" not in item:
-                raise Invalid(
-                    f"item {i + 1}: needs an object with name and state (null is a state)"
-                )
-            unknown = set(item) - {"name", "state", "expected", "tags"}
-            if unknown:
-                raise Invalid(f"item {i + 1}: unknown keys {sorted(unknown)}")
-            if not isinstance(item["name"], str):
-                raise Invalid(f"item {i + 1}: name must be a string")
-            expected = item.get("expected") or {}
-            if not isinstance(expected, dict):
-                raise Invalid(f"item {i + 1}: expected must be an object")
-            tags = item.get("tags") or []
-            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-                raise Invalid(f"item {i + 1}: tags must be an array of strings")
+            where = places[i] if places else f"item {i + 1}"
+            name, state, expected, tags = _import_item(item, where)
             try:
-                created.append(
-                    sample_state_create(
-                        question_set=question_set,
-                        name=item["name"],
-                        state=item["state"],
-                        author=author,
-                        expected=expected,
-                        tags=tags,
-                    )
+                name, text, expected, tags = _clean_state_fields(
+                    name=name, state=state, expected=expected, tags=tags
                 )
+                content = spec.state_sha256(state)
+                existing = by_name.get(name)
+                if existing is not None and existing.pk is None:  # added earlier in this file
+                    if spec.state_sha256(existing.state) != content:
+                        raise Conflict(
+                            f"an earlier record is a sample state called {name} with other content"
+                        )
+                    merged = ({**existing.expected, **expected}, tags or existing.tags)
+                    if merged == (existing.expected, existing.tags):
+                        report.duplicates.append((name, name))
+                    existing.expected, existing.tags = merged
+                    continue
+                if existing is not None:
+                    if spec.state_sha256(existing.state) != content:
+                        raise Conflict(
+                            f"{question_set.slug} has a sample state called {name} with other "
+                            "content; a file never changes what a state says (rename the row, "
+                            "or edit the state on its page)"
+                        )
+                    labels = {**existing.expected, **expected}
+                    new_tags = tags or existing.tags
+                    if (labels, new_tags) == (existing.expected, existing.tags):
+                        report.duplicates.append((name, name))
+                        continue
+                    existing = sample_state_update(
+                        sample=existing,
+                        name=name,
+                        state=state,
+                        author=author,
+                        base_revision=existing.revision,
+                        expected=labels,
+                        tags=new_tags,
+                    )
+                    by_name[name] = existing
+                    report.relabelled.append(existing)
+                    continue
+                if content in by_content:
+                    report.duplicates.append((name, by_content[content]))
+                    continue
             except ServiceError as exc:  # the same refusal, naming the item
-                exc.args = (f"item {i + 1} ({item['name']}): {exc}",)
+                exc.args = (f"{where} ({str(name)[:64]}): {exc}",)
                 raise
-    return created
+            # a new state: written with the others at the end, in a few statements, with its
+            # first revision (what `sample_state_create` writes one at a time)
+            sample = SampleState(
+                question_set=question_set,
+                name=name,
+                state_text=text,
+                expected=expected,
+                tags=tags,
+            )
+            by_name[name] = sample
+            by_content[content] = name
+            report.added.append(sample)
+            pending.append(sample)
+        for start in range(0, len(pending), IMPORT_CHUNK):
+            chunk = SampleState.objects.bulk_create(pending[start : start + IMPORT_CHUNK])
+            SampleStateRevision.objects.bulk_create([_revision_of(s, author) for s in chunk])
+    return report

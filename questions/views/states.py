@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import roles, services, spec
+from questions import labelling, roles, selectors, services, spec
 from questions.models import QuestionSet, SampleState
 from questions.numbers import whole_number
 from questions.post_forms import SampleStateForm, first_error
@@ -21,33 +21,23 @@ from questions.services.versions import WRITERS_ONLY
 TEMPLATE = "questions/samplestate_form.html"
 
 
-def _questions(question_set: QuestionSet) -> list[dict[str, Any]]:
-    """The newest version's questions, for the expected-answer choices."""
-    version = question_set.versions.order_by("-number").first()
+def _labelled_for(question_set: QuestionSet, raw: Any) -> Any:
+    """The version the state's expected answers are for: `?version=N` (or the form's field),
+    else the newest valid version (`selectors.labelling_version`)."""
+    number = whole_number(raw, digits=9) if isinstance(raw, str) and raw else None
+    return selectors.labelling_version(question_set, number) or selectors.labelling_version(
+        question_set
+    )
+
+
+def _questions(version: Any) -> list[dict[str, Any]]:
+    """The questions of `version` that take an expected answer, with their choices."""
     if version is None:
         return []
-    document = version.document
-    out = []
-    for qid, q in document.items():
-        if not isinstance(q, dict):
-            continue
-        qtype = q.get("type")
-        criteria = q.get("criteria")
-        if qtype == "choice" and isinstance(criteria, dict):
-            choices = [(name, name) for name in criteria]
-        elif qtype == "score" and isinstance(criteria, list):
-            choices = [(str(i), f"{i}: {_short(e)}") for i, e in enumerate(criteria)]
-        elif qtype == "noul":
-            choices = [("true", "true"), ("false", "false")]
-        else:
-            continue
-        out.append({"id": qid, "type": qtype, "choices": choices})
-    return out
-
-
-def _short(entry: Any) -> str:
-    text = spec.entry_text(entry) or "(no description)"
-    return text if len(text) <= 60 else text[:59] + "…"
+    return [
+        {"id": q.id, "type": q.type, "choices": list(q.choices)}
+        for q in labelling.questions_of(version.document)
+    ]
 
 
 def _state_check(text: str) -> dict[str, Any]:
@@ -105,7 +95,10 @@ def _expected_for_form(expected: dict[str, Any]) -> dict[str, str]:
 def _form(
     request, question_set, sample, *, text, name, tags, expected, revision, status=200, problem=None
 ):
-    questions = _questions(question_set)
+    labelled_for = _labelled_for(
+        question_set, request.POST.get("version") or request.GET.get("version", "")
+    )
+    questions = _questions(labelled_for)
     shown = _expected_for_form(expected)
     for q in questions:
         q["expected"] = shown.get(q["id"], "")
@@ -120,6 +113,10 @@ def _form(
         "problem": problem,
         "editable": roles.may_write(request.user),
         "newest": question_set.versions.order_by("-number").only("number").first(),
+        "labelled_for": labelled_for,
+        "versions": question_set.versions.order_by("-number").only(
+            "number", "status", "question_set_id"
+        ),
         **_state_check(text),
     }
     return render(request, TEMPLATE, context, status=status)
@@ -163,7 +160,12 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
     fields = form.cleaned_data
     text = request.POST.get("state", "")
     name, tags = fields.get("name", ""), fields.get("tags", [])
-    expected, unreadable = _expected_from_post(request.POST, _questions(question_set))
+    labelled_for = _labelled_for(question_set, request.POST.get("version", ""))
+    shown = _questions(labelled_for)
+    expected, unreadable = _expected_from_post(request.POST, shown)
+    if sample is not None:  # the answers for questions this version lacks stay as they are
+        ids = {q["id"] for q in shown}
+        expected = {k: v for k, v in sample.expected.items() if k not in ids} | expected
     revision = fields.get("base_revision", -1)
     checked = _state_check(text)
     keep = {"text": text, "name": name, "tags": tags, "expected": expected, "revision": revision}

@@ -40,6 +40,8 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/scorecard/",
         "/sets/support-routing/v1/review/",
         "/sets/support-routing/compare/",  # the side-by-side runs: each option's moves
+        "/sets/refund-triage/",
+        "/sets/refund-triage/label/",
         f"/sets/gestures/states/{state.pk}/",
         f"/sets/gestures/states/{state.pk}/history/",
         draft.get_absolute_url(),

@@ -22,6 +22,8 @@ from questions.control_cli import ControlCommands
 from questions.control_cli import add_parsers as add_control_parsers
 from questions.fetches_cli import FetchCommands
 from questions.fetches_cli import add_parsers as add_fetch_parsers
+from questions.labels_cli import LabelCommands
+from questions.labels_cli import add_parsers as add_label_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
 from questions.records_cli import RecordCommands
 from questions.records_cli import add_parsers as add_record_parsers
@@ -98,6 +100,7 @@ class Command(
     ApplicationCommands,
     FetchCommands,
     ScorecardCommands,
+    LabelCommands,
     BaseCommand,
 ):
     help = "Validate, import, run, review and export question sets."
@@ -144,7 +147,9 @@ class Command(
             "states-import",
             help="add sample states from a JSON array or JSONL",
             description='Add the sample states in FILE, each {"name", "state", "expected"?, '
-            '"tags"?}, to SLUG: all or nothing.',
+            '"tags"?}, to SLUG: all or nothing. A state whose content the set has already is '
+            "skipped as a duplicate; one named as an existing state with the same content "
+            "updates its expected answers (a new revision).",
         )
         _file_into_set(states)
 
@@ -345,6 +350,7 @@ class Command(
         add_application_parsers(sub)
         add_fetch_parsers(sub)
         add_scorecard_parsers(sub)
+        add_label_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
         standin.add_argument(
@@ -427,15 +433,27 @@ class Command(
         if question_set is None:
             return self.fail(f"There is no set {slug}.", as_json=json, status=404)
         try:
-            created = services.sample_states_import(
+            report = services.sample_states_import(
                 question_set=question_set, items=items, author=author
             )
         except services.ServiceError as exc:
             return self.fail(f"{exc}; nothing was imported", as_json=json, status=exc.status)
         if json:
-            self.emit_json({"set": slug, "imported": [s.name for s in created]})
-        else:
-            self.stdout.write(f"{slug}: {len(created)} sample states imported")
+            self.emit_json(
+                {
+                    "set": slug,
+                    "imported": [s.name for s in report.added],
+                    "relabelled": [s.name for s in report.relabelled],
+                    "skipped": [{"name": n, "duplicate_of": d} for n, d in report.duplicates],
+                }
+            )
+            return EXIT_OK
+        line = f"{slug}: {len(report.added)} sample states imported"
+        if report.relabelled:
+            line += f", {len(report.relabelled)} with new expected answers"
+        if report.duplicates:
+            line += f", {len(report.duplicates)} skipped as duplicates by content"
+        self.stdout.write(line)
         return EXIT_OK
 
     def do_submit(self, *, slug: str, number: int, user: str, json: bool, **_: Any) -> int:

@@ -1,0 +1,530 @@
+"""Sample states in bulk and labelled fast: the CSV/JSONL files (`questions.state_files`), the
+import's duplicates and relabels, the set page's upload and download (a round trip changes
+nothing), the ranking of the states worth labelling (`questions.labelling`), its CLI, and the
+labelling page (a save through the state form's service, undo, skip)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from questions import controls, labelling, services, state_files
+from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision
+from tests import factories
+from tests.helpers import body
+from tests.providers import run_cli
+
+pytestmark = pytest.mark.django_db
+
+DOC = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "shipping": "parcels", "other": "else"},
+    },
+    "urgency": {"type": "score", "criteria": ["calm", "soon", "now"]},
+    "churn": {"type": "noul", "instructions": "Will they leave?"},
+}
+
+CSV_TEXT = (
+    "name,state,expected,tags\r\n"
+    'refund late,"{""text"": ""where is my refund""}","{""desk"": ""billing""}","billing, late"\r\n'
+    'two lines,"{\r\n  ""text"": ""pretty-printed""\r\n}",,\r\n'
+    "plain null,null,,\r\n"
+)
+
+
+@pytest.fixture
+def owner():
+    return factories.author("owner")
+
+
+@pytest.fixture
+def qs(owner):
+    return factories.question_set("tri", owner=owner, doc=DOC)
+
+
+def _upload(client, slug, name, data: bytes):
+    return client.post(
+        reverse("states-upload", args=[slug]), {"states": SimpleUploadedFile(name, data)}
+    )
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def test_csv_is_read_with_json_cells_and_the_line_each_record_starts_on():
+    rows = state_files.read(CSV_TEXT.encode(), filename="s.csv")
+    assert [r.line for r in rows] == [2, 3, 6]
+    assert rows[0].item == {
+        "name": "refund late",
+        "state": {"text": "where is my refund"},
+        "expected": {"desk": "billing"},
+        "tags": ["billing", "late"],
+    }
+    assert rows[1].item == {"name": "two lines", "state": {"text": "pretty-printed"}}
+    assert rows[2].item == {"name": "plain null", "state": None}
+    # a spreadsheet's byte-order mark and a JSON array of tags
+    bom = b"\xef\xbb\xbfname,state,tags\n" + b'a,1,"[""x, y""]"\n'
+    assert state_files.read(bom, filename="s.csv")[0].item == {
+        "name": "a",
+        "state": 1,
+        "tags": ["x, y"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("name,state\na,{oops\n", "line 2: the state column is not JSON"),
+        ("name,state\na,1\nb,\n", "line 3: the state column is empty (null is a state"),
+        ("name,state\na,1,2\n", "line 2: 3 cells, but the header names 2 columns"),
+        ("name,text\na,1\n", "line 1: no state column; unknown column"),
+        ('name,state,expected\na,1,"[1]"\nb,2,{x\n', "line 3: the expected column is not JSON"),
+    ],
+)
+def test_a_bad_csv_line_is_named(text, words):
+    with pytest.raises(state_files.FileError) as refused:
+        state_files.read(text.encode(), filename="s.csv")
+    assert words in str(refused.value)
+
+
+def test_jsonl_and_arrays_are_read_and_bad_lines_named():
+    data = b'{"name": "a", "state": 1}\n\n{"name": "b", "state": null}\n'
+    assert [(r.line, r.item["name"]) for r in state_files.read(data, filename="s.jsonl")] == [
+        (1, "a"),
+        (3, "b"),
+    ]
+    array = state_files.read(b'\n[{"name": "a", "state": 1}, {"name": "b"}]', filename="x")
+    assert [r.where for r in array] == ["item 1", "item 2"]
+    with pytest.raises(state_files.FileError, match="line 2: not JSON"):
+        state_files.read(b'{"name": "a", "state": 1}\n{nope\n', filename="s.jsonl")
+    with pytest.raises(state_files.FileError, match="save it as CSV"):
+        state_files.read(b"PK\x03\x04 a zipped workbook", filename="labels.xlsx")
+    with pytest.raises(state_files.FileError, match="line 2: not UTF-8"):
+        state_files.read(b"name,state\n\xff,1\n", filename="s.csv")
+
+
+def test_what_is_written_reads_back_the_same():
+    records = [
+        state_files.record("a, b", {"t": "x\ny", "n": [1, 2.5]}, {"desk": "billing"}, ["p", "q"]),
+        state_files.record("n", None, {}, ["with, comma"]),
+        state_files.record("=SUM(A1)", -1, {}, ["+x", "'-y"]),  # a spreadsheet's formulas
+        state_files.record("'=kept", 0, {}, []),
+    ]
+    for write, name in ((state_files.csv_lines, "s.csv"), (state_files.jsonl_lines, "s.jsonl")):
+        rows = state_files.read("".join(write(records)).encode(), filename=name)
+        read = [{"expected": {}, "tags": [], **r.item} for r in rows]  # a blank cell is none
+        assert read == records, name
+    csv_text = "".join(state_files.csv_lines(records))
+    assert "\r\n'=SUM(A1),-1,,\"'+x, ''-y\"\r\n" in csv_text  # never run as a formula
+
+
+# --- the import service -----------------------------------------------------------------------
+
+
+def test_duplicates_by_content_are_skipped_and_new_labels_update_with_history(qs, owner):
+    items = [
+        {"name": "a", "state": {"x": 1}, "expected": {"desk": "billing"}},
+        {"name": "b", "state": {"x": 2}},
+        {"name": "b again", "state": {"x": 2}},  # the same content as b, in the same file
+    ]
+    report = services.sample_states_import(question_set=qs, items=items, author=owner)
+    assert [s.name for s in report.added] == ["a", "b"]
+    assert report.duplicates == [("b again", "b")]
+    again = services.sample_states_import(question_set=qs, items=items, author=owner)
+    assert (again.added, again.relabelled) == ([], [])
+    assert again.duplicates == [("a", "a"), ("b", "b"), ("b again", "b")]
+    # a new label on an existing state (name and content the same): laid over, history kept
+    labelled = services.sample_states_import(
+        question_set=qs,
+        items=[{"name": "a", "state": {"x": 1}, "expected": {"churn": True}, "tags": ["t"]}],
+        author=owner,
+    )
+    a = SampleState.objects.get(name="a")
+    assert [s.name for s in labelled.relabelled] == ["a"]
+    assert a.expected == {"desk": "billing", "churn": True} and a.tags == ["t"]
+    assert list(a.revisions.values_list("revision", "expected")) == [
+        (2, {"desk": "billing", "churn": True}),
+        (1, {"desk": "billing"}),
+    ]
+    assert SampleState.objects.count() == 2
+
+
+def test_a_name_with_other_content_is_refused_naming_the_line_and_nothing_is_imported(qs, owner):
+    services.sample_states_import(question_set=qs, items=[{"name": "a", "state": 1}], author=owner)
+    items = [{"name": "new", "state": 5}, {"name": "a", "state": 2}]
+    with pytest.raises(services.Conflict, match=r"line 7 \(a\): tri has a sample state called a"):
+        services.sample_states_import(
+            question_set=qs, items=items, author=owner, places=["line 3", "line 7"]
+        )
+    assert list(SampleState.objects.values_list("name", flat=True)) == ["a"]
+
+
+def test_the_state_limit_holds_in_an_import(qs, owner, settings):
+    settings.DECISIONS_LIMITS = type(settings.DECISIONS_LIMITS)(max_state_bytes=16)
+    with pytest.raises(services.ServiceError, match="line 2"):
+        services.sample_states_import(
+            question_set=qs,
+            items=[{"name": "big", "state": "x" * 100}],
+            author=owner,
+            places=["line 2"],
+        )
+    assert not SampleState.objects.exists()
+
+
+# --- the set page's upload and download -------------------------------------------------------
+
+
+def test_the_upload_imports_a_csv_and_says_what_it_added_and_skipped(client, qs, owner):
+    client.force_login(owner)
+    page = client.get(qs.get_absolute_url()).content.decode()
+    assert reverse("states-upload", args=["tri"]) in page and 'name="states"' in page
+    response = _upload(client, "tri", "states.csv", CSV_TEXT.encode())
+    assert response.status_code == 302
+    page = client.get(response.url).content.decode()
+    assert "Added 3 sample states." in page
+    response = _upload(client, "tri", "states.csv", CSV_TEXT.encode())
+    page = client.get(response.url).content.decode()
+    assert "Added 0 sample states; skipped 3 as duplicates by content" in page
+    assert SampleState.objects.count() == 3
+
+
+def test_a_bad_row_is_refused_naming_its_line_and_nothing_is_imported(client, qs, owner):
+    client.force_login(owner)
+    bad = CSV_TEXT + 'broken,"{""a"": 1, ""a"": 2}",,\r\n'
+    response = _upload(client, "tri", "states.csv", bad.encode())
+    assert response.status_code == 422
+    text = response.content.decode()
+    assert "line 7 (broken)" in text and "key `a` is repeated" in text
+    assert "Nothing was imported" in text
+    response = _upload(client, "tri", "s.jsonl", b'{"name": "x", "state": 1}\n{"name": 2}\n')
+    assert response.status_code == 422 and "line 2: needs an object with name and state" in (
+        response.content.decode()
+    )
+    response = client.post(reverse("states-upload", args=["tri"]), {})
+    assert response.status_code == 422 and "Choose a CSV or JSONL file" in response.content.decode()
+    assert not SampleState.objects.exists()
+
+
+def test_above_the_upload_limit_is_the_413_page(client, qs, owner, settings):
+    client.force_login(owner)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 70_000
+    big = b"name,state\n" + b"".join(b'n%d,"%s"\n' % (i, b"1" * 90) for i in range(1000))
+    response = _upload(client, "tri", "big.csv", big)
+    assert response.status_code == 413
+    assert not SampleState.objects.exists()
+
+
+def test_only_authors_upload(client, qs):
+    client.force_login(factories.user("reader"))
+    assert _upload(client, "tri", "s.csv", CSV_TEXT.encode()).status_code == 403
+    page = client.get(qs.get_absolute_url()).content.decode()
+    assert reverse("states-upload", args=["tri"]) not in page
+    assert not SampleState.objects.exists()
+
+
+@pytest.mark.parametrize(("route", "name"), [("states-csv", "s.csv"), ("states-jsonl", "s.jsonl")])
+def test_export_then_import_changes_nothing_and_new_labels_come_back(
+    client, qs, owner, route, name
+):
+    client.force_login(owner)
+    _upload(client, "tri", "states.csv", CSV_TEXT.encode())
+    before = list(SampleState.objects.values_list("name", "state_text", "expected", "tags"))
+    revisions = SampleStateRevision.objects.count()
+    response = client.get(reverse(route, args=["tri"]))
+    assert response.status_code == 200 and response.streaming
+    assert f"tri-states.{name.split('.')[1]}" in response["Content-Disposition"]
+    exported = body(response)
+    response = _upload(client, "tri", name, exported)
+    page = client.get(response.url).content.decode()
+    assert "Added 0 sample states; skipped 3 as duplicates by content" in page
+    assert list(SampleState.objects.values_list("name", "state_text", "expected", "tags")) == before
+    assert SampleStateRevision.objects.count() == revisions
+    # labelled in a spreadsheet: the new expected answers are applied, a revision each
+    rows = state_files.read(exported, filename=name)
+    for row in rows:
+        row.item.setdefault("expected", {})["churn"] = row.item["name"] == "plain null"
+    relabelled = "".join(state_files.jsonl_lines(r.item for r in rows)).encode()
+    response = _upload(client, "tri", "labelled.jsonl", relabelled)
+    page = client.get(response.url).content.decode()
+    assert "new expected answers on 3" in page
+    assert SampleState.objects.get(name="refund late").expected == {
+        "desk": "billing",
+        "churn": False,
+    }
+    assert SampleStateRevision.objects.count() == revisions + 3
+
+
+# --- the ranking ------------------------------------------------------------------------------
+
+
+def _choice(chosen, confidence=0.9):
+    return {"type": "choice", "choice": chosen, "probabilities": {}, "confidence": confidence}
+
+
+def test_disagreement_ranks_first_then_low_confidence_then_the_controls_need():
+    questions = labelling.questions_of(DOC)
+    assert [q.id for q in questions] == ["desk", "urgency", "churn"]
+    states = [
+        ("calm", {"urgency": 0, "churn": False}),
+        ("split", {"urgency": 0, "churn": False}),
+        ("unsure", {"urgency": 0, "churn": False}),
+        ("done", {"desk": "other", "urgency": 1, "churn": True}),
+    ]
+    readings = {
+        "split": [
+            labelling.Reading("v2 typesafe", "desk", _choice("billing")),
+            labelling.Reading("v1 typesafe", "desk", _choice("shipping")),
+        ],
+        "unsure": [labelling.Reading("v2 typesafe", "desk", _choice("billing", 0.41))],
+        "calm": [labelling.Reading("v2 typesafe", "desk", _choice("other"))],
+    }
+    ranked = labelling.rank(questions, states, readings)
+    assert [c.name for c in ranked] == ["split", "unsure", "calm"]
+    assert ranked[0].as_json() == {
+        "name": "split",
+        "reason": "`desk`: the answers disagree (v2 typesafe: billing vs v1 typesafe: shipping)",
+        "questions": ["desk"],
+    }
+    assert ranked[1].reason == "`desk` answered with confidence 0.41"
+    more = controls.FEW_ANSWERS - 1
+    assert ranked[2].reason == f"{more} more labels on `desk` and the shuffle control can judge it"
+    assert labelling.rank(questions, states, readings, limit=1)[0].name == "split"
+
+
+def test_a_noul_near_the_threshold_is_unsure_and_a_labelled_state_is_no_candidate():
+    questions = labelling.questions_of({"churn": DOC["churn"]})
+    states = [("near", {}), ("far", {}), ("done", {"churn": True})]
+    readings = {
+        "near": [labelling.Reading("v1 typesafe", "churn", {"type": "noul", "noul": 0.55})],
+        "far": [labelling.Reading("v1 typesafe", "churn", {"type": "noul", "noul": 0.97})],
+    }
+    ranked = labelling.rank(questions, states, readings)
+    assert [(c.name, c.reason) for c in ranked] == [
+        ("near", "`churn` answered with P(true) 0.55, near the threshold"),
+        ("far", "`churn` has no expected answer"),
+    ]
+
+
+def test_unlocks_say_how_many_labels_a_control_needs():
+    desk = labelling.questions_of(DOC)[0]
+    assert (
+        labelling.unlock(desk, 2) == "8 more labels on `desk` and the shuffle control can judge it"
+    )
+    assert labelling.unlock(desk, controls.FEW_ANSWERS) == ""
+    assert labelling.unlocked(desk, controls.FEW_ANSWERS).startswith("The shuffle control can")
+    assert labelling.unlocked(desk, controls.FEW_ANSWERS + 1) == ""
+
+
+# --- the CLI ---------------------------------------------------------------------------------
+
+
+def _recorded_run(qs, version, answers_by_state, backend="recorded"):
+    run = BatchRun.objects.create(
+        question_set=qs, version=version, backend=backend, model="m", status="done"
+    )
+    for state, answers in answers_by_state.items():
+        BatchItem.objects.create(
+            run=run, sample_state=state.current_revision(), status="answered", answers=answers
+        )
+    return run
+
+
+def test_states_to_label_from_recorded_answers_as_json_and_text(qs, owner):
+    version = factories.draft(qs)
+    a = services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    b = services.sample_state_create(question_set=qs, name="b", state={"n": 2}, author=owner)
+    services.sample_state_create(
+        question_set=qs,
+        name="c",
+        state={"n": 3},
+        author=owner,
+        expected={"desk": "other", "urgency": 0, "churn": False},
+    )
+    _recorded_run(qs, version, {a: {"desk": _choice("billing")}, b: {"desk": _choice("other")}})
+    _recorded_run(
+        qs, version, {a: {"desk": _choice("shipping")}, b: {"desk": _choice("other")}}, "typesafe"
+    )
+    code, out, err = run_cli("states-to-label", "--set", "tri", "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    assert list(listed) == ["states"]
+    assert [s["name"] for s in listed["states"]] == ["a", "b"]
+    assert set(listed["states"][0]) == {"name", "reason", "questions"}
+    assert listed["states"][0]["questions"][0] == "desk"
+    assert "disagree" in listed["states"][0]["reason"]
+    code, out, _ = run_cli("states-to-label", "--set", "tri", "--limit", "1")
+    assert code == 0 and out.startswith("a\tdesk, ") and "\nb\t" not in out
+    assert run_cli("states-to-label", "--set", "nope")[0] == 1
+    assert run_cli("states-to-label", "--set", "tri", "--version", "9", "--json")[0] == 1
+    assert run_cli("states-to-label", "--set", "tri", "--limit", "0")[0] == 2
+
+
+def test_states_export_writes_what_states_import_reads(qs, owner, tmp_path):
+    services.sample_state_create(
+        question_set=qs, name="a", state={"n": 1}, author=owner, expected={"desk": "billing"}
+    )
+    code, out, err = run_cli("states-export", "--set", "tri", "--format", "csv")
+    assert code == 0 and out.startswith("name,state,expected,tags")
+    assert "wrote 1 sample states of tri" in err
+    path = tmp_path / "s.jsonl"
+    assert run_cli("states-export", "--set", "tri", "--format", "jsonl", "-o", str(path))[0] == 0
+    code, out, _ = run_cli("states-import", str(path), "--set", "tri", "--user", "owner")
+    assert (code, out.strip()) == (
+        0,
+        "tri: 0 sample states imported, 1 skipped as duplicates by content",
+    )
+
+
+# --- the labelling page -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def labelling_world(client, qs, owner):
+    client.force_login(owner)
+    version = factories.draft(qs)
+    a = services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    services.sample_state_create(question_set=qs, name="b", state={"n": 2}, author=owner)
+    _recorded_run(qs, version, {a: {"desk": _choice("shipping", 0.4)}})
+    return version, a
+
+
+def _save(client, sample, answer, *, question="desk", revision=None, **extra):
+    return client.post(
+        reverse("label-save", args=["tri", sample.pk]),
+        {
+            "version": "1",
+            "question": question,
+            "answer": answer,
+            "base_revision": revision or sample.revision,
+            **extra,
+        },
+    )
+
+
+def test_the_page_shows_the_most_telling_state_with_a_suggestion_not_a_choice(
+    client, labelling_world
+):
+    _, a = labelling_world
+    page = client.get(reverse("label-states", args=["tri"])).content.decode()
+    assert "State</span> <a" in page and f"/states/{a.pk}/" in page
+    assert "v1 recorded: <strong>shipping</strong>" in page  # the suggestion, in words
+    assert 'class="secondary outline suggested"' in page  # marked, never chosen
+    assert "checked" not in page
+    assert 'data-key="1"' in page and 'data-key="s"' in page
+    assert "10 more labels on <code>desk</code> and the shuffle control can judge it" in page
+    assert SampleState.objects.get(pk=a.pk).revision == 1  # a GET writes nothing
+
+
+def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers_back(
+    client, labelling_world
+):
+    _, a = labelling_world
+    response = _save(client, a, "billing")
+    assert response.status_code == 302 and f"last={a.pk}-2" in response.url
+    a.refresh_from_db()
+    assert a.expected == {"desk": "billing"} and a.revision == 2
+    page = client.get(response.url).content.decode()
+    assert (
+        "Saved: a expects billing for <code>desk</code>. 9 more labels on <code>desk</code>" in page
+    )
+    assert 'data-key="u"' in page
+    assert "<code>urgency</code>" in page  # the same state's next question
+    _save(client, a, "2", question="urgency")
+    a.refresh_from_db()
+    assert a.expected == {"desk": "billing", "urgency": 2}
+    undo = client.post(
+        reverse("label-save", args=["tri", a.pk]),
+        {"action": "undo", "version": "1", "base_revision": "3"},
+    )
+    assert undo.status_code == 302
+    a.refresh_from_db()
+    assert a.expected == {"desk": "billing"} and a.revision == 4
+    assert [r.expected for r in a.revisions.all()] == [  # history kept, newest first
+        {"desk": "billing"},
+        {"desk": "billing", "urgency": 2},
+        {"desk": "billing"},
+        {},
+    ]
+    same = _save(client, a, "billing", revision=4)  # no change: nothing to undo
+    assert same.status_code == 302 and "last=" not in same.url
+    stale = _save(client, a, "other", revision=1)
+    assert stale.status_code == 409
+    a.refresh_from_db()
+    assert a.expected == {"desk": "billing"}
+
+
+def test_a_noul_takes_t_or_f_and_a_wrong_answer_is_refused(client, labelling_world):
+    _, a = labelling_world
+    assert _save(client, a, "true", question="churn").status_code == 302
+    a.refresh_from_db()
+    assert a.expected == {"churn": True}
+    refused = _save(client, a, "maybe", question="churn")
+    assert refused.status_code == 422
+    assert "churn in v1 takes true, false, not &#x27;maybe&#x27;" in refused.content.decode()
+    assert _save(client, a, "x", question="nope").status_code == 422
+    a.refresh_from_db()
+    assert a.expected == {"churn": True}
+
+
+def test_skip_moves_on_and_a_reader_sees_no_buttons(client, labelling_world):
+    _, a = labelling_world
+    b = SampleState.objects.get(name="b")
+    page = client.get(reverse("label-states", args=["tri"]), {"skipped": str(a.pk)})
+    assert f'/states/{b.pk}/">b</a>' in page.content.decode()
+    page = client.get(reverse("label-states", args=["tri"]), {"skipped": f"{a.pk},{b.pk}"})
+    assert "Start again from the top" in page.content.decode()
+    client.force_login(factories.user("reader"))
+    page = client.get(reverse("label-states", args=["tri"])).content.decode()
+    assert 'data-key="1"' not in page
+    assert _save(client, a, "billing").status_code == 403
+
+
+def test_the_options_offered_are_the_labelled_versions_not_an_invalid_drafts(client, qs, owner):
+    client.force_login(owner)
+    v1 = services.version_submit(version=factories.draft(qs), author=owner)
+    draft = services.version_draft_from(version=v1, author=owner)
+    broken = json.loads(json.dumps(DOC))
+    broken["desk"]["criteria"]["x" * 200] = "too long a name"
+    services.version_save(version=draft, document=broken, base_revision=1, author=owner)
+    services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    for url in (reverse("state-create", args=["tri"]), reverse("label-states", args=["tri"])):
+        page = client.get(url).content.decode()
+        assert "x" * 200 not in page and "billing" in page, url
+    page = client.get(reverse("state-create", args=["tri"]), {"version": "2"}).content.decode()
+    assert "x" * 200 in page  # asked for by number, the draft's own options
+
+
+def test_the_state_form_takes_a_nouls_answer_in_one_step_and_keeps_other_versions_labels(
+    client, qs, owner
+):
+    client.force_login(owner)
+    sample = services.sample_state_create(
+        question_set=qs,
+        name="a",
+        state={"n": 1},
+        author=owner,
+        expected={"desk": "billing", "gone": "from an older version"},
+    )
+    url = reverse("state-edit", args=["tri", sample.pk])
+    page = client.get(url).content.decode()
+    assert 'type="radio" name="expected-churn" value="true"' in page  # one click, no select
+    assert "per question of\n      <strong>v1</strong>" in page
+    response = client.post(
+        url,
+        {
+            "name": "a",
+            "state": '{"n": 1}',
+            "base_revision": "1",
+            "version": "1",
+            "expected-desk": "billing",
+            "expected-churn": "true",
+        },
+    )
+    assert response.status_code == 302
+    sample.refresh_from_db()
+    assert sample.expected == {"desk": "billing", "churn": True, "gone": "from an older version"}
