@@ -16,6 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from questions import backends, comparison, demo, diff, roles, selectors, services, spec
+from questions.attribution_cli import AttributionCommands
+from questions.attribution_cli import add_parsers as add_attribution_parsers
 from questions.control_cli import ControlCommands
 from questions.control_cli import add_parsers as add_control_parsers
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
@@ -86,7 +88,7 @@ def _file_into_set(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-class Command(ControlCommands, RecordCommands, BaseCommand):
+class Command(AttributionCommands, ControlCommands, RecordCommands, BaseCommand):
     help = "Validate, import and manage question sets. See DESIGN.md §6."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -279,6 +281,7 @@ class Command(ControlCommands, RecordCommands, BaseCommand):
         batch.add_argument("--json", action="store_true")
 
         add_control_parsers(sub)
+        add_attribution_parsers(sub)
         add_record_parsers(sub)
         standin = sub.add_parser("standin", help="serve the local stand-in provider")
         standin.add_argument("--port", type=int, default=8765)
