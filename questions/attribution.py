@@ -312,6 +312,11 @@ class Finding:
     delta: float | None
     decisive: bool
 
+    @property
+    def shown(self) -> str:
+        """The change as a page shows it: signed, two decimals; `n/a` when the call failed."""
+        return "n/a" if self.delta is None else f"{self.delta:+.2f}".replace("-", "\u2212")
+
     def as_json(self) -> dict[str, Any]:
         return {
             "path": self.part.path,
@@ -319,6 +324,21 @@ class Finding:
             "delta": None if self.delta is None else round(self.delta, 4),
             "decisive": self.decisive,
         }
+
+
+def _label(question_type: str, part: Part) -> str:
+    """What a part's words are, as a page heads them: `instructions`, `option billing`,
+    `level 2`, `true case`, `state ticket`, `state sentence 1`."""
+    where = part.loc[0]
+    if where == "instructions":
+        return "instructions"
+    if where == STATE:
+        key = part.loc[1]
+        return f"state sentence {key}" if isinstance(key, int) else f"state {key}"
+    name = part.loc[1]
+    if question_type == "noul":
+        return f"{name} case"
+    return f"level {name}" if question_type == "score" else f"option {name}"
 
 
 @dataclass
@@ -332,6 +352,8 @@ class Report:
     noise_floor: float | None
     findings: list[Finding]
     skipped: list[Skipped]
+    #: the parts in the order the author wrote them (the question's, then the state's)
+    written: list[Part] = field(default_factory=list)
 
     @property
     def decisive(self) -> list[Finding]:
@@ -343,6 +365,20 @@ class Report:
             if f.part == part:
                 return i
         return None
+
+    def groups(self) -> list[tuple[str, list[tuple[Finding, int | None]]]]:
+        """The findings as the words read, for a page: (what the words are, [(finding, rank)])
+        in the order the author wrote them — the instructions, each option, level or case,
+        then each field or sentence of the state."""
+        by_part = {f.part: f for f in self.findings}
+        ranks = {f.part: i for i, f in enumerate(self.decisive, 1)}
+        out: list[tuple[str, list[tuple[Finding, int | None]]]] = []
+        for part in self.written:
+            label = _label(self.type, part)
+            if not out or out[-1][0] != label:
+                out.append((label, []))
+            out[-1][1].append((by_part[part], ranks.get(part)))
+        return out
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -368,7 +404,7 @@ def report(
         skipped = [s for s in the_plan.skipped if s.part.question in (qid, None)]
         if written is None:
             findings = [Finding(p, None, False) for p in mine]
-            reports.append(Report(qid, kind, None, None, findings, skipped))
+            reports.append(Report(qid, kind, None, None, findings, skipped, mine))
             continue
         base = value_of(kind, written, written)
 
@@ -386,5 +422,5 @@ def report(
             decisive = delta is not None and abs(delta) > floor + 1e-9
             findings.append(Finding(part, delta, decisive))
         findings.sort(key=lambda f: -abs(f.delta) if f.delta is not None else math.inf)
-        reports.append(Report(qid, kind, dict(written), floor, findings, skipped))
+        reports.append(Report(qid, kind, dict(written), floor, findings, skipped, mine))
     return reports

@@ -125,3 +125,12 @@ class SampleStateForm(forms.Form):
     def clean_base_revision(self) -> int:
         value = self.cleaned_data["base_revision"]
         return 0 if value is None else value
+
+
+class AttributionForm(forms.Form):
+    """Which words decide: a state by name, a question (blank: every question), a backend."""
+
+    state = TextField(error_messages={"required": "Pick the sample state to attribute on."})
+    question = TextField(required=False, empty_value=None)
+    backend = TextField(required=False, empty_value="typesafe")
+    into = TextField(required=False, empty_value="attribution")

@@ -265,3 +265,69 @@ def test_only_those_who_may_ask_live_plan_an_attribution(routing):
         attribution_services.attribution_plan(
             version=version, state="refund", backend="typesafe", user=factories.user()
         )
+
+
+# --- the page: launch, plan, start, progress (htmx partials) ------------------------------------
+
+
+def _post(client, version, name, **data):
+    slug, number = version.question_set.slug, version.number
+    return client.post(f"/sets/{slug}/v{number}/attribution/{name}/", data)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_page_shows_the_calls_and_cost_first_then_marks_the_decisive_words(reader, routing):
+    from django.test import Client
+
+    version, writer = routing
+    client = Client()
+    client.force_login(writer)
+    slug = version.question_set.slug
+    launch = client.get(f"/sets/{slug}/v1/attribution/?question=desk&into=attribution-k1")
+    assert launch.status_code == 200 and b'name="state"' in launch.content
+    assert b'value="refund"' in launch.content and reader.requests == []
+    shown = _post(client, version, "plan", state="refund", question="desk", into="attribution-k1")
+    html = shown.content.decode()
+    calls = 1 + attribution.DEFAULT_REPEATS + 9  # desk's 7 parts and the state's 2
+    assert shown.status_code == 200 and f"{calls} live calls" in html
+    assert "estimated cost" in html and 'id="attribution-k1"' in html
+    assert reader.requests == [] and not BatchRun.objects.exists()  # nothing asked yet
+    started = _post(
+        client, version, "start", state="refund", question="desk", into="attribution-k1"
+    )
+    run = BatchRun.objects.get(kind=attribution.KIND)
+    assert started.status_code == 200 and "every 1s" in started.content.decode()
+    services.batch_execute(run.pk)  # what the worker does
+    asked = len(reader.requests)
+    assert asked == calls
+    page = client.get(f"/runs/{run.pk}/attribution/?into=attribution-k1").content.decode()
+    assert len(reader.requests) == asked  # opening it again asks nothing
+    assert "every 1s" not in page
+    billing = ROUTING["desk"]["criteria"]["billing"]
+    assert (
+        f'<span class="attr-rank">#1</span> {billing} <span class="attr-delta">−0.50</span>' in page
+    )
+    assert '<span class="attr-plain" title="criteria.tech.what">' in page
+    assert "state ticket" in page and "noise floor 0.01" in page
+
+
+@pytest.mark.django_db
+def test_the_page_refuses_a_bad_state_or_question_by_name_and_a_reader_may_not_ask(reader, routing):
+    from django.test import Client
+
+    version, writer = routing
+    client = Client()
+    client.force_login(writer)
+    shown = _post(client, version, "plan", state="gone", question="desk")
+    assert (
+        shown.status_code == 200
+        and "has no sample state named &#x27;gone&#x27;" in shown.content.decode()
+    )
+    shown = _post(client, version, "plan", state="refund", question="nope")
+    assert "has no question &#x27;nope&#x27;" in shown.content.decode()
+    shown = _post(client, version, "plan", question="desk")
+    assert "Pick the sample state" in shown.content.decode()
+    reader_client = Client()
+    reader_client.force_login(factories.user())
+    assert _post(reader_client, version, "start", state="refund").status_code == 403
+    assert not BatchRun.objects.exists()

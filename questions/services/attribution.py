@@ -19,7 +19,7 @@ from questions.services.batches import (
     _runnable,
     batch_create,
 )
-from questions.services.errors import Invalid, NotFound, model_name, require
+from questions.services.errors import Invalid, NotFound, model_name, require, storable
 from questions.services.versions import InvalidContent, limits
 
 
@@ -87,7 +87,7 @@ def attribution_plan(
             code="not_live",
         )
     question_set = version.question_set
-    sample = question_set.sample_states.filter(name=state).first()
+    sample = question_set.sample_states.filter(name=storable(state, "The state's name")).first()
     if sample is None:
         names = ", ".join(question_set.sample_states.values_list("name", flat=True)[:10])
         raise NotFound(
