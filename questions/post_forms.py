@@ -130,7 +130,7 @@ class SampleStateForm(forms.Form):
 class AttributionForm(forms.Form):
     """Which words decide: a state by name, a question (blank: every question), a backend."""
 
-    state = TextField(error_messages={"required": "Pick the sample state to attribute on."})
+    state = TextField(required=False)  # the service names a missing one, after who may ask
     question = TextField(required=False, empty_value=None)
     backend = TextField(required=False, empty_value="typesafe")
     into = TextField(required=False, empty_value="attribution")

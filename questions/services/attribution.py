@@ -86,6 +86,8 @@ def attribution_plan(
             f"Attribution asks live: {backend} replays recordings; choose a live backend.",
             code="not_live",
         )
+    if not state:
+        raise Invalid("Pick the sample state to attribute on.", code="no_state")
     question_set = version.question_set
     sample = question_set.sample_states.filter(name=storable(state, "The state's name")).first()
     if sample is None:
