@@ -76,6 +76,14 @@ class Part:
         # an index reads as `[1]`, not `.1`
         return re.sub(r"\.(\d+)(?=\.|\[|$)", r"[\1]", out)
 
+    @property
+    def role(self) -> str:
+        """Which key of a structured entry the words are, as a page heads them ("" for a
+        whole description, a sentence or a field): `not for`, `example`, `what`."""
+        if len(self.loc) > 2 and self.loc[0] == "criteria":
+            return {"not_for": "not for", "examples": "example"}.get(str(self.loc[2]), "what")
+        return ""
+
     def as_json(self) -> dict[str, Any]:
         return {"loc": list(self.loc), "text": self.text, "question": self.question}
 
