@@ -33,7 +33,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import attribution, backends, batches, controls, roles, spec
+from questions import attribution, backends, batches, controls, invariance, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import (
     decision_backend,
@@ -331,6 +331,8 @@ class _Execution:
     @functools.cache  # noqa: B019 - one execution's few variants, for as long as it runs
     def _questions(self, variant: int) -> dict[str, spec.Question]:
         """The questions a variant asks: as written, or a control's (`questions.controls`)."""
+        if self.run.kind == invariance.KIND:
+            return invariance.asked(self.questions, invariance.variants(self.questions)[variant])
         if self.run.kind not in controls.KINDS:
             return self.questions
         return controls.variant_questions(

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from questions import controls
+from questions import controls, invariance
 from questions.models import BatchRun
 
 register = template.Library()
@@ -25,6 +25,8 @@ def run_kind(run: BatchRun) -> str:
     """What kind of run it is, as a run list says it: empty for a plain run."""
     if run.kind in controls.KINDS:
         return f"{controls.TITLES[run.kind]} ×{run.control_count}"
+    if run.kind == invariance.KIND:
+        return invariance.TITLE
     return "drift" if run.kind == "drift" else ""
 
 
