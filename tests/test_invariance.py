@@ -225,3 +225,22 @@ def test_the_cli_prints_the_controls_json_shape_with_verdicts_and_fails_on_a_bre
         assert "Invariance and coherence" in page and "<strong>broken</strong> in 1 of 1" in page
     finally:
         p.stop()
+
+
+@pytest.mark.django_db
+def test_the_controls_page_starts_an_invariance_control(routing_set, settings):
+    from django.test import Client
+
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k-inv", "http://127.0.0.1:9"
+    version, writer = routing_set
+    client = Client()
+    client.force_login(writer)
+    page = client.get("/sets/inv/controls/").content.decode()
+    assert "Check invariance and coherence" in page and "ids renamed" in page
+    sent = client.post(
+        "/sets/inv/controls/start/",
+        {"version": "1", "kind": "invariance", "count": "1", "backend": "typesafe"},
+    )
+    run = BatchRun.objects.get(kind=invariance.KIND)
+    assert sent.status_code == 302 and sent.url == f"/runs/{run.pk}/"
+    assert run.items.count() == 2 * len(invariance.variants(parsed(ROUTING)))
