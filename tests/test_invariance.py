@@ -232,7 +232,7 @@ def test_the_controls_page_starts_an_invariance_control(routing_set, settings):
     from django.test import Client
 
     settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k-inv", "http://127.0.0.1:9"
-    version, writer = routing_set
+    _, writer = routing_set
     client = Client()
     client.force_login(writer)
     page = client.get("/sets/inv/controls/").content.decode()
