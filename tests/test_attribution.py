@@ -309,6 +309,9 @@ def test_the_page_shows_the_calls_and_cost_first_then_marks_the_decisive_words(r
     )
     assert '<span class="attr-plain" title="criteria.tech.what">' in page
     assert "state ticket" in page and "noise floor 0.01" in page
+    run_page = client.get(f"/runs/{run.pk}/").content.decode()  # the run's own page: the same
+    assert "Which words decide" in run_page and '<span class="attr-rank">#1</span>' in run_page
+    assert len(reader.requests) == asked
 
 
 @pytest.mark.django_db

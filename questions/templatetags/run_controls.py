@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from questions import controls, invariance
+from questions import attribution, controls, invariance
 from questions.models import BatchRun
 
 register = template.Library()
@@ -27,6 +27,8 @@ def run_kind(run: BatchRun) -> str:
         return f"{controls.TITLES[run.kind]} ×{run.control_count}"
     if run.kind == invariance.KIND:
         return invariance.TITLE
+    if run.kind == attribution.KIND:
+        return "attribution"
     return "drift" if run.kind == "drift" else ""
 
 

@@ -76,10 +76,11 @@ def attribution_start(request: HttpRequest, slug: str, number: int) -> HttpRespo
         raise
     except services.Refusal as exc:
         return _problem(request, str(exc), _into(request.POST.get("into")))
-    return render(request, TEMPLATE + "#attribution-run", _run_context(run, into))
+    return render(request, TEMPLATE + "#attribution-run", run_context(run, into))
 
 
-def _run_context(run: BatchRun, into: str) -> dict:
+def run_context(run: BatchRun, into: str) -> dict:
+    """What the attribution-run partial shows of `run` (the run page shows it too)."""
     reports = attribution_services.attribution_report(run) if run.finished else []
     plan = attribution.Plan.from_json(run.attribution)
     return {
@@ -107,7 +108,7 @@ def attribution_progress(request: HttpRequest, pk: int) -> HttpResponse:
     the record only."""
     run = _run(pk)
     return render(
-        request, TEMPLATE + "#attribution-run", _run_context(run, _into(request.GET.get("into")))
+        request, TEMPLATE + "#attribution-run", run_context(run, _into(request.GET.get("into")))
     )
 
 
@@ -115,7 +116,7 @@ def attribution_progress(request: HttpRequest, pk: int) -> HttpResponse:
 def attribution_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = services.batch_cancel(run=_run(pk), user=request.user)
     return render(
-        request, TEMPLATE + "#attribution-run", _run_context(run, _into(request.POST.get("into")))
+        request, TEMPLATE + "#attribution-run", run_context(run, _into(request.POST.get("into")))
     )
 
 

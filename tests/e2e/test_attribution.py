@@ -81,3 +81,11 @@ def test_the_decisive_words_are_marked_on_the_card_and_the_review(page, sign_in,
         urgent.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"attribution-review-{width}.png"), full_page=False)
         assert overflow(page) <= 0
+    run = BatchRun.objects.filter(kind=attribution.KIND).latest("id")
+    page.goto(f"{url}/runs/{run.pk}/")
+    expect(page.locator("#attribution-heading")).to_have_text("Which words decide")
+    for width, height in WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#attribution-heading").scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"attribution-run-{width}.png"), full_page=False)
+        assert overflow(page) <= 0
