@@ -45,6 +45,9 @@ KIND = "attribution"
 #: unchanged repeats asked for the noise floor by default, and at most
 DEFAULT_REPEATS = 3
 MAX_REPEATS = 10
+#: the most calls one attribution asks (a run's variants are counted in a small integer, and
+#: every call is a live one that costs)
+MAX_CALLS = 2000
 #: two values each rounded to two decimals may differ by this much with nothing changed
 ROUNDING_FLOOR = 2 * HALF_HUNDREDTH
 #: where a part lives: the state's parts are named `state…`
@@ -280,7 +283,8 @@ def plan(
     limits: spec.Limits,
 ) -> Plan:
     """What attributing `question` (None: every question) on `state` asks. `KeyError` names a
-    question the set does not have; `ValueError` a repeat count out of range."""
+    question the set does not have; `ValueError` a repeat count out of range, or more than
+    `MAX_CALLS` calls."""
     if question is not None and question not in questions:
         raise KeyError(question)
     if not 1 <= repeats <= MAX_REPEATS:
@@ -289,6 +293,12 @@ def plan(
     asked = {qid: questions[qid] for qid in ids}
     out = Plan(questions=ids, repeats=repeats)
     candidates = [p for qid in ids for p in question_parts(asked[qid])] + state_parts(state)
+    calls = 1 + repeats + len(candidates)  # counted before a part is checked: it stays cheap
+    if calls > MAX_CALLS:
+        raise ValueError(
+            f"attributing {'every question' if question is None else question} on this state "
+            f"takes {calls:,} calls; at most {MAX_CALLS:,}: attribute one question"
+        )
     for part in candidates:
         reason = _refusal(*leave_out(asked, state, part), limits)
         if reason:

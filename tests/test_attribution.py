@@ -99,6 +99,12 @@ def test_a_part_whose_removal_makes_the_request_invalid_is_not_asked_and_says_wh
     assert "invalid" in skipped.reason and "judge" in skipped.reason
 
 
+def test_more_calls_than_an_attribution_asks_are_refused_before_anything_is_asked():
+    state = {f"field{i}": "words" for i in range(attribution.MAX_CALLS)}
+    with pytest.raises(ValueError, match="at most 2,000: attribute one question"):
+        attribution.plan(parsed(ROUTING), state, limits=LIMITS)
+
+
 def test_bad_question_and_repeat_counts_are_refused():
     with pytest.raises(KeyError):
         attribution.plan(parsed(ROUTING), ROUTING_STATE, question="nope", limits=LIMITS)
