@@ -115,6 +115,9 @@ class Plan:
     repeats: int
     parts: list[Part] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    #: each attributed question's type, as planned (the report reads it, not the document,
+    #: which a draft may change later)
+    types: dict[str, str] = field(default_factory=dict)
 
     @property
     def calls(self) -> int:
@@ -141,6 +144,7 @@ class Plan:
             "repeats": self.repeats,
             "parts": [p.as_json() for p in self.parts],
             "skipped": [s.as_json() for s in self.skipped],
+            "types": self.types,
         }
 
     @classmethod
@@ -150,6 +154,7 @@ class Plan:
             repeats=value["repeats"],
             parts=[Part.from_json(p) for p in value["parts"]],
             skipped=[Skipped(Part.from_json(s), s["reason"]) for s in value["skipped"]],
+            types=dict(value.get("types") or {}),
         )
 
 
@@ -291,7 +296,7 @@ def plan(
         raise ValueError(f"the noise floor takes 1 to {MAX_REPEATS} repeats, not {repeats}")
     ids = [question] if question is not None else list(questions)
     asked = {qid: questions[qid] for qid in ids}
-    out = Plan(questions=ids, repeats=repeats)
+    out = Plan(questions=ids, repeats=repeats, types={qid: asked[qid].type for qid in ids})
     candidates = [p for qid in ids for p in question_parts(asked[qid])] + state_parts(state)
     calls = 1 + repeats + len(candidates)  # counted before a part is checked: it stays cheap
     if calls > MAX_CALLS:
@@ -407,17 +412,13 @@ class Report:
         }
 
 
-def report(
-    the_plan: Plan,
-    types: Mapping[str, str],
-    answers: Mapping[int, Mapping[str, Any] | None],
-) -> list[Report]:
+def report(the_plan: Plan, answers: Mapping[int, Mapping[str, Any] | None]) -> list[Report]:
     """Per question attributed, what moved: `answers` maps a variant to its checked answers by
-    question id (None or absent: that call failed). `types` is each question's type."""
+    question id (None or absent: that call failed)."""
     reports = []
     for qid in the_plan.questions:
         written = (answers.get(0) or {}).get(qid)
-        kind = types[qid]
+        kind = the_plan.types[qid]
         mine = [p for p in the_plan.parts if p.question in (qid, None)]
         skipped = [s for s in the_plan.skipped if s.part.question in (qid, None)]
         if written is None:

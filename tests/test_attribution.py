@@ -134,7 +134,7 @@ def test_only_what_moves_more_than_the_noise_floor_is_decisive():
     for i, path in enumerate(paths):
         answers[3 + i] = {"desk": _choice(moved.get(path, 0.80))}
     answers[3 + paths.index("criteria.other")] = None  # that call failed
-    [r] = attribution.report(the_plan, {"desk": "choice"}, answers)
+    [r] = attribution.report(the_plan, answers)
     assert r.noise_floor == pytest.approx(0.06)
     assert [(f.part.path, round(f.delta, 2), f.decisive) for f in r.findings[:3]] == [
         ("criteria.billing", -0.5, True),
@@ -153,7 +153,7 @@ def test_an_unmoving_model_still_has_the_rounding_floor():
     noul = {"type": "noul", "noul": 0.3}  # came down false: delta is in P(false)
     answers = {v: {"urgent": noul} for v in range(the_plan.calls)}
     answers[2] = {"urgent": {"type": "noul", "noul": 0.31}}
-    [r] = attribution.report(the_plan, {"urgent": "noul"}, answers)
+    [r] = attribution.report(the_plan, answers)
     assert r.noise_floor == attribution.ROUNDING_FLOOR
     assert r.findings[0].delta == pytest.approx(-0.01) and not r.findings[0].decisive
 

@@ -150,7 +150,4 @@ def attribution_report(run: BatchRun) -> list[attribution.Report]:
         raise Invalid(f"Run {run.pk} is a {run.kind} run, not an attribution.")
     plan = attribution.Plan.from_json(run.attribution)
     answered = run.items.filter(status=BatchItem.Status.ANSWERED).values_list("variant", "answers")
-    answers = dict(answered)
-    parsed = spec.validate(run.version.document, limits=limits(), lints=False).document
-    types = {qid: parsed.questions[qid].type for qid in plan.questions}
-    return attribution.report(plan, types, answers)
+    return attribution.report(plan, dict(answered))
