@@ -11,6 +11,8 @@ from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 
 EXIT_OK, EXIT_FAILED = 0, 1
+#: an invariance check's verdict, as the CLI prints it
+_VERDICTS = {True: "holds", False: "BROKEN", None: "n/a"}
 
 
 def _rate(value: float | None) -> str:
@@ -51,6 +53,12 @@ def add_parsers(sub: Any) -> None:
     kind.add_argument("--shuffle", type=int, metavar="K")
     kind.add_argument("--orders", type=int, metavar="K")
     kind.add_argument("--repeat", type=int, metavar="R")
+    kind.add_argument(
+        "--invariance",
+        action="store_true",
+        help="ids renamed, questions reordered, nouls negated, an option cloned, each question "
+        "alone: a verdict per question and check",
+    )
     ctl.add_argument("--seed", type=int, default=0, metavar="X")
     ctl.add_argument(
         "--concurrency",
@@ -113,11 +121,14 @@ class ControlCommands:
         shuffle: int | None,
         orders: int | None,
         repeat: int | None,
-        seed: int,
+        invariance: bool = False,
+        seed: int = 0,
         concurrency: int,
         json: bool,
         **_: Any,
     ) -> int:
+        if invariance:
+            return self._invariance(slug, number, label, backend, model, concurrency, json)
         kind, count = next(
             (k, n)
             for k, n in (
@@ -161,6 +172,40 @@ class ControlCommands:
         if control["no_signal"] and not json:
             self.stderr.write(f"{', '.join(control['no_signal'])}: {controls.NO_SIGNAL}")
         return EXIT_FAILED if summary["failed"] or control["no_signal"] else EXIT_OK
+
+    def _invariance(self, slug, number, label, backend, model, concurrency, as_json) -> int:
+        version = selectors.version_named(slug, number=number, label=label)
+        if version is None:
+            which = f"label {label}" if label else f"version {number or ''}".strip()
+            return self.fail(f"{slug} has no {which}.", as_json=as_json, status=404)
+        run = control_services.invariance_create(
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            concurrency=concurrency,
+            model=model,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.invariance_summary(run)
+        control = summary["control"]
+        if as_json:
+            self.emit_json(summary)
+        else:
+            self.stdout.write(
+                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend}: "
+                f"{summary['states']} states, {control['calls']} calls, "
+                f"{summary['failed']} failed"
+            )
+            for qid, q in control["questions"].items():
+                verdicts = ", ".join(
+                    f"{name} {_VERDICTS[c['holds']]}" for name, c in q["checks"].items()
+                )
+                self.stdout.write(f"  {qid} ({q['type']}): {verdicts}")
+        if control["broken"] and not as_json:
+            self.stderr.write(f"{', '.join(control['broken'])}: an invariance check is broken")
+        return EXIT_FAILED if summary["failed"] or control["broken"] else EXIT_OK
 
     def do_drift(
         self,

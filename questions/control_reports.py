@@ -10,12 +10,53 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Case, When
 
-from questions import controls, metrics, selectors, spec
+from questions import controls, invariance, metrics, selectors, spec
 from questions.models import BatchItem, BatchRun
 
 
 def is_control(run: BatchRun) -> bool:
     return run.kind in controls.KINDS
+
+
+def invariance_report(run: BatchRun) -> dict[str, dict[str, invariance.Check]]:
+    """An invariance control's verdicts per question and check, read from its record."""
+    result = spec.validate(run.version.document, limits=settings.DECISIONS_LIMITS, lints=False)
+    if result.document is None:
+        return {}
+    calls = run.items.filter(status=BatchItem.Status.ANSWERED).values_list(
+        "sample_state__name", "variant", "answers"
+    )
+    return invariance.report(result.document.questions, calls)
+
+
+def invariance_summary(run: BatchRun) -> dict[str, Any]:
+    """An invariance control as `questions controls --invariance --json` prints it: the shape
+    of every control's, with per question and check its verdict."""
+    report = invariance_report(run)
+    broken = sorted(
+        qid for qid, checks in report.items() if any(c.holds is False for c in checks.values())
+    )
+    types = question_types(run)
+    return {
+        **selectors.run_summary(run),
+        "states": run.items.filter(variant=0).count(),
+        "control": {
+            "kind": run.kind,
+            "title": invariance.TITLE,
+            "count": run.control_count,
+            "seed": run.control_seed,
+            "calls": run.items.count(),
+            "tolerance": invariance.TOLERANCE,
+            "broken": broken,
+            "questions": {
+                qid: {
+                    "type": types.get(qid),
+                    "checks": {name: c.as_json() for name, c in checks.items()},
+                }
+                for qid, checks in report.items()
+            },
+        },
+    }
 
 
 def question_types(run: BatchRun) -> dict[str, str]:
@@ -190,6 +231,19 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             "few": any(q.few_answers for q in report.values() if q.no_signal),
             "no_signal_words": controls.NO_SIGNAL,
             "margin": controls.CLEAR_MARGIN,
+        }
+    if run.kind == invariance.KIND:
+        report = invariance_report(run)
+        return {
+            "run": run,
+            "kind": run.kind,
+            "title": invariance.TITLE,
+            "checks": [(name, invariance.PROMISES[name]) for name in invariance.CHECKS],
+            "rows": [
+                (qid, [checks.get(name) for name in invariance.CHECKS])
+                for qid, checks in report.items()
+            ],
+            "tolerance": invariance.TOLERANCE,
         }
     if run.kind == "drift":
         found = drift_of(run)

@@ -476,13 +476,18 @@ class BatchRun(models.Model):
     )
     #: a plain run, a control (`questions.controls`: each state asked once per variant) or a
     #: drift run (the approved version on another model, set against `baseline`)
-    kind = models.CharField(max_length=10, default="run")
+    kind = models.CharField(max_length=12, default="run")
     #: the kind of a plain run: the one the pages take by default (latest run, compare, advice)
     PLAIN = "run"
     control_count = models.PositiveSmallIntegerField(
         default=0, help_text="shuffles, orders or repeats of a control"
     )
     control_seed = models.PositiveIntegerField(default=0)
+    #: an attribution run's plan (`questions.attribution.Plan.as_json`): the questions
+    #: attributed, the unchanged repeats and the parts left out, one variant each
+    attribution = models.JSONField(
+        null=True, blank=True, help_text="an attribution run's plan: what each variant leaves out"
+    )
     live_questions = models.JSONField(
         null=True,
         blank=True,

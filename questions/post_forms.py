@@ -148,3 +148,12 @@ class StateLabelForm(forms.Form):
 
     def clean_action(self) -> str:
         return self.cleaned_data["action"] or "save"
+
+
+class AttributionForm(forms.Form):
+    """Which words decide: a state by name, a question (blank: every question), a backend."""
+
+    state = TextField(required=False)  # the service names a missing one, after who may ask
+    question = TextField(required=False, empty_value=None)
+    backend = TextField(required=False, empty_value="typesafe")
+    into = TextField(required=False, empty_value="attribution")

@@ -2,6 +2,7 @@ from django.urls import path
 
 from questions.views import (
     advice,
+    attribution,
     check,
     compare,
     controls,
@@ -28,6 +29,31 @@ urlpatterns = [
     path("runs/<int:pk>/records.jevl", records.run_records, name="run-records"),
     path("sets/<slug:slug>/records/", records.records_upload, name="records-upload"),
     path("runs/<int:pk>/try/", tries.try_progress, name="try-progress"),
+    path(
+        "runs/<int:pk>/attribution/",
+        attribution.attribution_progress,
+        name="attribution-progress",
+    ),
+    path(
+        "runs/<int:pk>/attribution/cancel/",
+        attribution.attribution_cancel,
+        name="attribution-cancel",
+    ),
+    path(
+        "sets/<slug:slug>/v<int:number>/attribution/",
+        attribution.attribution_launch,
+        name="attribution-launch",
+    ),
+    path(
+        "sets/<slug:slug>/v<int:number>/attribution/plan/",
+        attribution.attribution_plan,
+        name="attribution-plan",
+    ),
+    path(
+        "sets/<slug:slug>/v<int:number>/attribution/start/",
+        attribution.attribution_start,
+        name="attribution-start",
+    ),
     path("runs/<int:pk>/try/cancel/", tries.try_cancel, name="try-cancel"),
     path("sets/<slug:slug>/v<int:number>/try/", tries.try_start, name="try-start"),
     path("sets/<slug:slug>/v<int:number>/try/plan/", tries.try_plan, name="try-plan"),

@@ -7,6 +7,14 @@
   let dirty = false;
   let removed = null; // the last removal: {element, parent, next, what}
 
+  // A card's "Which words decide?" form asks about the saved version: choosing its state or
+  // backend edits nothing, so the card neither turns unsaved nor checks itself again.
+  for (const kind of ["input", "change"]) {
+    document.addEventListener(kind, function (event) {
+      if (event.target.closest && event.target.closest(".attribution")) event.stopPropagation();
+    }, true);
+  }
+
   function markDirty() {
     dirty = true;
     const flag = document.getElementById("dirty");

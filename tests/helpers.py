@@ -19,8 +19,9 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
-from questions import selectors, services
+from questions import attribution, selectors, services, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
+from questions.services import attribution as attribution_services
 from tests import factories
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -63,6 +64,11 @@ MATRIX = [
     ("try", "post", "/sets/s/v3/try/", {AU, R}, 200),
     ("try progress", "get", "/runs/{run}/try/", SIGNED_IN, 200),
     ("cancel try", "post", "/runs/{run}/try/cancel/", {AU, R}, 200),
+    ("attribution form", "get", "/sets/s/v1/attribution/?question=q0", SIGNED_IN, 200),
+    ("attribution plan", "post", "/sets/s/v1/attribution/plan/", {AU, R}, 200),
+    ("attribution", "post", "/sets/s/v1/attribution/start/", {AU, R}, 200),
+    ("attribution progress", "get", "/runs/{attribution}/attribution/", SIGNED_IN, 200),
+    ("cancel attribution", "post", "/runs/{attribution}/attribution/cancel/", {AU, R}, 200),
     ("submit", "post", "/sets/s/v3/submit/", {AU}, 302),
     ("keep", "post", "/sets/s/v3/keep/", {AU}, 302),
     ("discard", "post", "/sets/s/v3/discard/", {AU}, 302),
@@ -173,6 +179,8 @@ POST_DATA = {
     },
     "try plan": {"try_backend": "typesafe", "try_against": "v1"},
     "try": {"try_backend": "typesafe", "try_against": "v1"},
+    "attribution plan": {"state": "n", "question": "q0", "backend": "typesafe"},
+    "attribution": {"state": "n", "question": "q0", "backend": "typesafe"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
     "start control": {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
@@ -236,12 +244,28 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
     edited = factories.document(1)
     edited["q0"]["instructions"] = "Which one, since v1?"  # what a try asks again
     services.version_save(version=v3, document=edited, base_revision=v3.revision, author=writer)
+    sample = qs.sample_states.get(name="n")
+    asked = spec.validate(v1.document, limits=spec.Limits(), lints=False).document.questions
+    attributing = attribution_services.attribution_start(
+        plan=attribution_services.AttributionPlan(
+            version=v1,
+            sample=sample,
+            backend=backend,
+            model="m-old",
+            live=live,
+            plan=attribution.plan(
+                asked, sample.state, question="q0", repeats=1, limits=spec.Limits()
+            ),
+        ),
+        user=writer,
+        enqueue=False,
+    )
     if live:
         author = Client()
         author.force_login(writer)
         recorded = author.post("/sets/s/v3/preview/", POST_DATA["live preview"])
         assert recorded.status_code == 200, recorded.content[:300]
-    return {**world, "spare": spare.pk, "finished": run.pk}
+    return {**world, "spare": spare.pk, "finished": run.pk, "attribution": attributing.pk}
 
 
 def body(response) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import select
 import socket
 import ssl
@@ -27,7 +28,7 @@ from typing import Any
 
 from django.core.management import call_command
 
-from questions import standin
+from questions import spec, standin
 
 KEY = "sk-test-4f9c2a7e1b"
 
@@ -576,3 +577,109 @@ ADVICE_DOC_STATES = [
     ("a", "I want a refund of my money", "billing"),
     ("b", "The app crashes, a bug", "tech"),
 ]
+
+
+_WORD = re.compile(r"[a-z]{3,}")
+_COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "are",
+        "was",
+        "what",
+        "which",
+        "any",
+        "anything",
+        "else",
+    ]
+)
+
+
+def _words(value: Any) -> set[str]:
+    return set(_WORD.findall(spec.entry_text(value).casefold())) - _COMMON
+
+
+def _spread(weights: list[float]) -> list[float]:
+    """Probabilities from weights, two decimals, summing to exactly 1 (the largest takes the
+    rest)."""
+    total = sum(weights)
+    p = [round(w / total, 2) for w in weights]
+    top = p.index(max(p))
+    p[top] = round(1 - sum(x for i, x in enumerate(p) if i != top), 2)
+    return p
+
+
+def overlap_answers(body: dict) -> dict:
+    """A loopback model that reads the words: a choice's option (a score's level) whose name
+    and description share most words with the state wins, each weighted 1 + 3 × its overlap; a
+    noul's P(true) rises with the state's words in its true case and instructions and falls with
+    those in its false case. Deterministic, valid by the gateway's rules."""
+    seen = _words(body["state"])
+    out = {}
+    for qid, q in body["questions"].items():
+        criteria = q.get("criteria")
+        if q["type"] in ("choice", "score"):
+            choice = q["type"] == "choice"
+            texts = list(criteria.items()) if choice else list(enumerate(criteria))
+            names = [str(k) for k, _ in texts]
+            weights = [
+                1 + 3 * len(seen & (_words(v) | (_words(k) if choice else set()))) for k, v in texts
+            ]
+            p = _spread(weights)
+            if choice:
+                best = names[p.index(max(p))]
+                out[qid] = {
+                    "type": "choice",
+                    "choice": best,
+                    "probabilities": dict(zip(names, p, strict=True)),
+                    "confidence": max(p),
+                }
+            else:
+                out[qid] = {
+                    "type": "score",
+                    "score": round(sum(i * x for i, x in enumerate(p)), 2),
+                    "probabilities": {str(i): x for i, x in enumerate(p)},
+                    "legend": {str(i): str(v) for i, v in enumerate(criteria)},
+                    "confidence": max(p),
+                }
+        else:
+            cases = criteria if isinstance(criteria, dict) else {}
+            yes = len(seen & (_words(cases.get("true")) | _words(q.get("instructions"))))
+            no = len(seen & _words(cases.get("false")))
+            out[qid] = {"type": "noul", "noul": round((1 + 2 * yes) / (2 + 2 * yes + 2 * no), 2)}
+    return {"model": "overlap-1", "answers": out, "usage": {"input_tokens": 40}}
+
+
+#: a set whose words `overlap_answers` reads: the state's words are billing's description and
+#: the urgent noul's true case, so leaving those out moves the answers
+ROUTING = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk should take the ticket? Read the whole ticket.",
+        "criteria": {
+            "billing": "a refund of a charge on a card or an invoice",
+            "tech": {
+                "what": "crashes and errors in the app",
+                "not_for": "questions about payments",
+                "examples": ["the app crashes on login"],
+            },
+            "other": "anything else",
+        },
+    },
+    "urgent": {
+        "type": "noul",
+        "instructions": "Is the customer in a hurry?",
+        "criteria": {"true": "wants an answer today", "false": "no deadline given"},
+    },
+    "tone": {
+        "type": "score",
+        "instructions": "How angry is the customer?",
+        "criteria": ["calm and polite", "annoyed", "furious and shouting"],
+    },
+}
+ROUTING_STATE = {"ticket": "Please refund the invoice today.", "note": "charged twice on my card"}

@@ -33,7 +33,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import backends, batches, controls, roles, spec
+from questions import attribution, backends, batches, controls, invariance, roles, spec
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import (
     decision_backend,
@@ -76,6 +76,7 @@ def batch_create(
     variants: int = 1,
     live_questions: list[str] | None = None,
     labelled: bool = False,
+    sample_states: list[Any] | None = None,
     **kind: Any,
 ) -> BatchRun:
     """A run of `version` over the set's sample states (those tagged `tag`, if given), each at
@@ -84,7 +85,8 @@ def batch_create(
     many times each state is asked (`variants`). With `live_questions`, only those questions
     go to the backend; the others are replayed from its recordings (a try across states,
     `questions.services.tries`, which names its `baseline`). With `labelled`, only the states
-    that expect an answer of one of the version's questions (a gate's, `services.gates`)."""
+    that expect an answer of one of the version's questions (a gate's, `services.gates`).
+    `sample_states` names the states to run in place of the set's (an attribution: one state)."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -100,7 +102,9 @@ def batch_create(
     questions = result.document.questions
     if live_questions is not None and not set(live_questions) <= set(questions):
         raise Invalid("Only questions of the version are asked live.")
-    states = list(version.question_set.sample_states.all())
+    states = list(
+        version.question_set.sample_states.all() if sample_states is None else sample_states
+    )
     if tag:
         states = [s for s in states if tag in s.tags]
     if labelled:
@@ -162,7 +166,7 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
         raise Conflict(
             f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
         )
-    if run.kind != "run":  # a control's or a drift's report sets all its calls side by side
+    if run.kind != "run":  # a control's, a drift's or an attribution's report: all its calls
         raise Invalid(f"Run {run.pk} is a {run.kind} run: start it again as a whole.")
     failed = [
         item.sample_state
@@ -337,19 +341,33 @@ class _Execution:
     @functools.cache  # noqa: B019 - one execution's few variants, for as long as it runs
     def _questions(self, variant: int) -> dict[str, spec.Question]:
         """The questions a variant asks: as written, or a control's (`questions.controls`)."""
+        if self.run.kind == invariance.KIND:
+            return invariance.asked(self.questions, invariance.variants(self.questions)[variant])
         if self.run.kind not in controls.KINDS:
             return self.questions
         return controls.variant_questions(
             self.questions, self.run.kind, self.run.control_seed, variant
         )
 
+    @functools.cached_property
+    def attributing(self) -> attribution.Plan | None:
+        """An attribution run's plan: what each of its variants leaves out."""
+        if self.run.kind != attribution.KIND or self.run.attribution is None:
+            return None
+        return attribution.Plan.from_json(self.run.attribution)
+
     def _asked(self, item: tuple[int, SampleStateRevision, int]) -> backends.Outcome | backends.Ask:
         """What is asked about one state, or the outcome that refuses it (nothing is sent)."""
         if self.refused:
             return self.refused
         state = item[1].state  # parsed from its text on every read
+        if self.attributing is not None:  # the questions attributed, one part left out
+            chosen = {qid: self.questions[qid] for qid in self.attributing.questions}
+            part = self.attributing.part_of(item[2])
+            questions, state = attribution.leave_out(chosen, state, part)
+        else:
+            questions = self._questions(item[2])
         refused = decision_state_refusal(backend=self.run.backend, model=self.model, state=state)
-        questions = self._questions(item[2])
         return refused or backends.Ask(questions=questions, state=state, model=self.model)
 
     async def ask_async(

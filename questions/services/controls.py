@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import backends, controls, roles
+from questions import backends, controls, invariance, roles, spec
 from questions.models import BatchRun, Version
 from questions.services.batches import (
     DEFAULT_CONCURRENCY,
@@ -15,6 +15,7 @@ from questions.services.batches import (
     batch_create,
 )
 from questions.services.errors import Conflict, Invalid, model_name, require
+from questions.services.versions import limits
 
 DRIFT = "drift"
 MAX_SEED = 2**31 - 1
@@ -59,6 +60,37 @@ def control_create(
         kind=kind,
         control_count=count,
         control_seed=seed,
+    )
+
+
+def invariance_create(
+    *,
+    version: Version,
+    backend: str,
+    user: Any,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    model: str | None = None,
+    enqueue: bool = True,
+) -> BatchRun:
+    """An invariance and coherence control of `version` (`questions.invariance`): every sample
+    state asked as written, with its ids renamed, its questions reordered, its nouls negated,
+    its choices' first option cloned and each question alone."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    parsed = spec.validate(version.document, limits=limits(), lints=False).document
+    if parsed is None:
+        raise Invalid(f"Version {version.number} is invalid: fix it before a control asks it.")
+    _live_only(backend, "A control asks live")
+    calls = len(invariance.variants(parsed.questions))
+    return batch_create(
+        version=version,
+        backend=backend,
+        user=user,
+        concurrency=concurrency,
+        model=model,
+        enqueue=enqueue,
+        variants=calls,
+        kind=invariance.KIND,
+        control_count=calls - 1,
     )
 
 

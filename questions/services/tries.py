@@ -139,7 +139,7 @@ def try_plan(
         tag=tag,
     )
     if chosen.live and changed:
-        plan.cost_per_question = _cost_per_question(backend)
+        plan.cost_per_question = cost_per_question(backend)
     if baseline_version is not None and baseline_run is None:
         plan.notes.append(
             f"v{baseline_version.number} has no finished {backend} run: there is no 'before'."
@@ -147,7 +147,7 @@ def try_plan(
     return plan
 
 
-def _cost_per_question(backend: str) -> float | None:
+def cost_per_question(backend: str) -> float | None:
     """The mean cost of one question in the backend's recent calls, or None when none says."""
     recent = (
         Decision.objects.filter(backend=backend, status=200, cost__isnull=False)

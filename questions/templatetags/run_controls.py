@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from questions import controls
+from questions import attribution, controls, invariance
 from questions.models import BatchRun
 
 register = template.Library()
@@ -26,6 +26,10 @@ def run_kind(run: BatchRun) -> str:
     was replayed), a control with its count, drift; empty for a full run."""
     if run.kind in controls.KINDS:
         return f"{controls.TITLES[run.kind]} ×{run.control_count}"
+    if run.kind == invariance.KIND:
+        return invariance.TITLE
+    if run.kind == attribution.KIND:
+        return "attribution"
     if run.kind == "drift":
         return "drift"
     if run.live_questions is not None:

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import backends, controls, roles, services
+from questions import backends, controls, invariance, roles, services
 from questions.models import QuestionSet
 from questions.post_forms import ControlStartForm, DriftStartForm, first_error
 from questions.services import controls as control_services
@@ -37,6 +37,8 @@ def _page(request, question_set, *, problem: str = "", values: dict | None = Non
         "labels": question_set.labels.select_related("version").order_by("name"),
         "backends": [b.name for b in backends.available() if b.live],
         "kinds": [(k, controls.TITLES[k]) for k in controls.KINDS],
+        "invariance_kind": invariance.KIND,
+        "invariance_checks": list(invariance.PROMISES.items()),
         "max_variants": controls.MAX_VARIANTS,
         "can_run": roles.may_ask_live(request.user),
         "no_signal": controls.NO_SIGNAL,
@@ -62,14 +64,19 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
             request, question_set, problem="Pick a version of the set to ask.", values=sent
         )
     try:
-        run = control_services.control_create(
-            version=version,
-            backend=given["backend"],
-            user=request.user,
-            kind=given["kind"],
-            count=given["count"],
-            seed=given["seed"],
-        )
+        if given["kind"] == invariance.KIND:
+            run = control_services.invariance_create(
+                version=version, backend=given["backend"], user=request.user
+            )
+        else:
+            run = control_services.control_create(
+                version=version,
+                backend=given["backend"],
+                user=request.user,
+                kind=given["kind"],
+                count=given["count"],
+                seed=given["seed"],
+            )
     except services.ServiceError as exc:
         return _page(request, question_set, problem=str(exc), values=sent, status=_status(exc))
     return redirect("run-detail", run.pk)

@@ -14,10 +14,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import charts, control_reports, controls, metrics, roles, selectors, services
+from questions import (
+    attribution,
+    charts,
+    control_reports,
+    controls,
+    metrics,
+    roles,
+    selectors,
+    services,
+)
 from questions.models import BatchItem, BatchRun, Version
 from questions.numbers import whole_number
 from questions.post_forms import RunStartForm, first_error
+from questions.views import attribution as attribution_views
 
 
 @require_POST
@@ -249,6 +259,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         **progress,
         "control": control_reports.section(run) if shown else None,
+        "attribution": attribution_views.run_context(run, "attribution")
+        if run.kind == attribution.KIND and run.finished
+        else None,
         "report": report,
         "questions": [
             {

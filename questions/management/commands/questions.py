@@ -18,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from questions import backends, comparison, demo, diff, roles, selectors, services, spec, stats
 from questions.application_cli import ApplicationCommands
 from questions.application_cli import add_parsers as add_application_parsers
+from questions.attribution_cli import AttributionCommands
+from questions.attribution_cli import add_parsers as add_attribution_parsers
 from questions.control_cli import ControlCommands
 from questions.control_cli import add_parsers as add_control_parsers
 from questions.fetches_cli import FetchCommands
@@ -95,6 +97,7 @@ def _file_into_set(parser) -> None:
 
 
 class Command(
+    AttributionCommands,
     ControlCommands,
     RecordCommands,
     ApplicationCommands,
@@ -346,6 +349,7 @@ class Command(
         batch.add_argument("--json", action="store_true")
 
         add_control_parsers(sub)
+        add_attribution_parsers(sub)
         add_record_parsers(sub)
         add_application_parsers(sub)
         add_fetch_parsers(sub)
