@@ -81,8 +81,8 @@ def weak_evidence(version: Version, evidence: dict | None = None) -> str:
             return "has no pass rate (nothing checked) while the baseline's run has one"
         if this["pass_rate"] < base["pass_rate"]:
             return (
-                f"passes {this['pass_rate']:.0%} of its checks, less than the baseline's "
-                f"{base['pass_rate']:.0%}"
+                f"passes {this['rate_words']} of its checks, less than the baseline's "
+                f"{base['rate_words']}"
             )
     return ""
 
