@@ -27,6 +27,7 @@ from questions.models import (
     LabelMove,
     QuestionSet,
     ReviewEvent,
+    RunReport,
     Version,
 )
 
@@ -317,18 +318,28 @@ def run_cases(run: BatchRun) -> list[metrics.Case]:
     return cases
 
 
+def run_report_computed(run: BatchRun) -> metrics.Report:
+    """A run's test report worked out from every answer (one pass over them)."""
+    return metrics.report(run_cases(run), threshold=run.threshold)
+
+
+def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, Any] | None:
+    """The report a finished run stored (`services.summaries`): its own (`against` None) or
+    the run set against `against`; None when it stored none."""
+    if not (run.pk and run.finished):
+        return None
+    return RunReport.objects.filter(run=run, against=against).values_list("data", flat=True).first()
+
+
 def run_report(run: BatchRun) -> metrics.Report:
-    """A run's test report. A finished run's never changes (its items, their state revisions
-    and its threshold are final), so it is worked out once per process and kept in the cache;
-    an unfinished run's is worked out afresh."""
-    if not (run.finished and run.finished_at):
-        return metrics.report(run_cases(run), threshold=run.threshold)
-    key = f"run-report:{run.pk}:{run.finished_at.timestamp()}"
-    report = cache.get(key)
-    if report is None:
-        report = metrics.report(run_cases(run), threshold=run.threshold)
-        cache.set(key, report, timeout=None)
-    return report
+    """A run's test report: a finished run's as it stored it when it finished, in constant
+    time (migration 0018 stored those of the runs finished before); an unfinished run's, or
+    a finished one's that stored none, worked out afresh and not stored: a read never
+    writes."""
+    data = stored_report(run)
+    if data is not None:
+        return metrics.report_from_json(data)
+    return run_report_computed(run)
 
 
 def run_counts(run: BatchRun) -> dict[str, int]:
@@ -442,14 +453,27 @@ def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
     )
 
 
+def compared(document: dict[str, Any]) -> dict[str, str]:
+    """The questions of `document` a comparison reads: id → type."""
+    return {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+
+
 def run_delta(
     base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
 ) -> metrics.RunDelta:
     """Run `this` against run `base` on the states both answered (the questions of
     `document`): pass rates over the pairs both checked and the cells that moved, regressions
     first, the first `shown` of them with their whole answers (the others with their
-    readings). Two finished runs never change, so their comparison is worked out once per
-    process and kept in the cache."""
+    readings). The pair a finished run stored (`services.summaries`: its version's review
+    baseline) is read as stored; two other finished runs never change, so their comparison is
+    worked out once per process and kept in the cache."""
+    data = stored_report(this, base) if base.finished else None
+    if data is not None and data["shown"] >= shown and data.get("types") == compared(document):
+        return metrics.delta_from_json(data)
     key = None
     if base.finished_at and this.finished_at and base.finished and this.finished:
         stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
@@ -457,11 +481,17 @@ def run_delta(
         delta = cache.get(key)
         if delta is not None:
             return delta
-    types = {
-        qid: q["type"]
-        for qid, q in document.items()
-        if isinstance(q, dict) and q.get("type") in READING_KEYS
-    }
+    delta = run_delta_computed(base, this, document, shown)
+    if key:
+        cache.set(key, delta, timeout=None)
+    return delta
+
+
+def run_delta_computed(
+    base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
+) -> metrics.RunDelta:
+    """`run_delta` worked out from both runs' answers."""
+    types = compared(document)
     delta = metrics.compare_readings(
         run_readings(base, types),
         run_readings(this, types),
@@ -480,8 +510,6 @@ def run_delta(
         )
         for c in listed
     ]
-    if key:
-        cache.set(key, delta, timeout=None)
     return delta
 
 
