@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, Func, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
@@ -28,6 +28,7 @@ from questions.models import (
     QuestionSet,
     ReviewEvent,
     RunReport,
+    SampleState,
     Version,
 )
 
@@ -66,6 +67,138 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
             Q(slug__icontains=term) | Q(name__icontains=term) | Q(description__icontains=term)
         )
     return sets.order_by("-updated_at")
+
+
+@dataclass(frozen=True)
+class Window:
+    """One page of a long list: its rows, where it starts, how many rows the list has, and
+    where the pages before and after start (None at the ends)."""
+
+    rows: list[Any]
+    start: int
+    total: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.rows)
+
+    @property
+    def next_start(self) -> int | None:
+        return self.end if self.end < self.total else None
+
+    @property
+    def previous_start(self) -> int | None:
+        return max(0, self.start - self.size) if self.start else None
+
+
+def window(rows: QuerySet, start: int, size: int, total: int | None = None) -> Window:
+    """Rows `start` to `start + size` of `rows` (ordered): a query for them and one count (a
+    start past the end shows the last page)."""
+    total = rows.order_by().count() if total is None else total
+    start = max(0, min(start, (max(total - 1, 0) // size) * size))
+    return Window(list(rows[start : start + size]), start, total, size)
+
+
+#: rows a page of the set list and of a set's sample states shows
+SETS_PAGE = 50
+STATES_PAGE = 50
+
+
+def question_sets_page(search: str = "", start: int = 0) -> Window:
+    """A page of `question_sets(search)`; counted without the annotations."""
+    sets = question_sets(search)
+    plain = QuestionSet.objects.filter(pk__in=sets.values("pk")) if search.strip() else None
+    total = (plain if plain is not None else QuestionSet.objects).count()
+    return window(sets, start, SETS_PAGE, total=total)
+
+
+#: the sample states a set page can show: every one, those with expected answers, those with
+#: none, those that missed an expected answer or failed in the set's last finished run
+STATE_SHOWS = {
+    "all": "every state",
+    "labelled": "with expected answers",
+    "unlabelled": "without expected answers",
+    "failing": "failing in the last run",
+}
+
+
+class OctetLength(Func):
+    """A text's length in UTF-8 bytes, worked out by the database."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))")
+
+
+def last_finished_run(question_set: QuestionSet) -> BatchRun | None:
+    """The set's last finished plain run (done), newest first."""
+    return (
+        question_set.batch_runs.filter(kind=BatchRun.PLAIN, status=BatchRun.Status.DONE)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "finished_at", "status", "kind")
+        .first()
+    )
+
+
+def sample_states_page(
+    question_set: QuestionSet,
+    *,
+    name: str = "",
+    tag: str = "",
+    show: str = "all",
+    start: int = 0,
+    failing_in: BatchRun | None = None,
+) -> Window:
+    """A page of a set's sample states, by name, without their contents (the size is worked
+    out by the database): those whose name holds `name`, tagged `tag`, and as `show` picks
+    (`STATE_SHOWS`; "failing": the states of run `failing_in` that missed an expected answer
+    or got none)."""
+    states = question_set.sample_states.only(
+        "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id"
+    ).annotate(text_bytes=OctetLength("state_text"))
+    if "\x00" in name or "\x00" in tag:
+        states = states.none()  # no name or tag holds a NUL character
+    if name.strip():
+        states = states.filter(name__icontains=name.strip())
+    if tag.strip():
+        if connection.features.supports_json_field_contains:
+            states = states.filter(tags__contains=[tag.strip()])
+        else:  # SQLite keeps a JSON list as its text, each string as json.dumps writes it
+            states = states.filter(tags__icontains=json.dumps(tag.strip()))
+    if show == "labelled":
+        states = states.exclude(Q(expected={}) | Q(expected__isnull=True))
+    elif show == "unlabelled":
+        states = states.filter(Q(expected={}) | Q(expected__isnull=True))
+    elif show == "failing":
+        missed = BatchItem.objects.filter(run=failing_in, variant=0).filter(
+            Q(misses__gt=0) | Q(status=BatchItem.Status.FAILED)
+        )
+        states = (
+            states.filter(pk__in=missed.values("sample_state__sample_state"))
+            if failing_in is not None
+            else states.none()
+        )
+    return window(states.order_by("name"), start, STATES_PAGE)
+
+
+#: the sample states the editor's preview picker lists (another comes through ?state=)
+PICKER_STATES = 100
+
+
+def picker_states(question_set: QuestionSet, selected: int | None) -> tuple[list[Any], int]:
+    """The editor's preview picker: the set's first `PICKER_STATES` states by name (names
+    only), with the `selected` one added when it is further on; and how many the set has."""
+    states = question_set.sample_states.only("pk", "name", "question_set_id").order_by("name")
+    listed = list(states[:PICKER_STATES])
+    total = len(listed)
+    if total == PICKER_STATES:
+        total = question_set.sample_states.count()
+    if selected is not None and all(s.pk != selected for s in listed):
+        listed += list(states.filter(pk=selected))
+    return listed, total
 
 
 #: what a list of versions shows never needs their documents (1.8 MB each at the limits)
