@@ -28,7 +28,6 @@ from questions.models import (
     QuestionSet,
     ReviewEvent,
     RunReport,
-    SampleState,
     Version,
 )
 
