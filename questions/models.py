@@ -400,7 +400,7 @@ class BatchRun(models.Model):
     #: a run's defaults and bounds, the one definition the services, the command line and the
     #: run form (through the context, `context_processors.console`) use
     DEFAULT_CONCURRENCY = 4
-    MAX_CONCURRENCY = 64
+    MAX_CONCURRENCY = 128
     DEFAULT_ATTEMPTS = 4
     DEFAULT_THRESHOLD = answers.NOUL_THRESHOLD
 

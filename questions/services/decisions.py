@@ -100,11 +100,20 @@ def _refused_for(backend: str, model: str, errors: list) -> Outcome | None:
     return _refused(backend, model, 422, f"Nothing was sent: {shown}")
 
 
-def decision_conclude(outcome: Outcome, ask: backends.Ask) -> Outcome:
+def decision_conclude(outcome: Outcome, ask: backends.Ask, *, logged: bool = True) -> Outcome:
     """What every ask does with what came back, before it is recorded: keep what was asked,
-    refuse an answer no database stores, log the call (never the state or the key)."""
+    refuse an answer no database stores, log the call (never the state or the key). With
+    `logged` False (a batch run, which logs one line for the run) only a failed call is
+    logged."""
     outcome.ask = ask
     _refuse_unstorable(outcome)
+    if logged or outcome.error is not None:
+        log_call(outcome)
+    return outcome
+
+
+def log_call(outcome: Outcome) -> None:
+    """One line for one call: backend, status, the provider's status and time, the request id."""
     log.info(
         "decision backend=%s status=%s provider_status=%s provider_ms=%s total_ms=%.1f id=%s",
         outcome.backend,
@@ -114,7 +123,6 @@ def decision_conclude(outcome: Outcome, ask: backends.Ask) -> Outcome:
         outcome.total_ms,
         outcome.request_id or "-",
     )
-    return outcome
 
 
 def _refuse_unstorable(outcome: Outcome) -> None:
