@@ -175,6 +175,22 @@ def decision_record(
     return decision
 
 
+#: the hash of the questions maps asked lately, by the map's identity (the map kept, so its id
+#: is not reused): a batch run asks the same map about every state
+_QUESTIONS_SHA: dict[int, tuple[dict[str, spec.Question], str]] = {}
+
+
+def _questions_sha256(questions: dict[str, spec.Question]) -> str:
+    kept = _QUESTIONS_SHA.get(id(questions))
+    if kept is not None and kept[0] is questions:
+        return kept[1]
+    sha = spec.sha256_of({qid: q.to_json() for qid, q in questions.items()})
+    if len(_QUESTIONS_SHA) >= 64:
+        _QUESTIONS_SHA.clear()
+    _QUESTIONS_SHA[id(questions)] = (questions, sha)
+    return sha
+
+
 def decision_rows(
     *,
     outcome: Outcome,
@@ -193,7 +209,7 @@ def decision_rows(
         request_text=outcome.request_text,
         request_sha256=spec.sha256_of(outcome.request_body),
         state_sha256=ask.state_sha256,
-        questions_sha256=spec.sha256_of(ask.questions_json),
+        questions_sha256=_questions_sha256(ask.questions),
         response_text=_storable(outcome.response_text),
         status=outcome.status,
         provider_status_code=outcome.provider_status_code,
