@@ -101,8 +101,12 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
         async with httpx.AsyncClient(limits=one, trust_env=False) as client:
             while todo:
                 body = todo.pop()
-                async with asyncio.timeout(timeout):
-                    response = await client.post(url, content=body, headers=headers)
+                try:
+                    async with asyncio.timeout(timeout):
+                        response = await client.post(url, content=body, headers=headers)
+                except (TimeoutError, httpx.HTTPError):  # counted, as the engine counts it
+                    failed[0] += 1
+                    continue
                 failed[0] += response.status_code != 200
 
     await asyncio.gather(*(loop() for _ in range(concurrency)))
