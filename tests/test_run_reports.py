@@ -171,3 +171,28 @@ def test_the_migration_stores_the_report_of_runs_finished_before_it(version):
     assert stored.data == metrics.report_as_json(selectors.run_report_computed(run))
     assert RunReport.objects.count() == 1  # the comparisons are worked out when read
     assert BatchRun.objects.get(pk=run.pk).checked == stored.data["checked"]
+
+
+def test_a_comparison_that_cannot_be_worked_out_leaves_the_run_finished_with_its_report(
+    client, version, monkeypatch
+):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no comparison")
+
+    checker = factories.reviewer("checker")
+    first = _run(version)
+    services.version_submit(version=version, author=version.author)
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
+    v2 = services.version_draft_from(version=version, author=version.author)
+    monkeypatch.setattr(selectors, "run_delta_computed", broken)
+    second = _run(v2)
+    assert second.status == "done"
+    assert RunReport.objects.filter(run=second, against=None).exists()
+    assert not RunReport.objects.filter(run=second, against=first).exists()
+    monkeypatch.undo()
+    services.version_submit(version=v2, author=version.author)
+    client.force_login(checker)
+    page = client.get(reverse("version-review", args=["s", v2.number]))
+    assert page.status_code == 200 and "cell" in page.content.decode()

@@ -6,10 +6,13 @@ the migrations that added the fields and the reports filled the runs finished be
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
 from questions import metrics
+
+log = logging.getLogger("questions.batches")
 
 
 def summary_rows(run: Any):
@@ -59,13 +62,17 @@ def store_reports(run: Any, report_model: Any = None) -> None:
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not selectors.RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
-    baseline, _name = selectors.review_baseline(run.version)
-    base = selectors.latest_run(baseline)
-    if base is None or base.pk == run.pk:
+    try:
+        baseline, _name = selectors.review_baseline(run.version)
+        base = selectors.latest_run(baseline)
+        if base is None or base.pk == run.pk:
+            return
+        delta = selectors.run_delta_computed(
+            base, run, run.version.document, selectors.REVIEW_FLIPS_SHOWN
+        )
+    except Exception:  # the review works it out when read; the run is finished all the same
+        log.exception("run %s: its comparison with the review baseline was not stored", run.pk)
         return
-    delta = selectors.run_delta_computed(
-        base, run, run.version.document, selectors.REVIEW_FLIPS_SHOWN
-    )
     report_model.objects.update_or_create(
         run_id=run.pk,
         against_id=base.pk,
