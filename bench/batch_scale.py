@@ -1,8 +1,8 @@
-"""The batch engine at scale: span ÷ ideal and span ÷ bare loop at concurrency 8, 32 and 64.
+"""The batch engine at scale: span ÷ ideal and span ÷ bare loop at concurrency 8 to 128.
 
-1,000 sample states (6 questions, about 1.2 KB of state each), the project's stand-in answering
-after 200 ms in a process of its own. For each concurrency, rounds alternate (engine first in
-odd rounds, bare loop first in even ones):
+1,000 sample states (or --states 10000; inserted in bulk) of 6 questions, about 1.2 KB of state
+each; the project's stand-in answering after 200 ms in a process of its own. For each
+concurrency, rounds alternate (engine first in odd rounds, bare loop first in even ones):
 
 - engine: `batch_create` + `batch_execute`, everything a real run does (claims, provider
   calls, answer checks, recordings, heartbeat);
@@ -12,12 +12,14 @@ odd rounds, bare loop first in even ones):
   httpcore scans every connection on every request and response.)
 
 Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
-engine's Python CPU and SQL statements per state, and (PostgreSQL) the most connections the
-database saw from the run. SQLite by default (a file in a temporary directory); PostgreSQL
-when DATABASE_URL names it (the bench migrates it and adds a set of its own).
+engine's and the bare loop's Python CPU per state, the engine's SQL statements per state, and
+(PostgreSQL) the most connections the database saw from the run. SQLite by default (a file in a
+temporary directory); PostgreSQL when DATABASE_URL names it (the bench migrates it and adds a
+set of its own).
 
-Run:  .venv/bin/python bench/batch_scale.py [--states 1000] [--rounds 3] [--concurrency 8 32 64]
-Aim:  span within 5 % of the bare loop at 8, 32 and 64 on PostgreSQL, and at 8 and 32 on SQLite.
+Run:  .venv/bin/python bench/batch_scale.py [--states 1000] [--rounds 3] [--concurrency 8 32 64 128]
+Aim:  span within 10 % of the bare loop at 8, 32, 64 and 128 on PostgreSQL (8 and 32 on SQLite),
+      and the engine's CPU per state <= 1.5 ms.
 """
 
 from __future__ import annotations
@@ -99,8 +101,12 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
         async with httpx.AsyncClient(limits=one, trust_env=False) as client:
             while todo:
                 body = todo.pop()
-                async with asyncio.timeout(timeout):
-                    response = await client.post(url, content=body, headers=headers)
+                try:
+                    async with asyncio.timeout(timeout):
+                        response = await client.post(url, content=body, headers=headers)
+                except (TimeoutError, httpx.HTTPError):  # counted, as the engine counts it
+                    failed[0] += 1
+                    continue
                 failed[0] += response.status_code != 200
 
     await asyncio.gather(*(loop() for _ in range(concurrency)))
@@ -142,11 +148,43 @@ class Connections:
         self.conn.close()
 
 
+def insert_states(qs, user, count: int) -> None:
+    """The sample states through bulk inserts, as `sample_state_create` would store them (the
+    services take about 12 ms a state: two minutes for 10,000)."""
+    from questions import spec
+    from questions.models import SampleState, SampleStateRevision
+    from questions.services.versions import document_text
+
+    for start in range(0, count, 2000):
+        part = range(start, min(count, start + 2000))
+        states = SampleState.objects.bulk_create(
+            SampleState(
+                question_set=qs, name=f"state {i:05d}", state_text=document_text(a_state(i))
+            )
+            for i in part
+        )
+        if not all(s.pk for s in states):  # SQLite before 3.35 returns no ids
+            ids = dict(qs.sample_states.values_list("name", "pk"))
+            for s in states:
+                s.pk = ids[s.name]
+        SampleStateRevision.objects.bulk_create(
+            SampleStateRevision(
+                sample_state_id=s.pk,
+                revision=1,
+                name=s.name,
+                state_text=s.state_text,
+                state_sha256=spec.state_sha256(a_state(i)),
+                author=user,
+            )
+            for s, i in zip(states, part, strict=True)
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 64])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 64, 128])
     parser.add_argument("--latency-ms", type=float, default=200)
     args = parser.parse_args()
 
@@ -175,10 +213,7 @@ def main() -> None:
 
     user = factories.author(f"bench-{uuid.uuid4().hex[:6]}")
     qs = factories.question_set(f"scale-{uuid.uuid4().hex[:8]}", owner=user, doc=QUESTIONS)
-    for i in range(args.states):
-        services.sample_state_create(
-            question_set=qs, name=f"state {i:04d}", state=a_state(i), author=user
-        )
+    insert_states(qs, user, args.states)
     version = services.open_draft(qs)
     questions = spec.validate(version.document, limits=spec.DEFAULT_LIMITS).document.questions
     wire = backends.get("typesafe").wire()
@@ -215,9 +250,13 @@ def main() -> None:
         }
 
     def bare(k: int) -> dict:
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         failed = asyncio.run(_bare(url, bodies, k, settings.DECISIONS_TIMEOUT_SECONDS))
-        return {"span": time.perf_counter() - start, "failed": failed}
+        return {
+            "span": time.perf_counter() - start,
+            "cpu_ms": (time.process_time() - cpu) * 1000 / args.states,
+            "failed": failed,
+        }
 
     latency = args.latency_ms / 1000
     print(
@@ -226,7 +265,8 @@ def main() -> None:
     )
     print(
         f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
-        f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'SQL/state':>9} "
+        f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'bare CPU':>8} "
+        f"{'SQL/state':>9} "
         f"{'PG conns':>8}  answered, bare failures"
     )
     results = {}
@@ -247,6 +287,7 @@ def main() -> None:
             f"{statistics.median(floors):>7.2f} {statistics.median(spans) / ideal:>9.3f} "
             f"{statistics.median(floors) / ideal:>10.3f} {ratio:>8.3f} "
             f"{statistics.median(e['cpu_ms'] for e in engines):>12.2f} "
+            f"{statistics.median(b['cpu_ms'] for b in bares):>8.2f} "
             f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8}  "
             f"{min(e['answered'] for e in engines)}/{args.states}, "
             f"{sum(b['failed'] for b in bares)}",
@@ -257,13 +298,14 @@ def main() -> None:
             + ", ".join(f"{e / b:.3f}" for e, b in zip(spans, floors, strict=True)),
             flush=True,
         )
-    targets = (8, 32, 64) if postgres else (8, 32)
+    targets = (8, 32, 64, 128) if postgres else (8, 32)
     verdict = ", ".join(
-        f"K={k} {'meets' if results[k] <= 1.05 else 'misses'} ({(results[k] - 1) * 100:+.1f} %)"
+        f"K={k} {'meets' if results[k] <= 1.10 else 'misses'} ({(results[k] - 1) * 100:+.1f} %)"
         for k in targets
         if k in results
     )
-    print(f"target: engine within 5 % of the bare loop at {targets} — {verdict}")
+    print(f"target: engine within 10 % of the bare loop at {targets} — {verdict}")
+    print("target: engine CPU per state <= 1.5 ms")
     process.terminate()
 
 

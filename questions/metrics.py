@@ -170,7 +170,8 @@ class QuestionReport:
     qtype: str
     checked: int = 0
     passed: int = 0
-    absolute_errors: list[float] = field(default_factory=list)  # score
+    error_total: float = 0.0  # score: the summed absolute errors ...
+    errors: int = 0  # ... of this many answers
     # expected → chosen (a score's levels as strings: expected level → nearest level)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -184,9 +185,7 @@ class QuestionReport:
 
     @property
     def mae(self) -> float | None:
-        if not self.absolute_errors:
-            return None
-        return sum(self.absolute_errors) / len(self.absolute_errors)
+        return self.error_total / self.errors if self.errors else None
 
 
 @dataclass
@@ -226,7 +225,8 @@ def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
             row[case.answer["choice"]] = row.get(case.answer["choice"], 0) + 1
             choice_pairs.append((float(case.answer["probabilities"][case.answer["choice"]]), ok))
         elif case.qtype == "score":
-            q.absolute_errors.append(abs(float(case.answer["score"]) - int(case.expected)))
+            q.error_total += abs(float(case.answer["score"]) - int(case.expected))
+            q.errors += 1
             row = q.confusion.setdefault(str(case.expected), {})
             level = str(nearest_level(float(case.answer["score"])))
             row[level] = row.get(level, 0) + 1
@@ -272,6 +272,45 @@ def tag_slices(
             row[1] += len(cases)
             row[2] += passed
     return [Slice(tag, *counts[tag]) for tag in sorted(counts)]
+
+
+def report_as_json(report: Report) -> dict[str, Any]:
+    """A report as a finished run stores it: its size depends on the questions and their
+    options, never on the number of answers."""
+
+    def calibration_json(c: Calibration) -> dict[str, Any]:
+        return {
+            "count": c.count,
+            "brier": c.brier,
+            "ece": c.ece,
+            "bins": [[b.low, b.high, b.count, b.confidence, b.frequency] for b in c.bins],
+        }
+
+    return {
+        "checked": report.checked,
+        "passed": report.passed,
+        "questions": [
+            [q.question, q.qtype, q.checked, q.passed, q.error_total, q.errors, q.confusion]
+            for q in report.questions.values()
+        ],
+        "noul_calibration": calibration_json(report.noul_calibration),
+        "choice_calibration": calibration_json(report.choice_calibration),
+    }
+
+
+def report_from_json(data: Mapping[str, Any]) -> Report:
+    """The report `report_as_json` stored."""
+
+    def calibration_of(c: Mapping[str, Any]) -> Calibration:
+        return Calibration(c["count"], c["brier"], c["ece"], [Bin(*b) for b in c["bins"]])
+
+    return Report(
+        data["checked"],
+        data["passed"],
+        {q[0]: QuestionReport(*q) for q in data["questions"]},
+        calibration_of(data["noul_calibration"]),
+        calibration_of(data["choice_calibration"]),
+    )
 
 
 @dataclass
@@ -362,6 +401,7 @@ class RunDelta:
     passed_before: int
     passed_after: int
     changes: list[Change]
+    changed: int | None = None  # how many cells changed, when `changes` lists only the first
 
     @property
     def rate_before(self) -> float | None:
@@ -386,7 +426,42 @@ class RunDelta:
 
     @property
     def flips(self) -> int:
-        return len(self.changes)
+        return len(self.changes) if self.changed is None else self.changed
+
+
+def delta_as_json(delta: RunDelta, shown: int) -> dict[str, Any]:
+    """A comparison as a finished run stores it: the counts and the first `shown` changes."""
+    return {
+        "checked": delta.checked,
+        "passed_before": delta.passed_before,
+        "passed_after": delta.passed_after,
+        "changed": delta.flips,
+        "shown": shown,
+        "changes": [
+            [
+                c.state,
+                c.question,
+                c.qtype,
+                c.expected,
+                dict(c.before),
+                dict(c.after),
+                c.passed_before,
+                c.passed_after,
+            ]
+            for c in delta.changes[:shown]
+        ],
+    }
+
+
+def delta_from_json(data: Mapping[str, Any]) -> RunDelta:
+    """The comparison `delta_as_json` stored (its first `data["shown"]` changes listed)."""
+    return RunDelta(
+        data["checked"],
+        data["passed_before"],
+        data["passed_after"],
+        [Change(*c) for c in data["changes"]],
+        changed=data["changed"],
+    )
 
 
 def compare_runs(

@@ -440,7 +440,7 @@ class BatchRun(models.Model):
     #: a run's defaults and bounds, the one definition the services, the command line and the
     #: run form (through the context, `context_processors.console`) use
     DEFAULT_CONCURRENCY = 4
-    MAX_CONCURRENCY = 64
+    MAX_CONCURRENCY = 128
     DEFAULT_ATTEMPTS = 4
     DEFAULT_THRESHOLD = answers.NOUL_THRESHOLD
 
@@ -578,6 +578,34 @@ class BatchItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.sample_state_id}: {self.status}"
+
+
+class RunReport(models.Model):
+    """A finished run's report, worked out once when the run finishes (`services.batches`
+    through `services.summaries`) and read by the run and review pages in constant time:
+    `against` None holds its test report (`metrics.report_as_json`); `against` a run holds
+    this run set against that one (`metrics.delta_as_json`: the counts and the first changed
+    cells), the pair the review of its version shows."""
+
+    run = models.ForeignKey(BatchRun, on_delete=models.CASCADE, related_name="reports")
+    against = models.ForeignKey(
+        BatchRun, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "against"], name="one_report_per_pair"),
+            models.UniqueConstraint(
+                fields=["run"], condition=Q(against=None), name="one_report_per_run"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"report of run {self.run_id}" + (
+            f" against {self.against_id}" if self.against_id else ""
+        )
 
 
 class Webhook(models.Model):

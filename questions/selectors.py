@@ -16,7 +16,17 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    Avg,
+    Count,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
@@ -30,6 +40,7 @@ from questions.models import (
     LabelMove,
     QuestionSet,
     ReviewEvent,
+    RunReport,
     Version,
 )
 
@@ -69,6 +80,138 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
             Q(slug__icontains=term) | Q(name__icontains=term) | Q(description__icontains=term)
         )
     return sets.order_by("-updated_at")
+
+
+@dataclass(frozen=True)
+class Window:
+    """One page of a long list: its rows, where it starts, how many rows the list has, and
+    where the pages before and after start (None at the ends)."""
+
+    rows: list[Any]
+    start: int
+    total: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.rows)
+
+    @property
+    def next_start(self) -> int | None:
+        return self.end if self.end < self.total else None
+
+    @property
+    def previous_start(self) -> int | None:
+        return max(0, self.start - self.size) if self.start else None
+
+
+def window(rows: QuerySet, start: int, size: int, total: int | None = None) -> Window:
+    """Rows `start` to `start + size` of `rows` (ordered): a query for them and one count (a
+    start past the end shows the last page)."""
+    total = rows.order_by().count() if total is None else total
+    start = max(0, min(start, (max(total - 1, 0) // size) * size))
+    return Window(list(rows[start : start + size]), start, total, size)
+
+
+#: rows a page of the set list and of a set's sample states shows
+SETS_PAGE = 50
+STATES_PAGE = 50
+
+
+def question_sets_page(search: str = "", start: int = 0) -> Window:
+    """A page of `question_sets(search)`; counted without the annotations."""
+    sets = question_sets(search)
+    plain = QuestionSet.objects.filter(pk__in=sets.values("pk")) if search.strip() else None
+    total = (plain if plain is not None else QuestionSet.objects).count()
+    return window(sets, start, SETS_PAGE, total=total)
+
+
+#: the sample states a set page can show: every one, those with expected answers, those with
+#: none, those that missed an expected answer or failed in the set's last finished run
+STATE_SHOWS = {
+    "all": "every state",
+    "labelled": "with expected answers",
+    "unlabelled": "without expected answers",
+    "failing": "failing in the last run",
+}
+
+
+class OctetLength(Func):
+    """A text's length in UTF-8 bytes, worked out by the database."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))")
+
+
+def last_finished_run(question_set: QuestionSet) -> BatchRun | None:
+    """The set's last finished plain run (done), newest first."""
+    return (
+        question_set.batch_runs.filter(kind=BatchRun.PLAIN, status=BatchRun.Status.DONE)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "finished_at", "status", "kind")
+        .first()
+    )
+
+
+def sample_states_page(
+    question_set: QuestionSet,
+    *,
+    name: str = "",
+    tag: str = "",
+    show: str = "all",
+    start: int = 0,
+    failing_in: BatchRun | None = None,
+) -> Window:
+    """A page of a set's sample states, by name, without their contents (the size is worked
+    out by the database): those whose name holds `name`, tagged `tag`, and as `show` picks
+    (`STATE_SHOWS`; "failing": the states of run `failing_in` that missed an expected answer
+    or got none)."""
+    states = question_set.sample_states.only(
+        "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id"
+    ).annotate(text_bytes=OctetLength("state_text"))
+    if "\x00" in name or "\x00" in tag:
+        states = states.none()  # no name or tag holds a NUL character
+    if name.strip():
+        states = states.filter(name__icontains=name.strip())
+    if tag.strip():
+        if connection.features.supports_json_field_contains:
+            states = states.filter(tags__contains=[tag.strip()])
+        else:  # SQLite keeps a JSON list as its text, each string as json.dumps writes it
+            states = states.filter(tags__icontains=json.dumps(tag.strip()))
+    if show == "labelled":
+        states = states.exclude(Q(expected={}) | Q(expected__isnull=True))
+    elif show == "unlabelled":
+        states = states.filter(Q(expected={}) | Q(expected__isnull=True))
+    elif show == "failing":
+        missed = BatchItem.objects.filter(run=failing_in, variant=0).filter(
+            Q(misses__gt=0) | Q(status=BatchItem.Status.FAILED)
+        )
+        states = (
+            states.filter(pk__in=missed.values("sample_state__sample_state"))
+            if failing_in is not None
+            else states.none()
+        )
+    return window(states.order_by("name"), start, STATES_PAGE)
+
+
+#: the sample states the editor's preview picker lists (another comes through ?state=)
+PICKER_STATES = 100
+
+
+def picker_states(question_set: QuestionSet, selected: int | None) -> tuple[list[Any], int]:
+    """The editor's preview picker: the set's first `PICKER_STATES` states by name (names
+    only), with the `selected` one added when it is further on; and how many the set has."""
+    states = question_set.sample_states.only("pk", "name", "question_set_id").order_by("name")
+    listed = list(states[:PICKER_STATES])
+    total = len(listed)
+    if total == PICKER_STATES:
+        total = question_set.sample_states.count()
+    if selected is not None and all(s.pk != selected for s in listed):
+        listed += list(states.filter(pk=selected))
+    return listed, total
 
 
 #: what a list of versions shows never needs their documents (1.8 MB each at the limits)
@@ -409,18 +552,28 @@ def run_cases(run: BatchRun) -> list[metrics.Case]:
     return cases
 
 
+def run_report_computed(run: BatchRun) -> metrics.Report:
+    """A run's test report worked out from every answer (one pass over them)."""
+    return metrics.report(run_cases(run), threshold=run.threshold)
+
+
+def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, Any] | None:
+    """The report a finished run stored (`services.summaries`): its own (`against` None) or
+    the run set against `against`; None when it stored none."""
+    if not (run.pk and run.finished):
+        return None
+    return RunReport.objects.filter(run=run, against=against).values_list("data", flat=True).first()
+
+
 def run_report(run: BatchRun) -> metrics.Report:
-    """A run's test report. A finished run's never changes (its items, their state revisions
-    and its threshold are final), so it is worked out once per process and kept in the cache;
-    an unfinished run's is worked out afresh."""
-    if not (run.finished and run.finished_at):
-        return metrics.report(run_cases(run), threshold=run.threshold)
-    key = f"run-report:{run.pk}:{run.finished_at.timestamp()}"
-    report = cache.get(key)
-    if report is None:
-        report = metrics.report(run_cases(run), threshold=run.threshold)
-        cache.set(key, report, timeout=None)
-    return report
+    """A run's test report: a finished run's as it stored it when it finished, in constant
+    time (migration 0018 stored those of the runs finished before); an unfinished run's, or
+    a finished one's that stored none, worked out afresh and not stored: a read never
+    writes."""
+    data = stored_report(run)
+    if data is not None:
+        return metrics.report_from_json(data)
+    return run_report_computed(run)
 
 
 def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
@@ -573,14 +726,29 @@ def _full_answers(run: BatchRun, states: set[str]) -> dict[str, dict[str, Any]]:
     )
 
 
+def compared(document: Any) -> dict[str, str]:
+    """The questions of a stored document a comparison reads: id → type."""
+    if not isinstance(document, dict):
+        return {}
+    return {
+        qid: q["type"]
+        for qid, q in document.items()
+        if isinstance(q, dict) and q.get("type") in READING_KEYS
+    }
+
+
 def run_delta(
     base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
 ) -> metrics.RunDelta:
     """Run `this` against run `base` on the states both answered (the questions of
     `document`): pass rates over the pairs both checked and the cells that moved, regressions
     first, the first `shown` of them with their whole answers (the others with their
-    readings). Two finished runs never change, so their comparison is worked out once per
-    process and kept in the cache."""
+    readings). The pair a finished run stored (`services.summaries`: its version's review
+    baseline) is read as stored; two other finished runs never change, so their comparison is
+    worked out once per process and kept in the cache."""
+    data = stored_report(this, base) if base.finished else None
+    if data is not None and data["shown"] >= shown and data.get("types") == compared(document):
+        return metrics.delta_from_json(data)
     key = None
     if base.finished_at and this.finished_at and base.finished and this.finished:
         stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
@@ -588,7 +756,17 @@ def run_delta(
         delta = cache.get(key)
         if delta is not None:
             return delta
-    types = _types(document)
+    delta = run_delta_computed(base, this, document, shown)
+    if key:
+        cache.set(key, delta, timeout=None)
+    return delta
+
+
+def run_delta_computed(
+    base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
+) -> metrics.RunDelta:
+    """`run_delta` worked out from both runs' answers."""
+    types = compared(document)
     delta = metrics.compare_readings(
         run_readings(base, types),
         run_readings(this, types),
@@ -607,20 +785,7 @@ def run_delta(
         )
         for c in listed
     ]
-    if key:
-        cache.set(key, delta, timeout=None)
     return delta
-
-
-def _types(document: Any) -> dict[str, str]:
-    """The question types of a stored document that a comparison reads, by question id."""
-    if not isinstance(document, dict):
-        return {}
-    return {
-        qid: q["type"]
-        for qid, q in document.items()
-        if isinstance(q, dict) and q.get("type") in READING_KEYS
-    }
 
 
 def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
@@ -647,7 +812,7 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
         found = cache.get(key)
         if found is not None:
             return found
-    types = _types(run_after.version.document)
+    types = compared(run_after.version.document)
     by_question = metrics.paired_checks(
         run_readings(run_before, types),
         run_readings(run_after, types),

@@ -17,6 +17,7 @@ with `"instructions": null` parse, serialise and hash differently, and so do abs
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import math
@@ -352,8 +353,9 @@ class Question:
         order = [*self.keys, *(k for k in QUESTION_KEYS if k not in self.keys)]
         return {k: fields[k] for k in order if k in fields and fields[k] is not ABSENT}
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
+        """Worked out once per question (a batch run records it with every answer)."""
         return question_sha256(self.to_json())
 
     @property

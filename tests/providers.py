@@ -35,7 +35,7 @@ KEY = "sk-test-4f9c2a7e1b"
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 128  # a batch run opens up to 64 connections at once
+    request_queue_size = 256  # a batch run opens up to 128 connections at once
 
 
 class Provider:

@@ -131,6 +131,46 @@ def test_a_run_through_every_path_logs_json_lines_without_secrets(captured, prov
     assert "RuntimeError: went wrong holding [redacted]" in failure["traceback"]
     boom_line = next(r for r in requests if r["path"] == "/boom/")
     assert failure["request_id"] == boom_line["request_id"]
+    # the batch run: one line for the run, and one for each call that failed, none per answer
+    [summary] = [
+        line
+        for line in lines
+        if line["logger"] == "questions.batches" and line["message"].startswith(f"run {run.pk} ")
+    ]
+    assert " calls (" in summary["message"] and " answered, " in summary["message"]
+    calls = [line for line in lines if line["logger"] == "questions.decisions"]
+    assert calls and all(" status=200 " not in line["message"] for line in calls)
     assert "redacted" in text  # the provider's echo was logged, scrubbed
     for secret in (KEY, token, live_settings.SECRET_KEY, PASSWORD, STATE_CANARY):
         assert secret not in text
+
+
+def test_a_batch_run_logs_one_line_for_the_run_and_none_per_answered_state(captured, settings):
+    from questions import standin
+    from tests.providers import DOC
+
+    server = standin.serve_in_thread()
+    settings.TYPESAFE_API_KEY = standin.KEY
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        writer = factories.author("writer")
+        qs = factories.question_set("logged", owner=writer, doc=DOC)
+        for i in range(5):
+            services.sample_state_create(
+                question_set=qs, name=f"s{i}", state={"n": i}, author=writer
+            )
+        version = services.open_draft(qs)
+        run = services.batch_create(
+            version=version, backend="typesafe", user=writer, concurrency=128, enqueue=False
+        )
+        services.batch_execute(run.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = [json.loads(line) for line in captured.getvalue().splitlines()]
+    assert not [line for line in lines if line["logger"] == "questions.decisions"]
+    [summary] = [line for line in lines if line["logger"] == "questions.batches"]
+    assert summary["message"] == (
+        f"run {run.pk} done: 5 answered, 0 failed, 0 cancelled; 5 calls (0 failed) in "
+        + summary["message"].rsplit(" in ", 1)[1]
+    )

@@ -80,7 +80,7 @@ def pages(qs) -> dict[str, str]:
 
 
 def counted(client, url: str) -> int:
-    client.get(url)  # the first view may fill a per-process cache (a finished run's report)
+    client.get(url)  # the first view may fill a per-process cache (a comparison not stored)
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, url
@@ -94,8 +94,12 @@ def test_page_queries_do_not_grow_with_states_versions_or_runs(client, provider)
     client.force_login(author)
     small = world("small", states=2, versions=2, runs=3, author=author, reviewer=reviewer)
     large = world("large", states=7, versions=5, runs=5, author=author, reviewer=reviewer)
-    few = {name: counted(client, url) for name, url in pages(small).items()}
-    many = {name: counted(client, url) for name, url in pages(large).items()}
+    few = {
+        name: counted(client, url) for name, url in {**pages(small), **found_pages(small)}.items()
+    }
+    many = {
+        name: counted(client, url) for name, url in {**pages(large), **found_pages(large)}.items()
+    }
     assert many == few
     # compare reads one more than it did: the repeatability control its noise floor comes from
     assert few["editor"] <= 8 and few["compare, 3 runs"] <= 15
@@ -150,3 +154,70 @@ def test_the_run_page_lists_its_states_a_page_at_a_time(client, provider, monkey
     missed = [i.sample_state.name for i in order if i.misses]
     assert all(n in failing for n in missed[:2])
     assert all(n not in failing.split("results-heading")[-1] for n in names if n not in missed)
+
+
+def measured(client, url: str) -> tuple[int, int]:
+    """The queries and bytes of a page's second view."""
+    client.get(url)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(captured), len(response.content)
+
+
+def found_pages(qs) -> dict[str, str]:
+    """The paged lists found by what they hold, beside the pages above."""
+    detail = reverse("set-detail", args=[qs.slug])
+    return {
+        "set page, by tag": f"{detail}?state_tag=nothing",
+        "set page, by name": f"{detail}?state_name=state-00",
+        "set page, unlabelled": f"{detail}?state_show=unlabelled",
+        "set page, failing": f"{detail}?state_show=failing",
+        "set page, next states": f"{detail}?states_from=2",
+        "set list, searched": reverse("set-list") + "?q=a&from=2",
+    }
+
+
+def test_page_queries_and_bytes_do_not_grow_with_states_or_sets(client, provider, monkeypatch):
+    """With the versions and runs the same, more states and more sets cost no query and no
+    byte beyond the digits of the counts: every page shows a bounded part of them."""
+    from questions import selectors
+    from questions.views import runs
+
+    for name in ("STATES_PAGE", "SETS_PAGE", "PICKER_STATES"):
+        monkeypatch.setattr(selectors, name, 2)
+    monkeypatch.setattr(selectors, "REVIEW_FLIPS_SHOWN", 1)  # stored with the runs so
+    monkeypatch.setattr(runs, "ITEMS_PAGE", 2)
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    small = world("small", states=5, versions=2, runs=3, author=author, reviewer=reviewer)
+    large = world("large", states=11, versions=2, runs=3, author=author, reviewer=reviewer)
+    for i in range(3):
+        factories.question_set(f"another-{i}", owner=author)
+
+    def views(qs) -> dict[str, tuple[int, int]]:
+        urls = {**pages(qs), **found_pages(qs)}
+        urls.pop("set list")  # measured below, against the number of sets
+        urls.pop("set list, searched")
+        return {  # the comparison grid's pages are pinned above
+            name: measured(client, url)
+            for name, url in urls.items()
+            if not name.startswith("compare")
+        }
+
+    few, many = views(small), views(large)
+    for name in few:
+        assert many[name][0] == few[name][0], name
+        assert abs(many[name][1] - few[name][1]) < 500, (name, few[name], many[name])
+    sets_few = [
+        measured(client, reverse("set-list")),
+        measured(client, found_pages(small)["set list, searched"]),
+    ]
+    for i in range(12):
+        factories.question_set(f"more-{i:02d}", owner=author)
+    sets_many = [
+        measured(client, reverse("set-list")),
+        measured(client, found_pages(small)["set list, searched"]),
+    ]
+    for (q_few, b_few), (q_many, b_many) in zip(sets_few, sets_many, strict=True):
+        assert q_many == q_few and abs(b_many - b_few) < 600

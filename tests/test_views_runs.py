@@ -133,7 +133,7 @@ def test_bad_run_settings_say_so(setup):
         {"backend": "typesafe", "concurrency": "0"},
         follow=True,
     )
-    assert "Concurrency is 1 to 64" in response.content.decode()
+    assert f"Concurrency is 1 to {BatchRun.MAX_CONCURRENCY}" in response.content.decode()
     assert not BatchRun.objects.exists()
 
 

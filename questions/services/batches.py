@@ -314,6 +314,8 @@ class _Execution:
         self.on_progress = on_progress
         self.user = run.created_by or roles.OPERATOR
         self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
+        self.calls = self.failed_calls = 0  # calls asked, and those that failed (retries too)
+        self.started = time.monotonic()
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
         except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
@@ -376,13 +378,20 @@ class _Execution:
         asked = self._asked(item)
         if isinstance(asked, backends.Outcome):
             return asked
-        return decision_conclude(await self.backend.aask(asked, client), asked)
+        return self._concluded(await self.backend.aask(asked, client), asked)
 
     def ask_sync(self, item: tuple[int, SampleStateRevision, int]) -> backends.Outcome:
         asked = self._asked(item)
         if isinstance(asked, backends.Outcome):
             return asked
-        return decision_conclude(self.backend.ask(asked), asked)
+        return self._concluded(self.backend.ask(asked), asked)
+
+    def _concluded(self, outcome: backends.Outcome, asked: backends.Ask) -> backends.Outcome:
+        """A call's outcome, concluded and counted: the run logs one line at its end, and
+        each failed call its own."""
+        self.calls += 1
+        self.failed_calls += outcome.error is not None
+        return decision_conclude(outcome, asked, logged=False)
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[list[httpx.AsyncClient]]:
@@ -609,6 +618,18 @@ def batch_execute(
     )
     run = BatchRun.objects.get(pk=run.pk)
     store_summary(run)
+    counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
+    log.info(
+        "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed) in %.1f s",
+        run.pk,
+        run.status,
+        counts.get(BatchItem.Status.ANSWERED, 0),
+        counts.get(BatchItem.Status.FAILED, 0),
+        counts.get(BatchItem.Status.CANCELLED, 0),
+        execution.calls,
+        execution.failed_calls,
+        time.monotonic() - execution.started,
+    )
     if on_progress:
         on_progress(run)
     return run

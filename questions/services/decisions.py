@@ -100,11 +100,20 @@ def _refused_for(backend: str, model: str, errors: list) -> Outcome | None:
     return _refused(backend, model, 422, f"Nothing was sent: {shown}")
 
 
-def decision_conclude(outcome: Outcome, ask: backends.Ask) -> Outcome:
+def decision_conclude(outcome: Outcome, ask: backends.Ask, *, logged: bool = True) -> Outcome:
     """What every ask does with what came back, before it is recorded: keep what was asked,
-    refuse an answer no database stores, log the call (never the state or the key)."""
+    refuse an answer no database stores, log the call (never the state or the key). With
+    `logged` False (a batch run, which logs one line for the run) only a failed call is
+    logged."""
     outcome.ask = ask
     _refuse_unstorable(outcome)
+    if logged or outcome.error is not None:
+        log_call(outcome)
+    return outcome
+
+
+def log_call(outcome: Outcome) -> None:
+    """One line for one call: backend, status, the provider's status and time, the request id."""
     log.info(
         "decision backend=%s status=%s provider_status=%s provider_ms=%s total_ms=%.1f id=%s",
         outcome.backend,
@@ -114,7 +123,6 @@ def decision_conclude(outcome: Outcome, ask: backends.Ask) -> Outcome:
         outcome.total_ms,
         outcome.request_id or "-",
     )
-    return outcome
 
 
 def _refuse_unstorable(outcome: Outcome) -> None:
@@ -167,6 +175,22 @@ def decision_record(
     return decision
 
 
+#: the hash of the questions maps asked lately, by the map's identity (the map kept, so its id
+#: is not reused): a batch run asks the same map about every state
+_QUESTIONS_SHA: dict[int, tuple[dict[str, spec.Question], str]] = {}
+
+
+def _questions_sha256(questions: dict[str, spec.Question]) -> str:
+    kept = _QUESTIONS_SHA.get(id(questions))
+    if kept is not None and kept[0] is questions:
+        return kept[1]
+    sha = spec.sha256_of({qid: q.to_json() for qid, q in questions.items()})
+    if len(_QUESTIONS_SHA) >= 64:
+        _QUESTIONS_SHA.clear()
+    _QUESTIONS_SHA[id(questions)] = (questions, sha)
+    return sha
+
+
 def decision_rows(
     *,
     outcome: Outcome,
@@ -185,7 +209,7 @@ def decision_rows(
         request_text=outcome.request_text,
         request_sha256=spec.sha256_of(outcome.request_body),
         state_sha256=ask.state_sha256,
-        questions_sha256=spec.sha256_of(ask.questions_json),
+        questions_sha256=_questions_sha256(ask.questions),
         response_text=_storable(outcome.response_text),
         status=outcome.status,
         provider_status_code=outcome.provider_status_code,

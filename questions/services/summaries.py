@@ -1,14 +1,18 @@
 """A finished run's summary, stored on it: checked and passed pairs (its pass rate), failed
 states, and per item the answers that missed the expected one (the run report lists failures
-first by it). One call at the end of a run (`batch_execute`); the migration that added the
-fields filled the runs finished before."""
+first by it); and its reports (`RunReport`): the test report the run page shows and the
+comparison the review of its version shows. One call at the end of a run (`batch_execute`);
+the migrations that added the fields and the reports filled the runs finished before."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
 from questions import metrics
+
+log = logging.getLogger("questions.batches")
 
 
 def summary_rows(run: Any):
@@ -21,8 +25,10 @@ def summary_rows(run: Any):
 
 def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     """Work out a finished run's summary and store it on the run and its items: a query for
-    the items, one update per distinct miss count, one for the run. `item_model` is the
-    BatchItem model (a migration passes its historical one)."""
+    the items, one update per distinct miss count, one for the run; then its reports
+    (`store_reports`). `item_model` is the historical BatchItem model of the migration that
+    filled the summaries of older runs (which stores no report: the reports came later)."""
+    live = item_model is None
     if item_model is None:
         from questions.models import BatchItem as item_model
     summary = metrics.summarize(summary_rows(run), threshold=run.threshold)
@@ -37,4 +43,41 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     )
     run.checked, run.passed = summary.checked, summary.passed
     run.failed_states = summary.failed_states
+    if live:
+        store_reports(run)
     return summary
+
+
+def store_reports(run: Any, report_model: Any = None) -> None:
+    """Store a finished run's test report, and, for a plain run, the run set against the
+    latest finished run of its version's review baseline: what the run page and the review
+    page read, once, whatever the number of answers. Worked out again (replaced) if asked
+    twice. `report_model` is the historical RunReport model of the migration that filled the
+    test reports of older runs (it stores no comparison)."""
+    from questions import selectors
+
+    if report_model is None:
+        from questions.models import RunReport as report_model
+    data = metrics.report_as_json(selectors.run_report_computed(run))
+    report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
+    if report_model is not selectors.RunReport or run.kind != run.PLAIN:
+        return  # a migration fills the test reports only; a control is not reviewed
+    try:
+        baseline, _name = selectors.review_baseline(run.version)
+        base = selectors.latest_run(baseline)
+        if base is None or base.pk == run.pk:
+            return
+        delta = selectors.run_delta_computed(
+            base, run, run.version.document, selectors.REVIEW_FLIPS_SHOWN
+        )
+    except Exception:  # the review works it out when read; the run is finished all the same
+        log.exception("run %s: its comparison with the review baseline was not stored", run.pk)
+        return
+    report_model.objects.update_or_create(
+        run_id=run.pk,
+        against_id=base.pk,
+        defaults={
+            "data": metrics.delta_as_json(delta, selectors.REVIEW_FLIPS_SHOWN)
+            | {"types": selectors.compared(run.version.document)}
+        },
+    )

@@ -128,8 +128,7 @@ def _page(
         "editable": version.is_draft and roles.may_write(request.user),
         "can_author": roles.may_write(request.user),
         "question_types": spec.QUESTION_TYPES,
-        "sample_states": list(question_set.sample_states.only("pk", "name", "question_set_id")),
-        "preview_state": whole_number(request.GET.get("state", "")),
+        **_picker(question_set, whole_number(request.GET.get("state", ""))),
         "backends": [
             _labelled(b)
             for b in backends.available()
@@ -143,6 +142,16 @@ def _page(
         **extra,
     }
     return render(request, EDIT_TEMPLATE, context, status=status)
+
+
+def _picker(question_set, selected: int | None) -> dict:
+    states, total = selectors.picker_states(question_set, selected)
+    return {
+        "sample_states": states,
+        "sample_states_total": total,
+        "picker_states": selectors.PICKER_STATES,
+        "preview_state": selected,
+    }
 
 
 @require_GET

@@ -14,11 +14,37 @@ from questions.models import QuestionSet, Version
 from questions.views import whole_number
 
 
+def pager(request: HttpRequest, page: selectors.Window, param: str) -> dict:
+    """What a pager under a long list shows: which rows, of how many, and the links to the
+    pages before and after (the request's other parameters kept)."""
+
+    def link(start: int | None) -> str | None:
+        if start is None:
+            return None
+        query = request.GET.copy()
+        query[param] = str(start)
+        return f"?{query.urlencode()}"
+
+    return {
+        "first": page.start + 1 if page.rows else 0,
+        "last": page.end,
+        "total": page.total,
+        "previous": link(page.previous_start),
+        "next": link(page.next_start),
+    }
+
+
+def start_of(request: HttpRequest, param: str) -> int:
+    return whole_number(request.GET.get(param, ""), digits=9) or 0
+
+
 @require_GET
 def set_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "")
+    page = selectors.question_sets_page(search, start_of(request, "from"))
     context = {
-        "sets": selectors.question_sets(search),
+        "sets": page.rows,
+        "pager": pager(request, page, "from"),
         "search": search,
         "can_author": roles.may_write(request.user),
     }
@@ -55,13 +81,35 @@ def set_create(request: HttpRequest) -> HttpResponse:
 @require_GET
 def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet.objects.select_related("owner"), slug=slug)
+    finding = {
+        "name": request.GET.get("state_name", ""),
+        "tag": request.GET.get("state_tag", ""),
+        "show": request.GET.get("state_show", "all"),
+    }
+    if finding["show"] not in selectors.STATE_SHOWS:
+        finding["show"] = "all"
+    last_run = selectors.last_finished_run(question_set) if finding["show"] == "failing" else None
+    states = selectors.sample_states_page(
+        question_set, **finding, start=start_of(request, "states_from"), failing_in=last_run
+    )
+    states_context = {
+        "set": question_set,
+        "states": states.rows,
+        "states_pager": pager(request, states, "states_from"),
+        "finding": finding,
+        "finding_any": any(finding[k].strip() for k in ("name", "tag")) or finding["show"] != "all",
+        "state_shows": selectors.STATE_SHOWS,
+        "failing_run": last_run,
+        "can_author": roles.may_write(request.user),
+    }
+    if request.htmx and request.htmx.target == "state-rows":
+        return render(request, "questions/set_detail.html#state-rows", states_context)
     versions = list(selectors.versions_of(question_set))
     labels = selectors.labels_fetched(question_set)
     context = {
-        "set": question_set,
+        **states_context,
         "versions": versions,
         "draft": next((v for v in versions if v.is_draft), None),
-        "states": question_set.sample_states.all(),
         "can_author": roles.may_write(request.user),
         "can_review": roles.may_review(request.user),
         "labels": [shown.label for shown in labels],
