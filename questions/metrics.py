@@ -283,6 +283,8 @@ def report_as_json(report: Report) -> dict[str, Any]:
             "count": c.count,
             "brier": c.brier,
             "ece": c.ece,
+            "mce": c.mce,
+            "log_loss": c.log_loss,
             "bins": [[b.low, b.high, b.count, b.confidence, b.frequency] for b in c.bins],
         }
 
@@ -302,7 +304,14 @@ def report_from_json(data: Mapping[str, Any]) -> Report:
     """The report `report_as_json` stored."""
 
     def calibration_of(c: Mapping[str, Any]) -> Calibration:
-        return Calibration(c["count"], c["brier"], c["ece"], [Bin(*b) for b in c["bins"]])
+        return Calibration(
+            c["count"],
+            c["brier"],
+            c["ece"],
+            [Bin(*b) for b in c["bins"]],
+            mce=c.get("mce"),  # a report stored before the console measured them has none
+            log_loss=c.get("log_loss"),
+        )
 
     return Report(
         data["checked"],

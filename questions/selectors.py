@@ -577,14 +577,17 @@ def run_report(run: BatchRun) -> metrics.Report:
 
 
 def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
-    """A run's pass rate per tag of its states (the tags as the run asked them: its items'
-    revisions'), a control's real calls only. Cached per finished run, as `run_report`."""
-    key = None
-    if run.finished and run.finished_at:
-        key = f"run-tags:{run.pk}:{run.finished_at.timestamp()}"
-        found = cache.get(key)
-        if found is not None:
-            return found
+    """A run's pass rate per tag of its states: a finished run's as it stored them with its
+    report (`services.summaries`), in constant time; otherwise worked out, never stored."""
+    data = stored_report(run)
+    if data is not None and "tags" in data:
+        return [metrics.Slice(*row) for row in data["tags"]]
+    return run_tag_slices_computed(run)
+
+
+def run_tag_slices_computed(run: BatchRun) -> list[metrics.Slice]:
+    """`run_tag_slices` from the answers: the tags as the run asked them (its items'
+    revisions'), a control's real calls only."""
     items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
         "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
     )
@@ -599,10 +602,7 @@ def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
         for name, tags, expected, answers in items
         if tags
     ]
-    found = metrics.tag_slices(tagged, run.threshold)
-    if key:
-        cache.set(key, found, timeout=None)
-    return found
+    return metrics.tag_slices(tagged, run.threshold)
 
 
 def run_counts(run: BatchRun) -> dict[str, int]:

@@ -30,9 +30,10 @@ def version(client, settings):
         services.sample_state_create(
             question_set=qs,
             name=f"s{i}",
-            state={"n": i},
+            state={"n": i, "ticket": "urgent, we are down" if i % 2 == 0 else "a question"},
             author=writer,
             expected={"urgent": i % 2 == 0, "desk": "billing"},
+            tags=["even" if i % 2 == 0 else "odd"],
         )
     yield services.open_draft(qs)
     server.shutdown()
@@ -73,12 +74,16 @@ def _nothing_worked_out(monkeypatch):
     monkeypatch.setattr(selectors, "run_report_computed", refuse)
     monkeypatch.setattr(selectors, "run_delta_computed", refuse)
     monkeypatch.setattr(selectors, "run_cases", refuse)
+    monkeypatch.setattr(selectors, "run_tag_slices_computed", refuse)
 
 
 def test_a_finished_run_stores_its_report_and_the_run_page_reads_it(client, version, monkeypatch):
     run = _run(version)
     stored = RunReport.objects.get(run=run, against=None)
-    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run))
+    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run)) | {
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices(run)]
+    }
+    assert [s.tag for s in selectors.run_tag_slices(run)] == ["even", "odd"]
     again = metrics.report_from_json(stored.data)
     computed = selectors.run_report_computed(run)
     assert (again.checked, again.passed, again.pass_rate) == (
@@ -168,7 +173,10 @@ def test_the_migration_stores_the_report_of_runs_finished_before_it(version):
     migration = importlib.import_module("questions.migrations.0020_run_reports")
     migration.fill_finished_runs(apps, None)
     stored = RunReport.objects.get(run=run, against=None)
-    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run))
+    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run)) | {
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices(run)]
+    }
+    assert [s.tag for s in selectors.run_tag_slices(run)] == ["even", "odd"]
     assert RunReport.objects.count() == 1  # the comparisons are worked out when read
     assert BatchRun.objects.get(pk=run.pk).checked == stored.data["checked"]
 

@@ -59,6 +59,9 @@ def store_reports(run: Any, report_model: Any = None) -> None:
     if report_model is None:
         from questions.models import RunReport as report_model
     data = metrics.report_as_json(selectors.run_report_computed(run))
+    data["tags"] = [
+        [s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices_computed(run)
+    ]
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not selectors.RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
