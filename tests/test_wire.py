@@ -292,10 +292,12 @@ def test_recorded_names_and_defaults():
         "runtime",
         "openrouter",
         "llm",
+        "custom",
         "recorded",
         "recorded:runtime",
         "recorded:openrouter",
         "recorded:llm",
+        "recorded:custom",
     )
     assert backends.get("recorded").source.name == "typesafe"
     assert backends.get("recorded:typesafe").name == "recorded"
