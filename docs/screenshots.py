@@ -1,13 +1,15 @@
 """The README's screenshots, taken from a console running the demo (`make screenshots`).
 
 Start the console first (`make run`, or any console with the demo loaded and a provider or the
-stand-in answering), then:
+stand-in answering), then, with the console's `DATABASE_URL` (the default SQLite file for
+`make run`):
 
     .venv/bin/python docs/screenshots.py [--url http://127.0.0.1:8000] [--chromium PATH]
 
 It signs in as the demo's `author`, opens the `shell-guard` draft in the editor, asks the
 preview about a sample state and photographs the editor with its answers
-(`docs/img/editor.png`), then opens compare on `gestures` (`docs/img/compare.png`). Both
+(`docs/img/editor.png`), then opens compare on `support-routing`'s three runs — its rules, the stand-in and the
+chat wire (`docs/img/compare.png`). Both
 1280 × 800 px, the first screen of the page.
 """
 
@@ -31,6 +33,9 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     IMAGES.mkdir(exist_ok=True)
+    # the demo's side by side: support-routing's first runs through its rules, the stand-in and
+    # the chat wire, read from the database the console serves (before the browser's loop runs)
+    columns = "&".join(f"col=run:{pk}" for pk in side_by_side())
     url = args.url.rstrip("/")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
@@ -49,12 +54,27 @@ def main() -> int:
         page.locator("#preview").evaluate("e => e.scrollIntoView({block: 'start'})")
         shot(page, IMAGES / "editor.png")
 
-        page.goto(f"{url}/sets/gestures/compare/")
+        page.goto(f"{url}/sets/support-routing/compare/?{columns}")
         page.wait_for_load_state()
         page.locator("table").first.evaluate("e => e.scrollIntoView({block: 'start'})")
         shot(page, IMAGES / "compare.png")
         browser.close()
     return 0
+
+
+def side_by_side() -> list[int]:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    os.environ.setdefault("DJANGO_DEBUG", "1")
+    sys.path.insert(0, str(HERE.parent))
+    import django
+
+    django.setup()
+    from questions import demo
+    from questions.models import BatchRun
+
+    runs = BatchRun.objects.filter(question_set__slug="support-routing", kind=BatchRun.PLAIN)
+    first = [runs.filter(backend=backend).order_by("pk").first() for backend in demo.SIDE_BY_SIDE]
+    return [run.pk for run in first if run]
 
 
 def shot(page, target: Path) -> None:
