@@ -8,9 +8,9 @@ stand-in answering), then, with the console's `DATABASE_URL` (the default SQLite
 
 It signs in as the demo's `author`, opens the `shell-guard` draft in the editor, asks the
 preview about a sample state and photographs the editor with its answers
-(`docs/img/editor.png`), then opens compare on `support-routing`'s three runs — its rules, the stand-in and the
-chat wire (`docs/img/compare.png`). Both
-1280 × 800 px, the first screen of the page.
+(`docs/img/editor.png`), then opens compare on `support-routing`'s three runs — its rules,
+the stand-in and the chat wire (`docs/img/compare.png`). Both 1280 × 800 px, the first screen
+of the page.
 """
 
 from __future__ import annotations
