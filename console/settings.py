@@ -265,7 +265,7 @@ LOGGING = {
     },
 }
 
-# --- decisions (DESIGN.md §2.1, §3) --------------------------------------------------------------
+# --- decisions --------------------------------------------------------------
 try:
     DECISIONS_LIMITS = Limits.from_env(os.environ)
 except ValueError as exc:
@@ -291,7 +291,7 @@ DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS = _number(
     allow_zero=True,
 )
 
-# --- backends (DESIGN.md §3); keys stay here and in the backends, never in a page or a log ----
+# --- backends; keys stay here and in the backends, never in a page or a log ----
 TYPESAFE_API_KEY = _env(DECISIONS_API_KEY_ENV)
 TYPESAFE_BASE_URL = (_env("TYPESAFE_BASE_URL") or "https://api.typesafe.ai").rstrip("/")
 RUNTIME_URL = _env("RUNTIME_URL").rstrip("/")
@@ -316,7 +316,7 @@ DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
 #: single-person teams: let the author of a version approve it too (off by default)
 DECISIONS_ALLOW_SELF_APPROVAL = _flag("DECISIONS__ALLOW_SELF_APPROVAL")
 
-# --- batch runs (DESIGN.md §7): Django's tasks API with the database backend -------------------
+# --- batch runs: Django's tasks API with the database backend -------------------
 #: webhook deliveries have a queue of their own, with its own worker (`db_worker --queue-name
 #: webhooks`), so a slow receiver never holds a worker that batch runs wait for
 WEBHOOK_QUEUE = "webhooks"

@@ -1,4 +1,4 @@
-"""Answer checking (DESIGN.md §2.5), in pure Python.
+"""Answer checking, in pure Python.
 
 This module owns what makes a provider's response acceptable: every asked question answered with
 its own type and required fields, every number where it must lie, the advisory `nearUniform`, and

@@ -1,4 +1,4 @@
-"""Server-rendered SVG bar charts of checked answers, with the numbers as text (DESIGN.md §5).
+"""Server-rendered SVG bar charts of checked answers, with the numbers as text.
 
 Readable without JavaScript and by a screen reader: every chart has a title and a description,
 and every bar its label and value as text. Pure Python; values are escaped here.

@@ -1,4 +1,4 @@
-"""TypeSafe's documented failure modes, as lints (DESIGN.md §2.3), in pure Python.
+"""TypeSafe's documented failure modes, as lints, in pure Python.
 
 This module owns the semantic lints: the ways a well-formed question still gets a meaningless
 answer, as TypeSafe documents them for Jev and as jevkit-lint and question-kit check them —

@@ -1,4 +1,4 @@
-"""Persistence only (DESIGN.md §4). Every write goes through `questions/services.py`.
+"""Persistence only. Every write goes through `questions/services.py`.
 
 Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
 options (declared order is what the author wrote and what the charts show), and a JSONField
@@ -249,7 +249,7 @@ class SampleStateRevision(models.Model):
 
 
 class Decision(models.Model):
-    """One live call to a provider, recorded whatever its outcome (DESIGN.md §3). The request is
+    """One live call to a provider, recorded whatever its outcome. The request is
     stored as the exact body sent, in the author's order and without the key (its canonical
     hash keys replay); a response that spoke about the key is not stored."""
 

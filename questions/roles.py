@@ -1,4 +1,4 @@
-"""Who may do what (DESIGN.md §1), as named predicates. The services ask them before they change
+"""Who may do what, as named predicates. The services ask them before they change
 anything or spend a provider call (`services.errors.require`); views ask them only to decide what
 to show.
 

@@ -336,7 +336,7 @@ def approval_of(version: Version) -> ReviewEvent | None:
 
 
 def export_document(version: Version) -> dict[str, Any]:
-    """The export document of DESIGN.md §6 — the one place that shapes it. Its `questions` map
+    """The export document — the one place that shapes it. Its `questions` map
     is the approved document exactly; `sha256` is the canonical hash of that map; `model` is
     the one recorded when the version was approved (frozen with it), and `answered_by` the
     concrete model that answered the run it was approved on (a name, a sorted list when several

@@ -1,4 +1,4 @@
-"""The question-set contract (DESIGN.md §2.1–2.4), in pure Python.
+"""The question-set contract, in pure Python.
 
 This module owns what a question set *is*: the three question types, the entry shapes, every
 limit, the four document forms a set arrives in, the lints of the encoding rules, and the
@@ -63,7 +63,7 @@ class Limits:
     min_levels: int = 2
     max_levels: int = 10
     max_name_length: int = 128
-    #: provider budgets worth a warning, not an error (DESIGN.md §2.1)
+    #: provider budgets worth a warning, not an error
     state_and_question_tokens: int = 32_000
     request_tokens: int = 64_000
 
@@ -240,7 +240,7 @@ def loads(text: str | bytes) -> Any:
 
 
 def canonical_json(value: Any) -> bytes:
-    """Canonical JSON (DESIGN.md §2.4): UTF-8, object keys sorted, arrays in order, no
+    """Canonical JSON: UTF-8, object keys sorted, arrays in order, no
     insignificant whitespace. Raises `ValueError` for values JSON cannot hold."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -248,7 +248,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def wire_json(value: Any) -> bytes:
-    """The bytes that go on a wire (DESIGN.md §2.4): UTF-8, no insignificant whitespace, every
+    """The bytes that go on a wire: UTF-8, no insignificant whitespace, every
     object's keys in the order they have — the author's, never sorted. Canonical JSON is for
     hashing only. Raises `ValueError` for values JSON cannot hold."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
@@ -304,7 +304,7 @@ ABSENT: Final = _Absent()
 
 
 class Form(enum.StrEnum):
-    """The shapes a question set arrives in (DESIGN.md §6)."""
+    """The shapes a question set arrives in."""
 
     BARE = "bare"  # the questions map itself
     DECISIONS = "decisions"  # a POST /api/decisions body: state, questions, optional profile
@@ -1294,7 +1294,7 @@ def provider_refusals(
     questions: Mapping[str, Question] | None = None, state: Any = ABSENT
 ) -> list[Issue]:
     """What the provider's published schema refuses in questions and a state this contract
-    accepts (DESIGN.md §2.1): a `null`, boolean or number state, and a `null` score level. Each
+    accepts: a `null`, boolean or number state, and a `null` score level. Each
     names the wires that refuse it; the console warns at the field and the schema wires refuse
     the call as the provider would (422), before spending it."""
     wires = " and ".join(f"`{w}`" for w in SCHEMA_WIRES)

@@ -1,4 +1,4 @@
-"""Answer checking: the documented answers, each rule of DESIGN.md §2.5 broken once, and the
+"""Answer checking: the documented answers, each rule of the gateway broken once, and the
 two-decimal rounding tolerance at its edges."""
 
 import copy

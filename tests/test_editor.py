@@ -555,7 +555,7 @@ def test_the_preview_sends_the_author_s_bytes(author_client, settings):
     assert Decision.objects.get().request_text.encode() == wire  # and as recorded
 
 
-#: structured descriptions (DESIGN.md §2.1): an array, an object with other keys, nested values
+#: structured descriptions: an array, an object with other keys, nested values
 STRUCTURED = {
     "desk": {
         "type": "choice",

@@ -1,4 +1,4 @@
-"""The backends (DESIGN.md §3): one module per wire, plus `recorded`, behind one interface.
+"""The backends: one module per wire, plus `recorded`, behind one interface.
 
 backend = backends.get("typesafe")
 outcome = backend.ask(Ask(questions, state, model))   # never raises for a provider's fault

@@ -1,4 +1,4 @@
-"""The seam every backend speaks (DESIGN.md §3): what is asked, what comes back, and the one
+"""The seam every backend speaks: what is asked, what comes back, and the one
 table that maps what a provider did to the status the author sees.
 
 Nothing here echoes the key or the state: details name the rule and the status; what a provider
@@ -66,7 +66,7 @@ class Mapping_:
     relay_detail: bool = False  # the wire's own `detail` is shown after ours (the runtime's)
 
 
-#: The error mapping of DESIGN.md §3 and seed 000: provider status → what the author sees. A row
+#: The error mapping (seed 000's): provider status → what the author sees. A row
 #: keyed `(wire, status)` holds for that wire only and is found before the shared row; a class
 #: row (`"5xx"`, `"4xx"`) covers the statuses without a row of their own.
 ERROR_TABLE: dict[int | str | tuple[str, int | str], Mapping_] = {
@@ -349,7 +349,7 @@ class Wire:
             return body["id"][:200]
         return ""
 
-    #: which answer checks make a 502 on this wire (DESIGN.md §2.5); the rest are flags
+    #: which answer checks make a 502 on this wire; the rest are flags
     rules: answers.Rule = answers.GATEWAY
 
     def call(self, ask: Ask, started: float) -> Outcome:

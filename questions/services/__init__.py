@@ -1,4 +1,4 @@
-"""Every write and every live ask (DESIGN.md §4, §7): one function per state change,
+"""Every write and every live ask: one function per state change,
 keyword-only, atomic, a module per domain. Each checks who may act (`questions.roles`) before it
 changes anything or spends a provider call, and refuses with an error that carries its HTTP
 status and a code (`errors`).

@@ -1,4 +1,4 @@
-"""The console's command line (DESIGN.md §6): `python manage.py questions <subcommand>`.
+"""The console's command line: `python manage.py questions <subcommand>`.
 
 Exit status: 0 success, 1 invalid or failed (the reason printed; with --json a JSON object with
 `detail` and the mapped `status`), 2 unusable arguments or an unreadable file.
