@@ -6,8 +6,9 @@ set). A cell's *distance* from the baseline is the total variation distance for 
 score (half the summed absolute differences of the probabilities) and |Δp| for a noul; its
 *option deltas* say how each option's (level's, P(true)'s) probability moved (`option_deltas`).
 
-Tests: a choice passes when it equals the expected option; a score when |score − level| < 0.5
-(a score exactly between two levels passes neither); a noul when it is on the expected side of
+Tests: a choice passes when it equals the expected option; a score when its nearest level
+(`nearest_level`, halves going up, as the charts and the confusion read it) is the expected
+one; a noul when it is on the expected side of
 the threshold (p ≥ t counts as true). Calibration reads the noul's P(true) and the choice's
 probability of its chosen option: the Brier score is the mean of (p − outcome)²; the expected
 calibration error bins p in ten equal bins and sums, weighted by the bin's share, the gap
@@ -80,7 +81,7 @@ def passes(
     if qtype == "choice":
         return answer["choice"] == expected
     if qtype == "score":
-        return abs(float(answer["score"]) - int(expected)) < 0.5
+        return nearest_level(float(answer["score"])) == int(expected)
     return (float(answer["noul"]) >= threshold) == bool(expected)
 
 

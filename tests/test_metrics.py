@@ -44,8 +44,9 @@ def test_distances_by_hand():
         ("choice", choice("a", a=1), "a", True),
         ("choice", choice("a", a=1), "b", False),
         ("score", score(1.49, 0, 1), 1, True),
-        ("score", score(1.5, 0, 1), 1, False),  # exactly between: neither level
-        ("score", score(1.5, 0, 1), 2, False),
+        # exactly between: the nearest level going up, as the charts and the confusion read it
+        ("score", score(1.5, 0, 1), 1, False),
+        ("score", score(1.5, 0, 1), 2, True),
         ("score", score(0.51, 0, 1), 1, True),
         ("noul", noul(0.5), True, True),
         ("noul", noul(0.49), True, False),
@@ -238,3 +239,13 @@ def test_option_deltas_are_after_minus_before_rounded_and_largest_first():
     assert metrics.option_deltas("noul", {"noul": 0.71}, {"noul": 0.2}) == {"true": -0.51}
     score = metrics.option_deltas("score", {"probabilities": {"0": 1}}, {"probabilities": {"1": 1}})
     assert score == {"1": 1.0, "0": -1.0}
+
+
+@pytest.mark.parametrize("value", [0.5, 1.5, 2.5, 2.49, 2.51, 3.0])
+def test_a_score_passes_exactly_where_its_level_is_shown(value):
+    """One rule for the pass check, the level a page shows and the confusion matrix's row: a
+    score of 2.50 shown as level 3 passes an expected 3 (and not 2)."""
+    shown = metrics.nearest_level(value)
+    answer = score(value, 0, 1)
+    assert metrics.passes("score", answer, shown)
+    assert not metrics.passes("score", answer, shown - 1)

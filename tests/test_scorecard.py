@@ -225,6 +225,7 @@ def test_a_control_run_says_its_counts_are_calls(card):
     assert "24 / 24 calls (12 states × 2 calls each): 24 answered" in text
     assert "/ 24 states" not in text
     assert "less than 15 points above it" in text
+    assert "Results (12 states; failures first)" in text  # its states, not its calls
 
 
 def test_a_try_run_is_marked_in_the_runs_table_and_on_its_page(card):

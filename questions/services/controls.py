@@ -43,7 +43,8 @@ def control_create(
     if not least <= count <= controls.MAX_VARIANTS:
         raise Invalid(
             f"A {controls.TITLES[kind]} takes {least} to {controls.MAX_VARIANTS} "
-            f"{'calls' if kind == controls.REPEAT else kind}, not {count}."
+            f"{ {controls.SHUFFLE: 'shuffles', controls.ORDERS: 'orders'}.get(kind, 'calls') }, "
+            f"not {count}."
         )
     if not 0 <= seed <= MAX_SEED:
         raise Invalid(f"The seed is a whole number from 0 to {MAX_SEED}, not {seed}.")

@@ -195,11 +195,12 @@ def _progress_context(run: BatchRun) -> dict:
     """The progress bar's counts and what they count: a control asks each state once per
     variant, so its counts are calls, not states."""
     counts = selectors.run_counts(run)
-    unit = "states"
+    unit, states = "states", counts["total"]
     if control_reports.is_control(run):
         variants = controls.variants(run.kind, run.control_count)
-        unit = f"calls ({counts['total'] // max(1, variants)} states × {variants} calls each)"
-    return {"run": run, "counts": counts, "unit": unit}
+        states = counts["total"] // max(1, variants)
+        unit = f"calls ({states} states × {variants} calls each)"
+    return {"run": run, "counts": counts, "unit": unit, "states": states}
 
 
 def confusion_table(q: metrics.QuestionReport, declared: list[str]) -> dict:
