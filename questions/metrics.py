@@ -63,7 +63,7 @@ def option_deltas(
 ) -> dict[str, float]:
     """How each option's probability (a score: each level's; a noul: P(true), keyed `true`)
     moved from `base` to `other`: after − before, rounded to two decimals as the wire's
-    probabilities are, the largest move first (equal moves in declared order). An option only
+    probabilities are, the largest move first (equal moves by name). An option only
     one side has counts as 0 on the other."""
     if qtype == "noul":
         moved = {"true": float(other["noul"]) - float(base["noul"])}
@@ -72,7 +72,9 @@ def option_deltas(
         keys = [*b, *(k for k in a if k not in b)]
         moved = {k: float(b.get(k, 0)) - float(a.get(k, 0)) for k in keys}
     rounded = {k: round(v, 2) + 0.0 for k, v in moved.items()}  # + 0.0: no -0.0
-    return dict(sorted(rounded.items(), key=lambda kv: -abs(kv[1])))
+    # equal moves by name: the stored answers' key order is the provider's on SQLite, jsonb's
+    # (by length, then bytes) on PostgreSQL, so it cannot break a tie the same way on both
+    return dict(sorted(rounded.items(), key=lambda kv: (-abs(kv[1]), kv[0])))
 
 
 def passes(

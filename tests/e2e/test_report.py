@@ -150,7 +150,7 @@ def test_the_review_page_shows_the_content_and_the_evidence(page, live_server, w
     card = page.locator("#q-urgency")
     expect(card).to_contain_text(DOC["urgency"]["instructions"])
     expect(card).not_to_contain_text(DOC["urgency"]["criteria"][4])  # unchanged: on opening
-    card.locator("summary").click()
+    card.locator("summary", has_text="levels").click()
     for level in DOC["urgency"]["criteria"]:
         expect(card).to_contain_text(level)
     expect(page.locator("#q-refund_action")).to_contain_text("Refuse, kindly.")
