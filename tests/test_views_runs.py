@@ -457,8 +457,7 @@ def test_weak_evidence_when_no_state_was_checked_by_both_runs(setup, client):
     assert selectors.paired_verdicts(first, second)["overall"].n == 0
     weak = services.weak_evidence(v2)
     assert weak == (
-        f"shares no checked state with the baseline's run {first.pk}: nothing shows it does "
-        "as well"
+        f"shares no checked state with the baseline's run {first.pk}: nothing shows it does as well"
     )
     client.force_login(checker)
     url = f"/sets/s/v{v2.number}/review/"
