@@ -182,8 +182,8 @@ class Command(
             "--confirm-weak-evidence",
             action="store_true",
             help="approve a version whose evidence is weak (no finished batch run, or fewer "
-            "passes than the baseline's on the states both runs checked), as the review page's “Approve anyway”; recorded "
-            "in the note",
+            "passes than the baseline's on the states both runs checked), as the review "
+            "page's “Approve anyway”; recorded in the note",
         )
         approve.add_argument("--json", action="store_true")
 
