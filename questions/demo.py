@@ -711,6 +711,7 @@ def demo_load() -> list[str]:
         server.shutdown()
         server.server_close()
     done += [f"run {run.pk} of {run.version} ({run.status})" for run in finished if run]
+    done += _approve(runs)
     if side_by_side:
         columns = "&".join(f"col=run:{run.pk}" for run in side_by_side)
         slug = side_by_side[0].question_set.slug
@@ -720,8 +721,9 @@ def demo_load() -> list[str]:
 
 @transaction.atomic
 def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
-    """What was done, the runs of approvals (their sets' labels move), and the side-by-side
-    runs of a set's newest version through `side_by_side`'s backends."""
+    """What was done, the runs of the versions to approve (in review; approved on them once
+    they have finished, `_approve`), and the side-by-side runs of a set's newest version
+    through `side_by_side`'s backends."""
     done = []
     side_by_side = []
     authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
@@ -759,14 +761,7 @@ def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
             )
             if step in ("review", "approve"):
                 version = services.version_submit(version=version, author=users["author"])
-            if step == "approve":
-                version = services.version_approve(
-                    confirm_weak_evidence=True,
-                    version=version,
-                    reviewer=users["reviewer"],
-                    note="demo",
-                    label="staging" if previous else Label.BASELINE,
-                )
+            if step == "approve":  # approved once its run has finished (`_approve`)
                 runs.append(
                     services.batch_create(
                         version=version, backend="typesafe", user=users["author"], enqueue=False
@@ -784,6 +779,30 @@ def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
             f"{len(spec_['states'])} sample states)"
         )
     return done, runs, side_by_side
+
+
+def _approve(runs: list[Any]) -> list[str]:
+    """Approve each run's version, oldest first, on the run it has just finished — so the
+    approval records its evidence run and the model that answered it, as a reviewer's does:
+    a set's first version under `production`, a later one under `staging`."""
+    done = []
+    reviewer = get_user_model().objects.get(username="reviewer")
+    for run in sorted(runs, key=lambda r: r.pk):
+        version = run.version
+        first = not version.question_set.labels.filter(name=Label.BASELINE).exists()
+        label = Label.BASELINE if first else "staging"
+        version = services.version_approve(
+            confirm_weak_evidence=True,
+            version=version,
+            reviewer=reviewer,
+            note="demo",
+            label=label,
+        )
+        done.append(
+            f"approved {version.question_set.slug} v{version.number} on run "
+            f"{version.approved_evidence_run_id} ({label})"
+        )
+    return done
 
 
 def _promote(runs: list[Any]) -> list[str]:

@@ -28,6 +28,11 @@ from typing import Any
 
 from questions import stats
 
+#: a gate run's `BatchRun.kind`: its own, so it is never review evidence (the version's latest
+#: run, the scorecard, the set list's last pass rate, an approval's evidence run)
+KIND = "gate"
+#: what a run list calls it
+TITLE = "gate run"
 #: the bounds a gate takes: name → its flag, whether it is a floor, and how it is shown
 BOUNDS = {
     "min_pass_rate": ("--min-pass-rate", True, "pass rate"),

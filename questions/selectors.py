@@ -48,9 +48,10 @@ from questions.models import (
 def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     """Sets with their newest version's number and status, the version under `production`,
     how many versions wait for review and the checked and passed pairs of the latest finished
-    run that checked any (a failed run checks nothing: the set list keeps the earlier figure)
-    (`last_checked`, `last_passed`, `last_run_id`), last edited first; those whose slug, name
-    or description holds `search`, when given."""
+    plain run that checked any — not a control's, a drift's or a gate's; a failed run checks
+    nothing: the set list keeps the earlier figure — (`last_checked`, `last_passed`,
+    `last_run_id`), last edited first; those whose slug, name or description holds `search`,
+    when given."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     production = Label.objects.filter(question_set=OuterRef("pk"), name=Label.BASELINE)
     waiting = (
@@ -60,9 +61,9 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    last_run = BatchRun.objects.filter(question_set=OuterRef("pk"), checked__gt=0).order_by(
-        "-finished_at", "-pk"
-    )
+    last_run = BatchRun.objects.filter(
+        question_set=OuterRef("pk"), kind=BatchRun.PLAIN, checked__gt=0
+    ).order_by("-finished_at", "-pk")
     sets = QuestionSet.objects.select_related("owner").annotate(
         newest_number=Subquery(newest.values("number")[:1]),
         newest_status=Subquery(newest.values("status")[:1]),

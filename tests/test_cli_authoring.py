@@ -155,6 +155,13 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
     ]
     runs = BatchRun.objects.filter(question_set=gestures).order_by("pk")
     assert [(r.version.number, r.status) for r in runs] == [(1, "done"), (2, "done")]
+    # each version approved on its finished run: the approval's evidence and who answered it
+    for version in Version.objects.filter(status="approved"):
+        evidence = version.approved_evidence_run
+        assert evidence is not None and evidence.version_id == version.pk
+        assert evidence.status == "done" and version.approved_model_answered == standin.MODEL
+        slug = version.question_set.slug
+        assert f"approved {slug} v{version.number} on run {evidence.pk}" in out
     assert {i.status for r in runs for i in r.items.all()} == {"answered"}
     assert {d.model_answered for d in Decision.objects.filter(version__question_set=gestures)} == {
         standin.MODEL

@@ -180,7 +180,30 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
     )
 
 
-def test_the_readme_s_ci_job_is_the_one_the_integrating_docs_test():
+@pytest.mark.slow
+def test_the_documented_ci_gate_exits_0_on_a_fresh_demo(tmp_path):
+    """The gate command of the README's CI job, as written (its JUnit file in a scratch
+    directory), on a fresh demo database: the demo approves each version on its finished run,
+    so the flip bound has evidence to compare with, and its production meets the bounds."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'gate.sqlite3'}",
+        "DJANGO_DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+    }
+    manage = [sys.executable, "manage.py"]
+    for step in (["migrate", "--noinput", "-v0"], ["questions", "demo"]):
+        subprocess.run([*manage, *step], cwd=ROOT, env=env, check=True, capture_output=True)
+    job = re.search(r"```yaml\n(.*?)```", README.read_text(), re.S).group(1)
+    command = re.search(r"manage\.py (questions gate .*)", job).group(1)
+    args = [str(tmp_path / a) if a == "gate.xml" else a for a in command.split()]
+    done = subprocess.run(
+        [*manage, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "— holds" in done.stdout and "max_flip_rate: 0/" in done.stdout
+    assert (tmp_path / "gate.xml").exists()
+
     """tests/test_gate.py runs the gate of docs/integrating.md's job; the README shows it too."""
     job = re.compile(r"```yaml\n(.*?)```", re.S)
     integrating = (DOCS / "integrating.md").read_text()

@@ -368,8 +368,15 @@ def test_approving_a_version_that_passes_less_than_production_needs_a_confirmati
     assert second.pass_rate < first.pass_rate
     client.force_login(checker)
     url = f"/sets/s/v{v2.number}/review/"
-    page = client.get(url).content.decode()
-    assert 'name="confirm_weak"' in page and "less than the baseline" in page
+    page = client.get(url).content.decode().replace("&#x27;", "'")
+    assert 'name="confirm_weak"' in page and "fewer than the baseline's run" in page
+    paired = selectors.paired_verdicts(first, second)["overall"]
+    assert paired.after < paired.before
+    assert (
+        f"passes {paired.passed_after} of the {paired.n} states both runs checked "
+        f"({paired.after:.0%}), fewer than the baseline's run {first.pk} "
+        f"({paired.passed_before} of {paired.n}, {paired.before:.0%})"
+    ) in page
     refused = client.post(url, {"action": "approve", "note": "fine"})
     assert refused.status_code == 422 and "Approve anyway" in refused.content.decode()
     assert Version.objects.get(pk=v2.pk).status == "in_review"
@@ -378,6 +385,85 @@ def test_approving_a_version_that_passes_less_than_production_needs_a_confirmati
     event = ReviewEvent.objects.filter(version=v2, kind="approved").get()
     assert event.note.startswith("Approved although this version passes ")
     assert event.note.endswith("(confirmed). fine")
+
+
+def _v1_approved_then_v2(version, *, tag_v1="", tag_v2="", first=None):
+    """v1 run (over the states tagged `tag_v1`, or all; or its run `first`) and approved under
+    production; v2 (the same questions) run over the states tagged `tag_v2` (or all) and
+    submitted."""
+    checker, writer = factories.reviewer("checker"), version.author
+    if first is None:
+        first = services.batch_create(
+            version=version, backend="typesafe", user=roles.OPERATOR, tag=tag_v1, enqueue=False
+        )
+        services.batch_execute(first.pk)
+    services.version_submit(version=version, author=writer)
+    services.version_approve(
+        confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
+    )
+    v2 = services.version_draft_from(version=version, author=writer)
+    second = services.batch_create(
+        version=v2, backend="typesafe", user=roles.OPERATOR, tag=tag_v2, enqueue=False
+    )
+    services.batch_execute(second.pk)
+    services.version_submit(version=v2, author=writer)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    return checker, first, second, v2
+
+
+def test_weak_evidence_reads_the_states_both_runs_checked_not_two_different_sets(setup, client):
+    """v2 runs over more states than v1 did, and misses the new ones: its pass rate over all
+    its states is below v1's, but on the states both checked it passes exactly as v1 did."""
+    _client, version = setup
+    writer = version.author
+    first = services.batch_create(
+        version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+    )
+    services.batch_execute(first.pk)
+    for i in range(4, 8):  # states the stand-in misses: it reads "urgent" and picks no sales
+        services.sample_state_create(
+            question_set=version.question_set,
+            name=f"s{i}",
+            state={"n": i, "note": "urgent"},
+            author=writer,
+            expected={"urgent": False, "desk": "tech"},
+        )
+    checker, v1_run, v2_run, v2 = _v1_approved_then_v2(version, first=first)
+    assert v2_run.checked > v1_run.checked
+    assert v2_run.pass_rate < v1_run.pass_rate  # what the old rule compared
+    paired = selectors.paired_verdicts(v1_run, v2_run)["overall"]
+    assert paired.n == 4 and paired.after == paired.before
+    assert services.weak_evidence(v2) == ""
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    assert 'name="confirm_weak"' not in client.get(url).content.decode()
+    assert client.post(url, {"action": "approve", "note": "fine"}).status_code == 302
+
+
+def test_weak_evidence_when_no_state_was_checked_by_both_runs(setup, client):
+    _client, version = setup
+    for sample in version.question_set.sample_states.all():
+        services.sample_state_update(
+            sample=sample,
+            name=sample.name,
+            state=sample.state,
+            expected=sample.expected,
+            tags=["early"] if sample.name in ("s0", "s1") else ["late"],
+            author=version.author,
+            base_revision=sample.revision,
+        )
+    checker, first, second, v2 = _v1_approved_then_v2(version, tag_v1="early", tag_v2="late")
+    assert selectors.paired_verdicts(first, second)["overall"].n == 0
+    weak = services.weak_evidence(v2)
+    assert weak == (
+        f"shares no checked state with the baseline's run {first.pk}: nothing shows it does as well"
+    )
+    client.force_login(checker)
+    url = f"/sets/s/v{v2.number}/review/"
+    page = client.get(url).content.decode().replace("&#x27;", "'")
+    assert 'name="confirm_weak"' in page and weak in page
+    assert client.post(url, {"action": "approve", "note": "fine"}).status_code == 422
 
 
 def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, client):

@@ -73,6 +73,7 @@ def gate_run(
         model=gate_model(version, backend),
         labelled=True,
         enqueue=False,
+        kind=gate.KIND,
     )
     batch_execute(run.pk)
     run.refresh_from_db()

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from questions import roles, selectors, standin, webhooks
+from questions import roles, selectors, standin, stats, webhooks
 from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
@@ -64,9 +64,11 @@ class WeakEvidence(Invalid):
 
 
 def weak_evidence(version: Version, evidence: dict | None = None) -> str:
-    """Why approving `version` needs an explicit confirmation, or "": it has no finished run,
-    or its latest run passes less than the baseline's latest run. `evidence` is what
-    `selectors.review_evidence` gave, when the caller has it already."""
+    """Why approving `version` needs an explicit confirmation, or "": it has no finished run;
+    or, on the states both its latest run and the baseline's latest run checked (the paired
+    verdict's, `selectors.paired_verdicts`), it passes fewer than the baseline's, or no state
+    was checked by both. `evidence` is what `selectors.review_evidence` gave, when the caller
+    has it already."""
     if evidence is None:
         baseline, _name = selectors.review_baseline(version)
         evidence = {
@@ -76,14 +78,22 @@ def weak_evidence(version: Version, evidence: dict | None = None) -> str:
     this, base = evidence["this"], evidence["base"]
     if this is None:
         return "has no finished batch run over the sample states"
-    if base and base["pass_rate"] is not None:
-        if this["pass_rate"] is None:
-            return "has no pass rate (nothing checked) while the baseline's run has one"
-        if this["pass_rate"] < base["pass_rate"]:
-            return (
-                f"passes {this['rate_words']} of its checks, less than the baseline's "
-                f"{base['rate_words']}"
-            )
+    if base is None:
+        return ""
+    base_run = base["run_obj"]
+    paired = selectors.paired_verdicts(base_run, this["run_obj"])["overall"]
+    if paired.n == 0:
+        return (
+            f"shares no checked state with the baseline's run {base_run.pk}: nothing shows "
+            "it does as well"
+        )
+    if paired.after < paired.before:
+        both = f"the {stats.plural(paired.n, 'state')} both runs checked"
+        return (
+            f"passes {paired.passed_after} of {both} ({paired.after:.0%}), fewer than the "
+            f"baseline's run {base_run.pk} ({paired.passed_before} of {paired.n}, "
+            f"{paired.before:.0%})"
+        )
     return ""
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db.models import Count
 
-from questions import backends, metrics, roles, spec, stats
+from questions import backends, gate, metrics, roles, spec, stats
 from questions.models import BatchItem, BatchRun, Decision, SampleState, Version
 from questions.numbers import whole_number
 from questions.services.batches import RUNNERS_ONLY, _runnable, batch_create
@@ -100,9 +100,13 @@ def try_plan(
         raise InvalidContent("draft", result.errors)
     questions = result.document.questions
     question_set = version.question_set
-    runs = BatchRun.objects.filter(
-        question_set=question_set, status=BatchRun.Status.DONE, backend=backend
-    ).select_related("version")
+    runs = (
+        BatchRun.objects.filter(
+            question_set=question_set, status=BatchRun.Status.DONE, backend=backend
+        )
+        .exclude(kind=gate.KIND)  # a gate's run is no one's baseline
+        .select_related("version")
+    )
     baseline_run, baseline_version = None, None
     if against:
         number = whole_number(against.removeprefix("v"), digits=9)

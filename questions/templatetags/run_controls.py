@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from questions import attribution, controls, invariance
+from questions import attribution, controls, gate, invariance
 from questions.models import BatchRun
 
 register = template.Library()
@@ -23,7 +23,7 @@ def run_control(section: dict[str, Any] | None) -> dict[str, Any]:
 @register.filter
 def run_kind(run: BatchRun) -> str:
     """What kind of run it is, as a run list says it: a try with what it asked live (the rest
-    was replayed), a control with its count, drift; empty for a full run."""
+    was replayed), a control with its count, drift, a gate run; empty for a full run."""
     if run.kind in controls.KINDS:
         return f"{controls.TITLES[run.kind]} ×{run.control_count}"
     if run.kind == invariance.KIND:
@@ -32,6 +32,8 @@ def run_kind(run: BatchRun) -> str:
         return "attribution"
     if run.kind == "drift":
         return "drift"
+    if run.kind == gate.KIND:
+        return gate.TITLE
     if run.live_questions is not None:
         live = ", ".join(run.live_questions) or "nothing"
         return f"try: {live} asked live, the rest replayed"

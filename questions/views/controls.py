@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import backends, controls, invariance, roles, services
-from questions.models import QuestionSet
+from questions import backends, controls, gate, invariance, roles, services
+from questions.models import BatchRun, QuestionSet
 from questions.post_forms import ControlStartForm, DriftStartForm, first_error
 from questions.services import controls as control_services
 from questions.services.errors import storable
@@ -26,7 +26,7 @@ def set_controls(request: HttpRequest, slug: str) -> HttpResponse:
 def _page(request, question_set, *, problem: str = "", values: dict | None = None, status=422):
     """The page; after a refused start, with what was wrong and the form as it was sent."""
     runs = (
-        question_set.batch_runs.exclude(kind="run")
+        question_set.batch_runs.exclude(kind__in=(BatchRun.PLAIN, gate.KIND))
         .select_related("version", "created_by", "baseline")
         .order_by("-created_at", "-id")[:SHOWN_RUNS]
     )
