@@ -239,10 +239,8 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         )
     answer = question.value(data["answer"])
     if answer is None:
-        takes = ", ".join(value for value, _ in question.choices)
         raise services.Invalid(
-            f"Nothing was saved: {question.id} in v{version.number} takes {takes}, "
-            f"not {data['answer'][:32]!r}."
+            f"Nothing was saved: {question.refusal(data['answer'], version.number)}."
         )
     before = sample.revision
     sample = services.sample_state_label(
