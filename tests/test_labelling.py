@@ -261,8 +261,6 @@ def test_a_refused_upload_links_back_to_its_set(client, qs, owner):
     assert not SampleState.objects.exists()
 
 
-
-
 def test_the_upload_imports_a_csv_and_says_what_it_added_and_skipped(client, qs, owner):
     client.force_login(owner)
     page = client.get(qs.get_absolute_url()).content.decode()
@@ -525,9 +523,12 @@ def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers
         reverse("label-save", args=["tri", a.pk]),
         {"action": "undo", "version": "1", "base_revision": "3"},
     )
-    assert undo.status_code == 302
+    assert undo.status_code == 302 and "last=" not in undo.url
     a.refresh_from_db()
     assert a.expected == {"desk": "billing"} and a.revision == 4
+    # the undone save's address (a reload, the back button) offers no second, dead undo
+    again = client.get(f"{reverse('label-states', args=['tri'])}?last={a.pk}-3").content.decode()
+    assert 'data-key="u"' not in again and "Undo the last label" not in again
     assert [r.expected for r in a.revisions.all()] == [  # history kept, newest first
         {"desk": "billing"},
         {"desk": "billing", "urgency": 2},
