@@ -42,6 +42,6 @@ class FetchCommands:
             label = r["label"] if r["label"] is not None else "(by version)"
             self.stdout.write(
                 f"{label}: {r['token']} fetched v{r['version']} at {r['last_fetched_at']} "
-                f"({r['status']}, ETag {r['etag'][:12]}…), {r['fetches']} fetches logged"
+                f"({r['status']}, ETag {r['etag'][:12]}…), {r['fetches']} fetch{'' if r['fetches'] == 1 else 'es'} logged"
             )
         return EXIT_OK
