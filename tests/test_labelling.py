@@ -236,6 +236,19 @@ def test_the_import_checks_the_labelled_for_version_and_refuses_an_unknown_quest
     assert report.added[0].expected == {"desk": "fraud", "churn": False}
 
 
+def test_the_cli_import_refuses_an_answer_the_question_does_not_take(qs, owner, tmp_path):
+    path = tmp_path / "states.jsonl"
+    path.write_text(
+        '{"name": "ok", "state": 1}\n'
+        '{"name": "x", "state": 2, "expected": {"desk": "nonsense", "urgency": 9}}\n'
+    )
+    code, out, err = run_cli("states-import", str(path), "--set", "tri", "--user", "owner")
+    assert code == 1 and out == ""
+    assert "item 2 (x): desk in v1 takes billing, shipping, other, not 'nonsense'" in err
+    assert "nothing was imported" in err
+    assert not SampleState.objects.exists()
+
+
 def test_an_import_of_no_records_is_refused(qs, owner):
     with pytest.raises(services.Invalid, match="the file holds no records"):
         services.sample_states_import(question_set=qs, items=[], author=owner)
