@@ -15,6 +15,7 @@ from typing import Any
 
 from questions import backends, gate, roles, selectors, snippets
 from questions.backends import recorded
+from questions.models import QuestionSet
 from questions.services import Refusal
 from questions.services import gates as gate_services
 
@@ -66,15 +67,20 @@ def add_parsers(sub: Any) -> None:
     check.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _no_label(slug: str, label: str) -> str:
+    """Why `slug` has no approved version under `label`: no such set, or no such label."""
+    if not QuestionSet.objects.filter(slug=slug).exists():
+        return f"There is no set {slug}."
+    return f"{slug} has no label {label!r} on an approved version."
+
+
 class ApplicationCommands:
     """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
 
     def do_snippet(self, *, slug: str, label: str, language: str, json: bool, **_: Any) -> int:
         version = selectors.exportable_version(slug, label=label)
         if version is None:
-            return self.fail(
-                f"{slug} has no label {label!r} on an approved version.", as_json=json, status=404
-            )
+            return self.fail(_no_label(slug, label), as_json=json, status=404)
         export = selectors.export_document(version)
         self.stdout.write(snippets.snippet(language, export, label), ending="")
         return EXIT_OK
@@ -95,9 +101,7 @@ class ApplicationCommands:
             return self._cannot_gate(problem, 400, json)
         version = selectors.exportable_version(slug, label=label)
         if version is None:
-            return self._cannot_gate(
-                f"{slug} has no label {label!r} on an approved version.", 404, json
-            )
+            return self._cannot_gate(_no_label(slug, label), 404, json)
         try:
             run, result = gate_services.gate_run(
                 version=version, backend=backend, user=roles.OPERATOR, bounds=bounds

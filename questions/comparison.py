@@ -744,7 +744,7 @@ def as_text(
                 if cell.passed is not None:
                     shown += " ✓" if cell.passed else " ✗"
             cells.append(f"[{i}] {shown}")
-        expected = "" if r.expected is None else f" (expected {r.expected})"
+        expected = "" if r.expected is None else f" (expected {metrics.expected_text(r.expected)})"
         lines.append(f"{r.state.name} · {r.question}{expected}: " + " | ".join(cells))
     if not rows:
         lines.append("nothing to compare")

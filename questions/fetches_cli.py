@@ -40,8 +40,9 @@ class FetchCommands:
             self.stdout.write(f"{slug}: no export fetches logged.")
         for r in rows:
             label = r["label"] if r["label"] is not None else "(by version)"
+            fetches = f"{r['fetches']} fetch{'' if r['fetches'] == 1 else 'es'}"
             self.stdout.write(
                 f"{label}: {r['token']} fetched v{r['version']} at {r['last_fetched_at']} "
-                f"({r['status']}, ETag {r['etag'][:12]}…), {r['fetches']} fetches logged"
+                f"({r['status']}, ETag {r['etag'][:12]}…), {fetches} logged"
             )
         return EXIT_OK

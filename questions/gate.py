@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
-from questions import stats
+from questions import metrics, stats
 
 #: a gate run's `BatchRun.kind`: its own, so it is never review evidence (the version's latest
 #: run, the scorecard, the set list's last pass rate, an approval's evidence run)
@@ -166,7 +166,9 @@ def _names(names: list[str]) -> str:
 
 
 def _miss(miss: Miss) -> str:
-    return f"{miss.state} (expected {miss.expected!r}, answered {miss.answered})"
+    return (
+        f"{miss.state} (expected {metrics.expected_text(miss.expected)}, answered {miss.answered})"
+    )
 
 
 def _bound(name: str, limit: float, m: Measured) -> BoundResult:

@@ -18,6 +18,7 @@ words. The views and the CLI only translate `rank`'s list.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,21 @@ class Question:
                     return value == "true"
                 return value
         return None
+
+    def stored(self, answer: Any) -> Any:
+        """`answer` as an expected answer of this question when it is one it takes (the shape
+        its type needs, and one of its options or levels: what `value` reads from the form),
+        else None — a file's or a stored expected answer, checked as the form checks."""
+        if not metrics.expected_fits(self.type, answer):
+            return None
+        return self.value(("true" if answer else "false") if self.type == "noul" else str(answer))
+
+    def refusal(self, given: Any, version: int) -> str:
+        """Why `given` (a form's text or a file's value) is none of this question's expected
+        answers, in the words the labelling page and the import both say."""
+        takes = ", ".join(value for value, _ in self.choices)
+        shown = repr(given[:32]) if isinstance(given, str) else json.dumps(given)[:32]
+        return f"{self.id} in v{version} takes {takes}, not {shown}"
 
 
 def _short(entry: Any, width: int = 60) -> str:

@@ -359,6 +359,13 @@ def summarize(
     return summary
 
 
+def expected_text(value: Any) -> str:
+    """An answer or expected value as the contract writes it: `true`, `false`, `3`, `billing`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def shown(qtype: str, answer: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str:
     """An answer as a report shows it: the value it reads as, then the number behind it —
     `billing 0.71`, `2 (2.05)`, `true 0.66`; `—` for no answer."""

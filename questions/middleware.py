@@ -2,8 +2,9 @@
 
 A view that has nothing better to show lets a `Refusal` (or a backend's `DecisionError`)
 through; this middleware answers it with the error's own status and words — a JSON body for a
-client that asks for JSON, a small fragment for htmx, the error page otherwise. A 403 is left to
-Django (`NotAllowed` is a `PermissionDenied`).
+client that asks for JSON, a small fragment for htmx, the error page otherwise (which links back
+to the set the address names, when it names one). A 403 is left to Django (`NotAllowed` is a
+`PermissionDenied`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from questions import backends
+from questions.models import QuestionSet
 from questions.services import NotAllowed, Refusal
 
 
@@ -45,4 +47,14 @@ class ServiceErrorMiddleware:
         template = "questions/error.html"
         if getattr(request, "htmx", False):
             template += "#error-detail"
-        return render(request, template, {"status": status, "detail": detail}, status=status)
+        context = {"status": status, "detail": detail, "set": _set_of(request)}
+        return render(request, template, context, status=status)
+
+
+def _set_of(request: HttpRequest) -> QuestionSet | None:
+    """The set the refused address is about (`/sets/<slug>/…`), if there is one."""
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("slug") if match is not None else None
+    if not isinstance(slug, str):
+        return None
+    return QuestionSet.objects.filter(slug=slug).only("slug").first()

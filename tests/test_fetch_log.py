@@ -218,6 +218,7 @@ def test_the_cli_lists_the_latest_fetch_per_label_and_token(client, raw_token):
     code, out, _ = run_cli("fetches", "--set", "s")
     assert code == 0 and "production: runtime-prod fetched v1 at" in out
     assert "(by version): runtime-prod" in out
+    assert "), 2 fetches logged" in out and "), 1 fetch logged" in out
 
 
 def test_the_cli_names_a_missing_set(raw_token):

@@ -288,7 +288,7 @@ def test_the_junit_file_has_a_case_per_question_and_per_bound(gated, tmp_path):
         ("g.production.bounds", "max_cost_per_1k"),
     }
     failure = cases[("g.production.questions", "desk")].find("failure")
-    assert "below 80.0%" in failure.get("message") and "c (expected 'billing'" in failure.get(
+    assert "below 80.0%" in failure.get("message") and "c (expected billing," in failure.get(
         "message"
     )
     assert cases[("g.production.questions", "urgent")].find("failure") is None
@@ -356,6 +356,15 @@ def measured(**kw) -> gate.Measured:
         "price_per_million": 0.042,
     }
     return gate.Measured(**(base | kw))
+
+
+def test_a_miss_says_the_expected_answer_as_the_contract_writes_it():
+    q = gate.QuestionMeasure(
+        "q", "noul", labelled=2, checked=2, passed=0, missed=[gate.Miss("s", True, "false 0.27")]
+    )
+    [result] = gate.judge(measured(questions={"q": q}), gate.Bounds(min_pass_rate=0.5)).questions
+    assert "s (expected true, answered false 0.27)" in result.message
+    assert "True" not in result.message
 
 
 @pytest.mark.parametrize(

@@ -176,7 +176,102 @@ def test_the_state_limit_holds_in_an_import(qs, owner, settings):
     assert not SampleState.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("expected", "words"),
+    [
+        ({"desk": "nonsense"}, "desk in v1 takes billing, shipping, other, not 'nonsense'"),
+        ({"urgency": 9}, "urgency in v1 takes 0, 1, 2, not 9"),
+        ({"urgency": "2"}, "urgency in v1 takes 0, 1, 2, not '2'"),
+        ({"churn": "yes"}, "churn in v1 takes true, false, not 'yes'"),
+        ({"desk": True}, "desk in v1 takes billing, shipping, other, not true"),
+    ],
+)
+def test_an_expected_answer_its_question_does_not_take_is_refused_by_line(
+    qs, owner, expected, words
+):
+    items = [
+        {"name": "fine", "state": 1, "expected": {"desk": "billing", "urgency": 2}},
+        {"name": "bad", "state": 2, "expected": expected},
+    ]
+    with pytest.raises(services.Invalid) as refused:
+        services.sample_states_import(
+            question_set=qs, items=items, author=owner, places=["line 2", "line 3"]
+        )
+    assert str(refused.value) == f"line 3 (bad): {words}"
+    assert not SampleState.objects.exists()  # all or nothing
+
+
+def test_the_import_checks_the_labelled_for_version_and_refuses_an_unknown_question(qs, owner):
+    v1 = factories.draft(qs)
+    v2 = services.version_keep(version=v1, author=owner)  # v2: a draft with the same document
+    doc = {k: v for k, v in DOC.items() if k != "churn"}
+    doc["desk"] = {**DOC["desk"], "criteria": {"billing": "money", "fraud": "theft"}}
+    services.version_save(version=v2, document=doc, base_revision=v2.revision, author=owner)
+    with pytest.raises(services.Invalid, match=r"desk in v2 takes billing, fraud, not 'shipping'"):
+        services.sample_states_import(
+            question_set=qs,
+            items=[{"name": "a", "state": 1, "expected": {"desk": "shipping"}}],
+            author=owner,
+        )
+    with pytest.raises(services.Invalid) as refused:
+        services.sample_states_import(
+            question_set=qs,
+            items=[{"name": "a", "state": 1, "expected": {"nope": "x"}}],
+            author=owner,
+        )
+    assert "no version of tri has a question `nope`" in str(refused.value)
+    # churn is v1's only: checked against v1, the newest version that has it
+    with pytest.raises(services.Invalid, match=r"churn in v1 takes true, false, not 'x'"):
+        services.sample_states_import(
+            question_set=qs,
+            items=[{"name": "a", "state": 1, "expected": {"churn": "x"}}],
+            author=owner,
+        )
+    assert not SampleState.objects.exists()
+    report = services.sample_states_import(
+        question_set=qs,
+        items=[{"name": "a", "state": 1, "expected": {"desk": "fraud", "churn": False}}],
+        author=owner,
+    )
+    assert report.added[0].expected == {"desk": "fraud", "churn": False}
+
+
+def test_the_cli_import_refuses_an_answer_the_question_does_not_take(qs, owner, tmp_path):
+    path = tmp_path / "states.jsonl"
+    path.write_text(
+        '{"name": "ok", "state": 1}\n'
+        '{"name": "x", "state": 2, "expected": {"desk": "nonsense", "urgency": 9}}\n'
+    )
+    code, out, err = run_cli("states-import", str(path), "--set", "tri", "--user", "owner")
+    assert code == 1 and out == ""
+    assert "item 2 (x): desk in v1 takes billing, shipping, other, not 'nonsense'" in err
+    assert "nothing was imported" in err
+    assert not SampleState.objects.exists()
+
+
+def test_an_import_of_no_records_is_refused(qs, owner):
+    with pytest.raises(services.Invalid, match="the file holds no records"):
+        services.sample_states_import(question_set=qs, items=[], author=owner)
+
+
 # --- the set page's upload and download -------------------------------------------------------
+
+
+def test_a_refused_upload_links_back_to_its_set(client, qs, owner):
+    client.force_login(owner)
+    bad = 'name,state,expected\r\nx,1,"{""desk"": ""nonsense"", ""urgency"": 9}"\r\n'
+    response = _upload(client, "tri", "states.csv", bad.encode())
+    text = response.content.decode()
+    assert response.status_code == 422
+    assert "line 2 (x): desk in v1 takes billing, shipping, other, not &#x27;nonsense&#x27;" in text
+    assert f'href="{qs.get_absolute_url()}">Back to tri</a>' in text
+    for empty in (b"", b"name,state,expected,tags\r\n", b"\n\n"):
+        name = "s.jsonl" if empty == b"\n\n" else "s.csv"
+        response = _upload(client, "tri", name, empty)
+        text = response.content.decode()
+        assert response.status_code == 422, empty
+        assert "the file holds no records" in text and "Nothing was imported" in text
+    assert not SampleState.objects.exists()
 
 
 def test_the_upload_imports_a_csv_and_says_what_it_added_and_skipped(client, qs, owner):
@@ -441,9 +536,12 @@ def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers
         reverse("label-save", args=["tri", a.pk]),
         {"action": "undo", "version": "1", "base_revision": "3"},
     )
-    assert undo.status_code == 302
+    assert undo.status_code == 302 and "last=" not in undo.url
     a.refresh_from_db()
     assert a.expected == {"desk": "billing"} and a.revision == 4
+    # the undone save's address (a reload, the back button) offers no second, dead undo
+    again = client.get(f"{reverse('label-states', args=['tri'])}?last={a.pk}-3").content.decode()
+    assert 'data-key="u"' not in again and "Undo the last label" not in again
     assert [r.expected for r in a.revisions.all()] == [  # history kept, newest first
         {"desk": "billing"},
         {"desk": "billing", "urgency": 2},

@@ -188,7 +188,7 @@ def test_the_sdk_snippet_asks_the_provider_through_the_official_sdk(approved, tm
     ("args", "words"),
     [
         (["--set", "t", "--label", "staging"], "no label 'staging'"),
-        (["--set", "nope", "--label", "production"], "no label 'production'"),
+        (["--set", "nope", "--label", "production"], "There is no set nope."),
     ],
 )
 def test_a_snippet_of_no_approved_label_is_refused(approved, args, words):
@@ -220,3 +220,13 @@ def test_the_export_page_shows_every_snippet_with_a_copy_button(approved):
     assert client.get("/sets/t/labels/staging/export/").status_code == 404
     set_page = client.get("/sets/t/").content.decode()
     assert 'href="/sets/t/labels/production/export/"' in set_page
+
+
+@pytest.mark.parametrize(("who", "linked"), [("author", False), ("reviewer", True)])
+def test_the_export_page_links_tokens_only_for_who_may_manage_them(approved, who, linked):
+    client = Client()
+    client.force_login(getattr(factories, who)(f"a-{who}"))
+    page = client.get("/sets/t/labels/production/export/").content.decode()
+    assert ('href="/tokens/">API token</a>' in page) is linked
+    assert ("a reviewer makes the runtime's token" in page) is not linked
+    assert client.get("/tokens/").status_code == (200 if linked else 403)

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from questions import roles, spec
+from questions import labelling, roles, selectors, spec
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
@@ -239,6 +239,41 @@ def _import_item(item: Any, where: str) -> tuple[str, Any, dict[str, Any], list[
     return item["name"], item["state"], expected, tags
 
 
+def _answer_questions(question_set: QuestionSet) -> dict[str, tuple[labelling.Question, int]]:
+    """Per question id, the question an imported expected answer must fit, with its version's
+    number: the version the states are labelled for (`selectors.labelling_version`, the newest
+    valid one, as the state form defaults to) when it has the question, else the newest
+    version that has it."""
+    labelled_for = selectors.labelling_version(question_set)
+    versions = [labelled_for] if labelled_for is not None else []
+    versions += question_set.versions.order_by("-number").only(
+        "number", "document_text", "question_set_id"
+    )
+    found: dict[str, tuple[labelling.Question, int]] = {}
+    for version in versions:
+        for question in labelling.questions_of(version.document):
+            found.setdefault(question.id, (question, version.number))
+    return found
+
+
+def _check_answers(
+    question_set: QuestionSet,
+    expected: dict[str, Any],
+    questions: dict[str, tuple[labelling.Question, int]],
+) -> None:
+    """Refuse an expected answer that no version's question takes, in the labelling page's
+    words (`labelling.Question.refusal`)."""
+    for qid, answer in expected.items():
+        if qid not in questions:
+            raise Invalid(
+                f"no version of {question_set.slug} has a question `{qid[:64]}` that takes an "
+                "expected answer"
+            )
+        question, number = questions[qid]
+        if question.stored(answer) is None:
+            raise Invalid(question.refusal(answer, number))
+
+
 def sample_states_import(
     *,
     question_set: QuestionSet,
@@ -248,6 +283,9 @@ def sample_states_import(
 ) -> StatesImported:
     """All or nothing: every item is {"name", "state", "expected"?, "tags"?}; a refusal names
     the item (or, given `places`, where in the file it came from: "line 7") and imports nothing.
+    No items at all is refused too. Each expected answer must be one its question takes
+    (`_answer_questions`: the labelled-for version's question, as the labelling page checks);
+    one for a question id no version has is refused.
 
     Never doubled: an item whose content (the state's hash) is a state of the set already, or
     an earlier item's, is skipped as a duplicate. An item named as an existing state with the
@@ -257,6 +295,9 @@ def sample_states_import(
     otherwise it is a duplicate too. An item named as an existing state with other content is
     refused (a file never overwrites what a state says)."""
     require(author, roles.may_write, WRITERS_ONLY)
+    if not items:
+        raise Invalid("the file holds no records")
+    questions: dict[str, tuple[labelling.Question, int]] | None = None
     report = StatesImported()
     by_name: dict[str, SampleState] = {}
     by_content: dict[str, str] = {}
@@ -275,6 +316,10 @@ def sample_states_import(
                 name, text, expected, tags = _clean_state_fields(
                     name=name, state=state, expected=expected, tags=tags
                 )
+                if expected:
+                    if questions is None:
+                        questions = _answer_questions(question_set)
+                    _check_answers(question_set, expected, questions)
                 content = spec.state_sha256(state)
                 existing = by_name.get(name)
                 if existing is not None and existing.pk is None:  # added earlier in this file

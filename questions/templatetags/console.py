@@ -31,10 +31,8 @@ def code(text) -> SafeString:
 
 @register.filter
 def answer(value) -> str:
-    """An answer or expected value as the contract writes it: `true`, `false`, `3`, `billing`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    """An answer or expected value as the contract writes it (`metrics.expected_text`)."""
+    return metrics.expected_text(value)
 
 
 @register.filter

@@ -179,7 +179,12 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     last = request.GET.get("last", "")
     last_pk, _, last_revision = last.partition("-")
     undo = (whole_number(last_pk), whole_number(last_revision))
-    if None not in undo:
+    # offered only while that save is still the state's latest: once undone (or changed
+    # elsewhere) a reload or the back button would lead to the stale-revision refusal
+    if (
+        None not in undo
+        and question_set.sample_states.filter(pk=undo[0], revision=undo[1]).exists()
+    ):
         context["undo"] = {"state": undo[0], "revision": undo[1]}
     if current is not None:
         sample = question_set.sample_states.get(pk=pks[current.name])
@@ -239,10 +244,8 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         )
     answer = question.value(data["answer"])
     if answer is None:
-        takes = ", ".join(value for value, _ in question.choices)
         raise services.Invalid(
-            f"Nothing was saved: {question.id} in v{version.number} takes {takes}, "
-            f"not {data['answer'][:32]!r}."
+            f"Nothing was saved: {question.refusal(data['answer'], version.number)}."
         )
     before = sample.revision
     sample = services.sample_state_label(

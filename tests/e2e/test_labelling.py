@@ -75,9 +75,14 @@ def test_labelling_by_keyboard_only(page, live_server, width, height):
     first.refresh_from_db()
     assert first.expected == {"desk": "shipping", "urgency": 2, "churn": True}
 
+    offered = page.url  # the address that offers the undo (?last=…)
+    assert "last=" in offered
     page.keyboard.press("u")  # undo the last label: churn goes back to unlabelled
     expect(page.locator(".messages")).to_contain_text("Undone")
     expect(page.locator(".labelling h3")).to_contain_text("churn")
+    page.goto(offered)  # that address again (a reload, the back button): no second undo
+    expect(page.locator(".labelling h3")).to_contain_text("churn")
+    expect(page.get_by_role("button", name="Undo the last label")).to_have_count(0)
     first.refresh_from_db()
     assert first.expected == {"desk": "shipping", "urgency": 2}
     assert first.revisions.count() == 5  # every save and the undo kept in the history
@@ -121,3 +126,24 @@ def test_a_csv_uploaded_on_the_set_page_imports_and_downloads_again(page, live_s
     page.locator("#states-heading").scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "states-upload-390.png"), full_page=True)
     assert overflow(page) <= 0
+
+
+def test_a_refused_upload_says_which_line_and_links_back_to_the_set(page, live_server, tmp_path):
+    writer = factories.author("writer")
+    factories.question_set("tri", owner=writer, doc=DOC)
+    path = tmp_path / "states.csv"
+    path.write_text('name,state,expected\nx,1,"{""desk"": ""nonsense"", ""urgency"": 9}"\n')
+    sign_in_user(page, live_server.url, writer)
+    for width, height in WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{live_server.url}/sets/tri/")
+        page.locator("input[name=states]").set_input_files(str(path))
+        page.get_by_role("button", name="Import states").click()
+        expect(page.locator("#error-detail")).to_contain_text(
+            "line 2 (x): desk in v1 takes billing, shipping, other, not 'nonsense'"
+        )
+        page.screenshot(path=str(SHOTS / f"states-upload-refused-{width}.png"), full_page=True)
+        assert overflow(page) <= 0
+    page.get_by_role("link", name="Back to tri").click()
+    expect(page.locator("#states-heading")).to_be_visible()
+    assert not SampleState.objects.exists()
