@@ -190,7 +190,9 @@ POST_DATA = {
     "state check": {"state": "1"},
     # an empty file imports nothing, and says so (a file read again reads the same nothing)
     "import records": {"records": SimpleUploadedFile("records.jevl", b"")},
-    "upload states": {"states": SimpleUploadedFile("states.csv", b"")},
+    "upload states": {
+        "states": SimpleUploadedFile("states.csv", b'name,state\nuploaded,"{""n"": 2}"\n')
+    },
     "save label": {"version": "1", "question": "q0", "answer": "o0", "base_revision": "1"},
 }
 

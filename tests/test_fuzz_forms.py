@@ -112,7 +112,11 @@ def fuzz_world(settings):
 
 
 def _body(name: str, path: str, extra: dict[str, list[str]]) -> dict[str, list[str]]:
-    fields = {k: [v] if isinstance(v, str) else list(v) for k, v in POST_DATA.get(name, {}).items()}
+    fields = {
+        k: [v] if isinstance(v, str) else list(v)
+        for k, v in POST_DATA.get(name, {}).items()
+        if not hasattr(v, "read")  # a file goes in a multipart body, never a fuzzed form's
+    }
     if path.endswith(EDITOR_PATHS):
         fields = {**EDITOR, **fields}
     return {**fields, **extra}
