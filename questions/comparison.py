@@ -522,7 +522,7 @@ def stream(
 
 
 @dataclass
-class RunEvidence:
+class RunEvidence(stats.Rated):
     """A run column's pass rate (its stored summary) and, past the first column, its paired
     verdicts against the first column's run on the states both checked."""
 
@@ -531,10 +531,6 @@ class RunEvidence:
     passed: int
     paired: dict[str, stats.Paired] | None = None  # "overall" and per question
     noise: controls.NoiseFloor | None = None
-
-    @property
-    def words(self) -> str:
-        return stats.rate_words(self.passed, self.checked)
 
     @property
     def overall(self) -> stats.Paired | None:

@@ -81,7 +81,7 @@ class Miss:
 
 
 @dataclass
-class QuestionMeasure:
+class QuestionMeasure(stats.Rated):
     question: str
     qtype: str
     labelled: int = 0  # labelled states that expect an answer of it
@@ -91,13 +91,9 @@ class QuestionMeasure:
     unanswered: list[str] = field(default_factory=list)
     flipped: list[str] = field(default_factory=list)
 
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.checked if self.checked else None
-
 
 @dataclass
-class Measured:
+class Measured(stats.Rated):
     """What a gate run found (`questions.services.gates` fills it in)."""
 
     states: int
@@ -112,10 +108,6 @@ class Measured:
     cost_calls: int = 0  # the calls the cost is the mean of
     price_per_million: float | None = None
     duration_s: float = 0.0
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.checked if self.checked else None
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ def log_loss(pairs: Iterable[tuple[float, bool]]) -> float | None:
 
 
 @dataclass
-class QuestionReport:
+class QuestionReport(stats.Rated):
     question: str
     qtype: str
     checked: int = 0
@@ -179,33 +179,17 @@ class QuestionReport:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.checked if self.checked else None
-
-    @property
-    def pass_rate_interval(self) -> list[float] | None:
-        return stats.interval_list(self.passed, self.checked)
-
-    @property
     def mae(self) -> float | None:
         return self.error_total / self.errors if self.errors else None
 
 
 @dataclass
-class Report:
+class Report(stats.Rated):
     checked: int
     passed: int
     questions: dict[str, QuestionReport]
     noul_calibration: Calibration
     choice_calibration: Calibration
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.checked if self.checked else None
-
-    @property
-    def pass_rate_interval(self) -> list[float] | None:
-        return stats.interval_list(self.passed, self.checked)
 
 
 def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
@@ -239,25 +223,13 @@ def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
 
 
 @dataclass(frozen=True)
-class Slice:
+class Slice(stats.Rated):
     """A run's pass rate over the states that carry one tag."""
 
     tag: str
     states: int
     checked: int
     passed: int
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.checked if self.checked else None
-
-    @property
-    def pass_rate_interval(self) -> list[float] | None:
-        return stats.interval_list(self.passed, self.checked)
-
-    @property
-    def words(self) -> str:
-        return stats.rate_words(self.passed, self.checked)
 
 
 def tag_slices(

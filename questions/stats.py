@@ -163,6 +163,26 @@ def bootstrap(
     return (round(low, PLACES), round(high, PLACES))
 
 
+class Rated:
+    """What holds `passed` of `checked` (a report, a question's, a tag's slice, a gate's
+    measure): its pass rate, its interval as JSON carries it, and its words."""
+
+    passed: int
+    checked: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.checked if self.checked else None
+
+    @property
+    def pass_rate_interval(self) -> list[float] | None:
+        return interval_list(self.passed, self.checked)
+
+    @property
+    def words(self) -> str:
+        return rate_words(self.passed, self.checked)
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
