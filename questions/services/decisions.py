@@ -16,6 +16,7 @@ from django.db import transaction
 from questions import backends, roles, spec
 from questions.backends import Outcome
 from questions.models import Decision, DecisionAnswer, SampleStateRevision, Version
+from questions.services import bulk
 from questions.services.errors import Invalid, model_name, require
 from questions.services.versions import limits
 
@@ -67,7 +68,7 @@ def decision_ask(
     if outcome.request_body is not None:
         outcome.decision_id = decision_record(
             outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
-        ).pk
+        )
     return outcome
 
 
@@ -130,6 +131,9 @@ def _refuse_unstorable(outcome: Outcome) -> None:
     jsonb refuse it): the provider answered in an unexpected shape, the same on every store."""
     if outcome.checked is None:
         return
+    text = outcome.response_text  # what a wire's answers were read from: no NUL there, none in them
+    if text and "\\u0000" not in text and "\x00" not in text:
+        return
     if "\\u0000" in json.dumps(outcome.checked.to_json()):
         outcome.checked = None
         outcome.error = backends.DecisionError(
@@ -159,12 +163,11 @@ def decision_record(
     user: Any,
     version: Version | None = None,
     sample_state: SampleStateRevision | None = None,
-) -> Decision:
-    """Store one live call: the exact request bytes sent (never the key; `request_sha256` is
-    their canonical hash, for replay), the raw response, status,
-    models, usage, cost, timing, request id, whether it is calibrated, who and when; and each
-    checked answer keyed by
-    (question sha256, state sha256, model)."""
+) -> int:
+    """Store one live call, and return its id: the exact request bytes sent (never the key;
+    `request_sha256` is their canonical hash, for replay), the raw response, status, models,
+    usage, cost, timing, request id, whether it is calibrated, who and when; and each checked
+    answer keyed by (question sha256, state sha256, model)."""
     [decision] = decisions_record(
         [
             decision_rows(
@@ -191,6 +194,10 @@ def _questions_sha256(questions: dict[str, spec.Question]) -> str:
     return sha
 
 
+#: one call's records, unsaved: its Decision row and its DecisionAnswer rows, as field values
+Rows = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
 def decision_rows(
     *,
     outcome: Outcome,
@@ -198,50 +205,60 @@ def decision_rows(
     user: Any,
     version: Version | None = None,
     sample_state: SampleStateRevision | None = None,
-) -> tuple[Decision, list[DecisionAnswer]]:
-    """The unsaved records of one live call (`decision_record` says what they hold)."""
+) -> Rows:
+    """The unsaved records of one live call (`decision_record` says what they hold), as the
+    field values `bulk.insert` takes."""
     checked = outcome.checked
     error = outcome.error
-    decision = Decision(
-        backend=outcome.backend,
-        model_asked=ask.model,
-        model_answered=(checked.model or "")[:200] if checked else "",
-        request_text=outcome.request_text,
-        request_sha256=spec.sha256_of(outcome.request_body),
-        state_sha256=ask.state_sha256,
-        questions_sha256=_questions_sha256(ask.questions),
-        response_text=_storable(outcome.response_text),
-        status=outcome.status,
-        provider_status_code=outcome.provider_status_code,
-        detail=_storable(error.detail) if error else "",
-        provider_detail=_storable(error.provider_detail or "") if error else "",
-        usage=checked.usage if checked else None,
-        cost=checked.cost if checked else None,
-        provider_ms=outcome.provider_ms,
-        total_ms=outcome.total_ms,
-        request_id=_storable(outcome.request_id),
-        calibrated=outcome.calibrated,
-        version=version,
-        sample_state=sample_state,
-        user=roles.recorded_as(user),
-    )
+    recorder = roles.recorded_as(user)
+    model_answered = (checked.model or "")[:200] if checked else ""
+    decision = {
+        "backend": outcome.backend,
+        "model_asked": ask.model,
+        "model_answered": model_answered,
+        "request_text": outcome.request_text,
+        "request_sha256": spec.sha256_of(outcome.request_body),
+        "state_sha256": ask.state_sha256,
+        "questions_sha256": _questions_sha256(ask.questions),
+        "response_text": _storable(outcome.response_text),
+        "status": outcome.status,
+        "provider_status_code": outcome.provider_status_code,
+        "detail": _storable(error.detail) if error else "",
+        "provider_detail": _storable(error.provider_detail or "") if error else "",
+        "usage": checked.usage if checked else None,
+        "cost": checked.cost if checked else None,
+        "provider_ms": outcome.provider_ms,
+        "total_ms": outcome.total_ms,
+        "request_id": _storable(outcome.request_id),
+        "calibrated": outcome.calibrated,
+        "version_id": version.pk if version else None,
+        "sample_state_id": sample_state.pk if sample_state else None,
+        "user_id": recorder.pk if recorder else None,
+    }
     answers = [
-        DecisionAnswer(
-            decision=decision,
-            question_id=qid,
-            question_sha256=ask.questions[qid].sha256,
-            state_sha256=decision.state_sha256,
-            model=ask.model,
-            model_answered=decision.model_answered,
-            answer=answer,
-        )
+        {
+            "question_id": qid,
+            "question_sha256": ask.questions[qid].sha256,
+            "state_sha256": ask.state_sha256,
+            "model": ask.model,
+            "model_answered": model_answered,
+            "answer": answer,
+        }
         for qid, answer in (checked.answers.items() if checked else ())
     ]
     return decision, answers
 
 
-def decisions_record(rows: list[tuple[Decision, list[DecisionAnswer]]]) -> list[Decision]:
-    """Store the records of many calls in two statements (the caller holds the transaction)."""
-    decisions = Decision.objects.bulk_create(decision for decision, _ in rows)
-    DecisionAnswer.objects.bulk_create(answer for _, answers in rows for answer in answers)
-    return decisions
+def decisions_record(rows: list[Rows]) -> list[int]:
+    """Store the records of many calls in two bulk inserts (the caller holds the transaction);
+    the decisions' ids, in order."""
+    ids = bulk.insert(Decision, [decision for decision, _ in rows])
+    bulk.insert(
+        DecisionAnswer,
+        [
+            {**answer, "decision_id": pk}
+            for pk, (_, answers) in zip(ids, rows, strict=True)
+            for answer in answers
+        ],
+    )
+    return ids
