@@ -1,13 +1,14 @@
 """The batch engine: concurrency and retries, nothing else. It knows no model and no service:
 `questions.services.batches` hands it the items and what to do with each.
 
-`run_pipeline` works through claimed items with provider calls on one asyncio loop (a thread of
-its own, at most `concurrency` calls at a time) while the calling thread — the only one that
-touches the database — claims items in chunks, writes outcomes in small batches as they come
-back, and ticks (heartbeat, cancel). `retryable`, `backoff` and `retry_delay` say what a
-provider's refusal is worth another try and how long to wait; `beating` keeps a heartbeat going
-in a thread while other work runs (the worker's sweep); `stopping` is set when the process was
-asked to stop (SIGTERM): no new call starts, calls in flight finish.
+`run_pipeline` works through claimed items with provider calls on the process's asyncio loop (a
+thread of its own, kept from run to run; at most `concurrency` calls at a time) while the
+calling thread — the only one that touches the database — claims items in chunks, writes
+outcomes in small batches as they come back, and ticks (heartbeat, cancel). `retryable`,
+`backoff` and `retry_delay` say what a provider's refusal is worth another try and how long to
+wait; `beating` keeps a heartbeat going in a thread while other work runs (the worker's sweep);
+`stopping` is set when the process was asked to stop (SIGTERM): no new call starts, calls in
+flight finish.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import math
+import os
 import queue
 import threading
 import time
@@ -29,7 +32,8 @@ RETRY_AFTER_LIMIT = 60.0  # a provider asking for longer than this is not waited
 HEARTBEAT_SECONDS = 2.0
 TICK_SECONDS = 0.25  # how often a run looks for a cancel request
 WRITE_BATCH = 200  # outcomes written in one transaction, at most
-WRITE_LINGER = 0.05  # how long a result waits for others to be written with it
+WRITE_LINGER = 0.5  # how long an outcome waits for others to be written with it, at most
+CLAIM_AHEAD = 64  # items claimed ahead of the calls, at least (twice the concurrency above 32)
 
 #: set when the process was asked to stop: runs release what they have not sent
 stopping = threading.Event()
@@ -121,11 +125,11 @@ def run_pipeline(
     """Ask about every item `claim(n)` hands out until it hands out none or the run stops;
     whether it stopped early (`tick()` said so — a cancel — or `stopping` was set).
 
-    `ask` is a coroutine function `ask(item, slot)` run on an asyncio loop in a thread of its
-    own, at most `concurrency` at a time: `session()` opens there (once) an async context that
-    yields `concurrency` slots — e.g. HTTP clients of one connection each — and each call gets
-    a free one. Or `ask` is a plain function `ask(item)` run here, one at a time (a replay asks
-    the database).
+    `ask` is a coroutine function `ask(item, slot)` run on the process's asyncio loop (a thread
+    of its own, kept from run to run), at most `concurrency` at a time: `session()` opens there
+    (once a run) an async context that yields `concurrency` slots — e.g. HTTP clients of one
+    connection each — and each call gets a free one. Or `ask` is a plain function `ask(item)`
+    run here, one at a time (a replay asks the database).
     Outcomes the engine retries (`retry_delay`) are asked again after the backoff. Everything
     else — `claim`, `write(done)` with up to WRITE_BATCH results, `tick()` every TICK_SECONDS —
     runs in the calling thread, which holds the only database connection. An exception raised
@@ -135,7 +139,7 @@ def run_pipeline(
     halt = threading.Event()  # read by the calls: nothing new is sent
     results: queue.SimpleQueue[Done] = queue.SimpleQueue()
     asynchronous = inspect.iscoroutinefunction(ask)
-    pipeline = _Loop(concurrency, session) if asynchronous else None
+    pipeline = _Calls(concurrency, session) if asynchronous else None
 
     def attempts_sync(item: Any) -> Done:
         done = Done(item)
@@ -179,7 +183,10 @@ def run_pipeline(
             free.put_nowait(slot)
             results.put(done)
 
-    outstanding = 0
+    outstanding = 0  # claimed and not yet come back
+    done: list[Done] = []  # come back and not yet written
+    written_by = math.inf  # when the oldest of them is written at the latest
+    ahead = max(2 * concurrency, CLAIM_AHEAD)
     exhausted = stopped = False
     next_tick = 0.0
     try:
@@ -191,10 +198,10 @@ def run_pipeline(
                 next_tick = time.monotonic() + TICK_SECONDS
                 if stopped:
                     halt.set()
-            # claim ahead so the calls never wait for one, in chunks of at least half the
-            # concurrency so that a claim is not a transaction per state
-            room = 2 * concurrency - outstanding
-            if not (stopped or exhausted) and room >= max(1, concurrency // 2):
+            # claim ahead so the calls never wait for one, in chunks of at least half of what
+            # is claimed ahead, so that a claim is not a transaction per state
+            room = ahead - outstanding
+            if not (stopped or exhausted) and room >= max(1, ahead // 2):
                 items = claim(room)
                 exhausted = len(items) < room
                 for item in items:
@@ -203,12 +210,22 @@ def run_pipeline(
                     else:
                         results.put(attempts_sync(item))
                     outstanding += 1
-            if outstanding == 0 and (stopped or exhausted):
+            finishing = outstanding == 0 and (stopped or exhausted)
+            # the outcomes are written in batches (a transaction per state costs more than the
+            # state's own work): when WRITE_BATCH have come back, when the oldest has waited
+            # WRITE_LINGER seconds, and at the end
+            if done and (len(done) >= WRITE_BATCH or time.monotonic() >= written_by or finishing):
+                write(done)
+                done, written_by = [], math.inf
+            if finishing:
                 return stopped
-            batch = _drain(results, max(0.0, min(TICK_SECONDS, next_tick - time.monotonic())))
+            wait = min(next_tick, written_by) - time.monotonic()
+            batch = _drain(results, max(0.0, min(TICK_SECONDS, wait)), WRITE_BATCH - len(done))
             if batch:
                 outstanding -= len(batch)
-                write(batch)
+                if not done:
+                    written_by = time.monotonic() + WRITE_LINGER
+                done += batch
     except BaseException:
         halt.set()
         raise
@@ -217,65 +234,83 @@ def run_pipeline(
             pipeline.close()
 
 
-def _drain(results: queue.SimpleQueue, wait: float) -> list[Done]:
-    """What came back: waits up to `wait` seconds for the first, then up to WRITE_LINGER
-    seconds more for others to write with it (a transaction per state costs more than the
-    state's own work)."""
+def _drain(results: queue.SimpleQueue, wait: float, most: int) -> list[Done]:
+    """What came back: waits up to `wait` seconds for the first, then takes what else is there,
+    `most` in all."""
     try:
         batch = [results.get(timeout=wait) if wait > 0 else results.get_nowait()]
     except queue.Empty:
         return []
-    until = time.monotonic() + WRITE_LINGER
-    while len(batch) < WRITE_BATCH:
+    while len(batch) < most:
         try:
-            batch.append(results.get(timeout=max(0.0, until - time.monotonic())))
+            batch.append(results.get_nowait())
         except queue.Empty:
             break
     return batch
 
 
 class _Loop:
-    """An asyncio loop in a thread of its own and `concurrency` slots: the session's objects
+    """The process's asyncio loop for provider calls, in a thread of its own that lives as long
+    as the process: what a run opens on it (its session's HTTP clients, with their open
+    connections) can be kept for the next run (`questions.services.batches`)."""
+
+    _lock = threading.Lock()
+    _current: _Loop | None = None
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="batch-calls", daemon=True
+        )
+        self.thread.start()
+
+    @classmethod
+    def shared(cls) -> _Loop:
+        """This process's loop, started at its first use (again in a forked child)."""
+        with cls._lock:
+            if cls._current is None or cls._current.pid != os.getpid():
+                cls._current = cls()
+            return cls._current
+
+    def run(self, coroutine: Awaitable[Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+
+class _Calls:
+    """One run's calls on the process's loop, and its `concurrency` slots: the session's objects
     (one each, e.g. an HTTP client with one connection), or None each without a session. The
-    session is opened on the loop at start and closed there at the end."""
+    session is opened on the loop at start and closed there at the end, once the run's calls
+    have ended."""
 
     def __init__(self, concurrency: int, session: Callable | None):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="batch-calls")
+        self.shared = _Loop.shared()
         self.concurrency = concurrency
         self.opened = session() if session else contextlib.nullcontext([None] * concurrency)
         self.tasks: set[asyncio.Future] = set()
+        self.started = False
 
     def start(self) -> None:
-        self.thread.start()
-
         async def open_slots() -> asyncio.Queue:
             free: asyncio.Queue = asyncio.Queue()
             for slot in await self.opened.__aenter__():
                 free.put_nowait(slot)
             return free
 
-        self.free = self._run(open_slots())
+        self.free = self.shared.run(open_slots())
+        self.started = True
 
     def submit(self, attempts: Callable[..., Awaitable[None]], item: Any) -> None:
-        future = asyncio.run_coroutine_threadsafe(attempts(item, self.free), self.loop)
+        future = asyncio.run_coroutine_threadsafe(attempts(item, self.free), self.shared.loop)
         self.tasks.add(future)
         future.add_done_callback(self.tasks.discard)
 
     def close(self) -> None:
-        """Wait for the calls still in flight (each bounded by its deadline), close the
-        session, stop the loop."""
-        if not self.thread.is_alive():
+        """Wait for the calls still in flight (each bounded by its deadline), then close the
+        session."""
+        if not self.started:
             return
-        try:
-            for future in list(self.tasks):
-                with contextlib.suppress(Exception):
-                    future.result()
-            self._run(self.opened.__aexit__(None, None, None))
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join()
-            self.loop.close()
-
-    def _run(self, coroutine: Awaitable[Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        for future in list(self.tasks):
+            with contextlib.suppress(Exception):
+                future.result()
+        self.shared.run(self.opened.__aexit__(None, None, None))

@@ -55,8 +55,9 @@ class _HttpBackend:
         wire = self.wire()
         return without_secret(wire.call(ask, started), wire.secret)
 
-    async def aask(self, ask: Ask, client: httpx.AsyncClient) -> Outcome:
-        """`ask` on an asyncio loop, through the caller's client (the batch engine's)."""
+    async def aask(self, ask: Ask, client: httpx.AsyncBaseTransport | httpx.AsyncClient) -> Outcome:
+        """`ask` on an asyncio loop, through the caller's slot (the batch engine's transport,
+        or its client when a proxy is set)."""
         started = time.perf_counter()
         if not self.configured():
             return self._not_configured(ask)

@@ -15,6 +15,7 @@ engine is `questions.batches`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -34,6 +35,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from questions import attribution, backends, batches, controls, invariance, roles, spec
+from questions.backends import streams
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services.decisions import (
     decision_backend,
@@ -300,6 +302,57 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+class _Clients:
+    """The batch slots of this process (transports, or clients when a proxy is set), kept from
+    run to run: one connection each (httpx's
+    pool scans all its connections for every request and response, which at concurrency 64
+    cost more than the calls did). Made and used on the engine's loop only; at most `most`
+    idle ones are kept."""
+
+    most = MAX_CONCURRENCY
+
+    def __init__(self) -> None:
+        self.idle: list[httpx.AsyncBaseTransport | httpx.AsyncClient] = []
+        self.proxied = bool(urllib.request.getproxies())
+
+    def take(self, n: int) -> list[httpx.AsyncBaseTransport | httpx.AsyncClient]:
+        if bool(urllib.request.getproxies()) != self.proxied:  # the environment changed
+            self.proxied, self.idle = bool(urllib.request.getproxies()), []
+        taken = [self.idle.pop() for _ in range(min(n, len(self.idle)))]
+        return taken + [self._new() for _ in range(n - len(taken))]
+
+    async def give_back(self, clients: list[httpx.AsyncBaseTransport | httpx.AsyncClient]) -> None:
+        room = self.most - len(self.idle)
+        self.idle.extend(clients[:room])
+        for client in clients[room:]:
+            await client.aclose()
+
+    def _new(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient:
+        """A transport of one connection on asyncio's streams (a call goes straight through it,
+        `backends.streams`), or, when the environment names a proxy, a client that finds it
+        (reading the environment costs ~2 ms a client, so only then)."""
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        if self.proxied:
+            return httpx.AsyncClient(
+                follow_redirects=False, limits=one, verify=_tls(), trust_env=True
+            )
+        return streams.Transport(verify=_tls())
+
+
+#: the kept clients of the engine's loop (a forked process has a loop, and clients, of its own)
+_KEPT: dict[int, tuple[asyncio.AbstractEventLoop, _Clients]] = {}
+
+
+def _clients() -> _Clients:
+    """The kept clients of the running loop (the engine's)."""
+    loop = asyncio.get_running_loop()
+    kept = _KEPT.get(id(loop))
+    if kept is None or kept[0] is not loop:
+        _KEPT.clear()
+        kept = _KEPT[id(loop)] = (loop, _Clients())
+    return kept[1]
+
+
 class _Execution:
     """One run's execution: what the engine's claim, ask, write and tick do for it."""
 
@@ -394,25 +447,14 @@ class _Execution:
         return decision_conclude(outcome, asked, logged=False)
 
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[list[httpx.AsyncClient]]:
-        """A client of one connection per slot: httpx's pool scans all its connections for
-        every request and response, which at concurrency 64 cost more than the calls did."""
-        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        clients = [
-            httpx.AsyncClient(
-                follow_redirects=False,
-                limits=one,
-                verify=_tls(),
-                # reading the environment costs ~2 ms a client: done only when a proxy is set
-                trust_env=bool(urllib.request.getproxies()),
-            )
-            for _ in range(max(1, self.run.concurrency))
-        ]
+    async def session(self) -> AsyncIterator[list[httpx.AsyncBaseTransport | httpx.AsyncClient]]:
+        """A client of one connection per slot, taken from this process's kept clients and given
+        back at the end, its connection still open for the next run."""
+        clients = _clients().take(max(1, self.run.concurrency))
         try:
             yield clients
         finally:
-            for client in clients:
-                await client.aclose()
+            await _clients().give_back(clients)
 
     def write(self, batch: list[batches.Done]) -> None:
         """Record a batch of outcomes in one transaction: every call that went out, then each
@@ -458,12 +500,12 @@ class _Execution:
                     )
                     outcomes.append(outcome)
         for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
-            outcome.decision_id = decision.pk
+            outcome.decision_id = decision
         answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
         for item in answered if self.replayed else ():
-            if item.status == BatchItem.Status.ANSWERED:
-                both = {**self.recordings.pop(item.pk, {}), **item.answers}
-                item.answers = {qid: both[qid] for qid in self.order if qid in both}
+            if item["status"] == BatchItem.Status.ANSWERED:
+                both = {**self.recordings.pop(item["id"], {}), **item["answers"]}
+                item["answers"] = {qid: both[qid] for qid in self.order if qid in both}
         if answered:
             _update_items(answered)
         released = [d.item[0] for d in batch if d.released]
@@ -502,34 +544,43 @@ def _replay(
 _ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]
 
 
-def _update_items(items: list[BatchItem]) -> None:
-    """Each item's outcome in one `executemany` of a plain UPDATE by id (`bulk_update` builds
-    a CASE per field and row, which cost more than the rest of the write)."""
+def _update_items(items: list[dict[str, Any]]) -> None:
+    """Each item's outcome ({"id", and a value per `_ITEM_FIELDS` attname}) in one
+    `executemany` of a plain UPDATE by id (`bulk_update` builds a CASE per field and row, which
+    cost more than the rest of the write)."""
     meta = BatchItem._meta
     fields = [meta.get_field(name) for name in _ITEM_FIELDS]
     db = connections[router.db_for_write(BatchItem)]
     quote = db.ops.quote_name
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
     sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
+    answers = meta.get_field("answers")  # JSON: the one value the database takes prepared
     rows = [
-        [f.get_db_prep_save(getattr(item, f.attname), db) for f in fields] + [item.pk]
+        [
+            answers.get_db_prep_save(item[f.attname], db) if f is answers else item[f.attname]
+            for f in fields
+        ]
+        + [item["id"]]
         for item in items
     ]
     with db.cursor() as cursor:
         cursor.executemany(sql, rows)
 
 
-def _item_of(done: batches.Done) -> BatchItem:
-    """An item's row as its last outcome leaves it."""
+def _item_of(done: batches.Done) -> dict[str, Any]:
+    """An item's row as its last outcome leaves it: its id and the `_ITEM_FIELDS` values."""
     outcome = done.outcome
-    item = BatchItem(pk=done.item[0], attempts=done.attempts, decision_id=outcome.decision_id)
+    item = {"id": done.item[0], "attempts": done.attempts, "decision_id": outcome.decision_id}
     if outcome.error is None:
-        item.status, item.answers = BatchItem.Status.ANSWERED, outcome.checked.answers
-        item.error_status, item.error_detail = None, ""
+        item.update(
+            status=BatchItem.Status.ANSWERED, answers=outcome.checked.answers,
+            error_status=None, error_detail="",
+        )  # fmt: skip
     else:
-        item.status, item.answers = BatchItem.Status.FAILED, None
-        item.error_status = outcome.error.status
-        item.error_detail = outcome.error.detail[:2000]
+        item.update(
+            status=BatchItem.Status.FAILED, answers=None,
+            error_status=outcome.error.status, error_detail=outcome.error.detail[:2000],
+        )  # fmt: skip
     return item
 
 

@@ -1,0 +1,282 @@
+"""The batch engine's calls: one loop per process, its connections kept from run to run, httpx's
+transport on asyncio's streams (`questions.backends.streams`) — the same bytes and headers a
+client sends, the same errors when the network fails — and the recordings written in bulk
+(`questions.services.bulk`), on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import threading
+
+import httpx
+import pytest
+
+from questions import batches, selectors, services, spec
+from questions.backends import streams
+from questions.models import Decision, DecisionAnswer
+from questions.services import batches as batch_services
+from questions.services import bulk
+from tests import factories
+from tests.providers import DOC, FlakyProvider, Receiver, certificate
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def provider(settings):
+    p = FlakyProvider()
+    settings.TYPESAFE_API_KEY = "k-batch-test"
+    settings.TYPESAFE_BASE_URL = p.url
+    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
+    settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS = 0.05
+    p.accepted, p.sockets = 0, []
+    accept = p.server.get_request
+
+    def counted():
+        connection = accept()
+        p.accepted += 1
+        p.sockets.append(connection[0])
+        return connection
+
+    p.server.get_request = counted
+    yield p
+    p.close()
+
+
+def a_set(states: int):
+    writer = factories.author()
+    qs = factories.question_set(owner=writer, doc=DOC)
+    for i in range(states):
+        services.sample_state_create(
+            question_set=qs, name=f"s{i:02d}", state={"n": i}, author=writer, expected={}
+        )
+    return services.open_draft(qs), writer
+
+
+def run(version, writer, concurrency: int):
+    created = services.batch_create(
+        version=version,
+        backend="typesafe",
+        user=writer,
+        concurrency=concurrency,
+        enqueue=False,
+    )
+    return services.batch_execute(created.pk)
+
+
+def test_a_second_run_in_the_process_reuses_the_first_runs_connections(provider):
+    version, writer = a_set(12)
+    first = run(version, writer, concurrency=4)
+    opened = provider.accepted
+    assert selectors.run_counts(first)["answered"] == 12
+    assert 1 <= opened <= 4
+    second = run(version, writer, concurrency=4)
+    assert selectors.run_counts(second)["answered"] == 12
+    assert provider.accepted == opened  # no new connection: the kept ones answered
+
+
+def test_a_run_wider_than_the_kept_clients_opens_only_the_missing_ones(provider):
+    version, writer = a_set(12)
+    run(version, writer, concurrency=2)
+    before = provider.accepted
+    wider = run(version, writer, concurrency=6)
+    assert selectors.run_counts(wider)["answered"] == 12
+    assert before <= 2 and provider.accepted - before <= 4
+
+
+def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
+    monkeypatch.setattr(batch_services._Clients, "most", 3)
+    version, writer = a_set(10)
+    assert selectors.run_counts(run(version, writer, concurrency=5))["answered"] == 10
+    kept = batches._Loop.shared().run(_idle())
+    assert kept == 3
+
+
+async def _idle() -> int:
+    return len(batch_services._clients().idle)
+
+
+def test_a_connection_the_provider_closed_while_idle_is_opened_again(provider):
+    """A kept connection the provider hung up on between runs is noticed (it reads as closed)
+    and a new one made: nothing fails."""
+    version, writer = a_set(4)
+    assert selectors.run_counts(run(version, writer, concurrency=2))["answered"] == 4
+    opened = provider.accepted
+    for sock in provider.sockets:
+        sock.shutdown(socket.SHUT_RDWR)
+    again = run(version, writer, concurrency=2)
+    assert selectors.run_counts(again)["answered"] == 4
+    assert again.items.filter(attempts=1).count() == 4  # noticed before sending, not retried
+    assert provider.accepted > opened
+
+
+def test_the_batch_sends_the_bytes_and_headers_a_single_ask_sends(settings):
+    """The engine's call goes straight through the transport, yet reads as a client's call."""
+    from tests.providers import Provider, point_every_wire_at
+
+    p = Provider(default=lambda body: standin_answer(body))
+    point_every_wire_at(settings, p)
+    try:
+        version, writer = a_set(1)
+        state = version.question_set.sample_states.get()
+        services.decision_ask(
+            backend="typesafe", state=state.state, user=writer, document=version.document
+        )
+        assert selectors.run_counts(run(version, writer, concurrency=1))["answered"] == 1
+        single, batched = p.requests
+        assert single["raw"] == batched["raw"]
+        same = {k.lower(): v for k, v in single["headers"].items()}
+        assert {k.lower(): v for k, v in batched["headers"].items()} == same
+        assert same["user-agent"].startswith("python-httpx/")
+    finally:
+        p.stop()
+
+
+def standin_answer(body):
+    from questions import standin
+
+    return standin.respond(body)[1]
+
+
+# --- the transport, by itself ---------------------------------------------------------------
+
+
+def _post(transport: httpx.AsyncBaseTransport, url: str, timeout: float = 5.0) -> httpx.Response:
+    async def go():
+        request = httpx.Request(
+            "POST",
+            url,
+            content=b"{}",
+            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+        )
+        try:
+            response = await transport.handle_async_request(request)
+            await response.aread()
+            await response.aclose()
+            return response
+        finally:
+            await transport.aclose()
+
+    return asyncio.run(go())
+
+
+def test_the_transport_speaks_tls_and_checks_the_certificate(tmp_path):
+    cert, key = certificate(tmp_path, "localhost")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    receiver = Receiver(tls=server)
+    url = f"https://localhost:{receiver.port}/hooks"
+    try:
+        trusting = ssl.create_default_context(cafile=cert)
+        assert _post(streams.Transport(verify=trusting), url).status_code == 200
+        assert receiver.server_names[-1] == "localhost"  # the name went out (SNI)
+        with pytest.raises(httpx.ConnectError):  # a certificate nobody vouched for
+            _post(streams.Transport(verify=ssl.create_default_context()), url)
+    finally:
+        receiver.stop()
+
+
+def test_the_transport_raises_httpx_errors_when_the_network_fails():
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    tls = ssl.create_default_context()
+    with pytest.raises(httpx.ConnectError):
+        _post(streams.Transport(verify=tls), f"http://127.0.0.1:{port}/")
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    held = []
+    threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            _post(
+                streams.Transport(verify=tls), f"http://127.0.0.1:{silent.getsockname()[1]}/", 0.3
+            )
+    finally:
+        silent.close()
+
+
+# --- recordings in bulk ---------------------------------------------------------------------
+
+AWKWARD = 'tab\there, newline\nthere, back\\slash, "quotes", \\N, NUL-free ünïcode ✓ \r end'
+
+
+def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
+    version, writer = a_set(1)
+    rows = [
+        {
+            "backend": "typesafe",
+            "model_asked": "jev-latest",
+            "model_answered": "jev-1",
+            "request_text": AWKWARD * 50,
+            "request_sha256": "a" * 64,
+            "state_sha256": "b" * 64,
+            "questions_sha256": "c" * 64,
+            "response_text": spec.wire_json({"x": AWKWARD}).decode(),
+            "status": 200,
+            "provider_status_code": None,
+            "detail": "",
+            "provider_detail": "",
+            "usage": {"input_tokens": 3, "nested": [1, None, "\\"]},
+            "cost": 0.25,
+            "provider_ms": None,
+            "total_ms": 1.5,
+            "request_id": f"r{i}",
+            "calibrated": i % 2 == 0,
+            "version_id": version.pk,
+            "sample_state_id": None,
+            "user_id": writer.pk,
+        }
+        for i in range(3)
+    ]
+    ids = bulk.insert(Decision, rows)
+    assert len(ids) == 3 and ids == sorted(ids)
+    for pk, row in zip(ids, rows, strict=True):
+        stored = Decision.objects.get(pk=pk)
+        assert {k: getattr(stored, k) for k in row} == row
+        assert stored.created_at is not None  # auto_now_add
+    answers = bulk.insert(
+        DecisionAnswer,
+        [
+            {
+                "decision_id": ids[0],
+                "question_id": "desk",
+                "question_sha256": "d" * 64,
+                "state_sha256": "b" * 64,
+                "model": "jev-latest",
+                "answer": {"choice": AWKWARD, "probabilities": {"a": 0.5, "b": 0.5}},
+            }
+        ],
+    )
+    stored = DecisionAnswer.objects.get(pk=answers[0])
+    assert stored.answer["choice"] == AWKWARD
+    assert stored.model_answered == ""  # left out: its default
+    assert bulk.insert(Decision, []) == []
+
+
+def test_a_batch_records_what_a_single_ask_records(provider):
+    version, writer = a_set(2)
+    state = version.question_set.sample_states.order_by("name").first()
+    services.decision_ask(
+        backend="typesafe",
+        state=state.state,
+        user=writer,
+        document=version.document,
+        version=version,
+    )
+    done = run(version, writer, concurrency=2)
+    recorded = done.items.values_list("decision_id", flat=True)
+    single = Decision.objects.exclude(pk__in=recorded).get()
+    batched = Decision.objects.get(pk__in=recorded, state_sha256=single.state_sha256)
+    skip = {"id", "created_at", "provider_ms", "total_ms", "sample_state", "request_id"}
+    fields = [f.attname for f in Decision._meta.concrete_fields if f.name not in skip]
+    assert {f: getattr(batched, f) for f in fields} == {f: getattr(single, f) for f in fields}
+    keyed = sorted(
+        (a.question_id, a.question_sha256, a.state_sha256, a.model, a.answer)
+        for a in batched.answers.all()
+    )
+    assert keyed == sorted(
+        (a.question_id, a.question_sha256, a.state_sha256, a.model, a.answer)
+        for a in single.answers.all()
+    )
