@@ -6,16 +6,20 @@ concurrency, rounds alternate (engine first in odd rounds, bare loop first in ev
 
 - engine: `batch_create` + `batch_execute`, everything a real run does (claims, provider
   calls, answer checks, recordings, heartbeat);
-- bare loop: K asyncio loops POSTing the same request bytes through the engine's transport
-  (an `httpx.AsyncClient` of one connection each), each status checked — no database, no
-  answer checks: the floor. (One pooled `AsyncClient` of K connections is slower at K = 64:
-  httpcore scans every connection on every request and response.)
+- bare loop: K asyncio loops POSTing the same request bytes through a plain
+  `httpx.AsyncClient` of one connection each (one TLS context for all, as the engine has),
+  each status checked — no database, no answer checks: the floor. (One pooled `AsyncClient` of
+  K connections is slower at K = 64: httpcore scans every connection on every request and
+  response.) The engine's own calls go straight through httpx's transport on asyncio's streams
+  (`questions.backends.streams`), which costs less CPU than the client does.
 
 Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
-engine's and the bare loop's Python CPU per state, the engine's SQL statements per state, and
-(PostgreSQL) the most connections the database saw from the run. SQLite by default (a file in a
-temporary directory); PostgreSQL when DATABASE_URL names it (the bench migrates it and adds a
-set of its own).
+engine's and the bare loop's CPU per state (the whole process's but for the bench's own
+connection poller; "of it DB": the thread that claims and writes), the engine's SQL statements
+per state (those through Django: a COPY of recordings is not counted), and (PostgreSQL) the most
+connections the database saw from the run; the load average before and after. SQLite by default
+(a file in a temporary directory); PostgreSQL when DATABASE_URL names it (the bench migrates it
+and adds a set of its own).
 
 Run:  .venv/bin/python bench/batch_scale.py [--states 1000] [--rounds 3] [--concurrency 8 32 64 128]
 Aim:  span within 10 % of the bare loop at 8, 32, 64 and 128 on PostgreSQL (8 and 32 on SQLite),
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import multiprocessing
 import os
 import statistics
@@ -96,9 +102,10 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     headers = {"Authorization": f"Bearer {standin.KEY}", "Content-Type": "application/json"}
     todo, failed = list(reversed(bodies)), [0]
+    tls = _tls()  # one TLS context for all, as the engine has: each costs ~20 ms of CPU to build
 
     async def loop() -> None:
-        async with httpx.AsyncClient(limits=one, trust_env=False) as client:
+        async with httpx.AsyncClient(limits=one, trust_env=False, verify=tls) as client:
             while todo:
                 body = todo.pop()
                 try:
@@ -111,6 +118,24 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
 
     await asyncio.gather(*(loop() for _ in range(concurrency)))
     return failed[0]
+
+
+@functools.cache
+def _tls():
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _thread_cpu() -> dict[int, float]:
+    """CPU seconds of each thread of this process (Linux's /proc), by native id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = {}
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cpu[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return cpu
 
 
 class Connections:
@@ -130,7 +155,7 @@ class Connections:
             password=s["PASSWORD"] or None, autocommit=True,
         )  # fmt: skip
         self.thread = threading.Thread(target=self._poll, daemon=True)
-        self.most = 0
+        self.most, self.cpu = 0, 0.0
         self.thread.start()
         return self
 
@@ -141,6 +166,7 @@ class Connections:
                 "where datname = current_database() and pid <> pg_backend_pid()"
             ).fetchall()
             self.most = max(self.most, n)
+        self.cpu = time.thread_time()  # what the polling cost this process, not the engine's
 
     def __exit__(self, *exc):
         self.stop.set()
@@ -234,16 +260,24 @@ def main() -> None:
             return execute(sql, params, many, context)
 
         watch = Connections(connection.settings_dict) if postgres else None
+        threads = _thread_cpu()
         cpu, start = time.process_time(), time.perf_counter()
         with connection.execute_wrapper(count), watch or _nothing():
             services.batch_execute(run.pk)
         span = time.perf_counter() - start
         cpu = time.process_time() - cpu
+        here = threading.get_native_id()
+        after = _thread_cpu()
+        db_thread = after.get(here, 0) - threads.get(here, 0)
+        if watch:  # the bench's own poller is not the engine's
+            cpu -= watch.cpu
         run = BatchRun.objects.get(pk=run.pk)
         answered = run.items.filter(status="answered").count()
         return {
             "span": span,
             "cpu_ms": cpu * 1000 / args.states,
+            # the thread that claims and writes; the rest is the calls' loop (and the pollers)
+            "db_ms": db_thread * 1000 / args.states,
             "sql": statements[0] / args.states,
             "connections": watch.most if watch else None,
             "answered": answered,
@@ -265,11 +299,12 @@ def main() -> None:
     )
     print(
         f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
-        f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'bare CPU':>8} "
-        f"{'SQL/state':>9} "
+        f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'of it DB':>8} "
+        f"{'bare CPU':>8} {'SQL/state':>9} "
         f"{'PG conns':>8}  answered, bare failures"
     )
-    results = {}
+    results, cpu_per_state = {}, {}
+    print(f"load average at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for k in args.concurrency:
         ideal = args.states * latency / k
         engines, bares = [], []
@@ -281,12 +316,14 @@ def main() -> None:
         floors = [b["span"] for b in bares]
         ratio = statistics.median(e / b for e, b in zip(spans, floors, strict=True))
         results[k] = ratio
+        cpu_per_state[k] = statistics.median(e["cpu_ms"] for e in engines)
         conns = max(e["connections"] or 0 for e in engines) if postgres else "-"
         print(
             f"{k:>3} {ideal:>8.2f} {statistics.median(spans):>9.2f} "
             f"{statistics.median(floors):>7.2f} {statistics.median(spans) / ideal:>9.3f} "
             f"{statistics.median(floors) / ideal:>10.3f} {ratio:>8.3f} "
             f"{statistics.median(e['cpu_ms'] for e in engines):>12.2f} "
+            f"{statistics.median(e['db_ms'] for e in engines):>8.2f} "
             f"{statistics.median(b['cpu_ms'] for b in bares):>8.2f} "
             f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8}  "
             f"{min(e['answered'] for e in engines)}/{args.states}, "
@@ -305,7 +342,9 @@ def main() -> None:
         if k in results
     )
     print(f"target: engine within 10 % of the bare loop at {targets} — {verdict}")
-    print("target: engine CPU per state <= 1.5 ms")
+    cpu = ", ".join(f"K={k} {ms:.2f}" for k, ms in cpu_per_state.items())
+    print(f"target: engine CPU per state <= 1.5 ms — {cpu}")
+    print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     process.terminate()
 
 
