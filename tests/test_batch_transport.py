@@ -5,7 +5,6 @@ client sends, the same errors when the network fails — and the recordings writ
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import threading
@@ -159,7 +158,7 @@ def _post(transport: httpx.AsyncBaseTransport, url: str, timeout: float = 5.0) -
         finally:
             await transport.aclose()
 
-    return asyncio.run(go())
+    return batches._Loop.shared().run(go())  # the engine's loop (a test may hold this thread's)
 
 
 def test_the_transport_speaks_tls_and_checks_the_certificate(tmp_path):
