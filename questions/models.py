@@ -567,6 +567,16 @@ class BatchItem(models.Model):
     misses = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
     )
+    #: where the item comes in its run's results table (`selectors.results_order`), set with
+    #: `misses` when the run finishes, so a page of the table reads an index, not every item
+    place = models.PositiveIntegerField(
+        null=True, blank=True, help_text="its place in the run's results (set at the end)"
+    )
+    #: the sample state of `sample_state` (a revision of it), copied when the item is made: a
+    #: read by state (the set page's "failing in the last run") needs no revision
+    state = models.ForeignKey(
+        SampleState, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["id"]
@@ -575,9 +585,27 @@ class BatchItem(models.Model):
                 fields=["run", "sample_state", "variant"], name="one_item_per_state_variant"
             )
         ]
+        indexes = [
+            # a page of the results table of a finished run, in order
+            models.Index(fields=["run", "variant", "place"], name="item_place"),
+            # a run's counts by status
+            models.Index(fields=["run", "status"], name="item_status"),
+            # a run's calls that made a decision (cost, models that answered)
+            models.Index(fields=["run", "decision"], name="item_decision"),
+            # a run's failing states (`selectors.FAILING_ITEM`), read from the index alone
+            models.Index(
+                fields=["run", "variant", "misses", "status", "state"], name="item_failing"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.sample_state_id}: {self.status}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saved with its copy of its revision's state (`bulk_create` sets it itself)."""
+        if self.state_id is None and self.sample_state_id is not None:
+            self.state_id = self.sample_state.sample_state_id
+        super().save(*args, **kwargs)
 
 
 class RunReport(models.Model):

@@ -18,7 +18,9 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Avg,
+    Case,
     Count,
+    F,
     Func,
     IntegerField,
     OuterRef,
@@ -26,6 +28,8 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    Value,
+    When,
 )
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
@@ -157,6 +161,24 @@ def last_finished_run(question_set: QuestionSet) -> BatchRun | None:
     )
 
 
+#: an item of a finished run that failed: it got no answer, or one of its answers missed the
+#: expected one (`BatchItem.misses`, which the run's summary counts with `metrics.passes`)
+FAILING_ITEM = Q(status=BatchItem.Status.FAILED) | Q(misses__gt=0)
+
+
+def results_order(items: QuerySet[BatchItem]) -> QuerySet[BatchItem]:
+    """A run's items in the order its results table lists them: failed states first, then
+    those that missed most expected answers, then by state name. A finished run stores each
+    item's place in it (`BatchItem.place`, `services.summaries`), which a page reads instead."""
+    return items.annotate(
+        rank=Case(
+            When(status=BatchItem.Status.FAILED, then=Value(0)),
+            When(misses__gt=0, then=Value(1)),
+            default=Value(2),
+        )
+    ).order_by("rank", F("misses").desc(nulls_last=True), "sample_state__name", "pk")
+
+
 def sample_states_page(
     question_set: QuestionSet,
     *,
@@ -187,14 +209,18 @@ def sample_states_page(
     elif show == "unlabelled":
         states = states.filter(Q(expected={}) | Q(expected__isnull=True))
     elif show == "failing":
-        missed = BatchItem.objects.filter(run=failing_in, variant=0).filter(
-            Q(misses__gt=0) | Q(status=BatchItem.Status.FAILED)
-        )
-        states = (
-            states.filter(pk__in=missed.values("sample_state__sample_state"))
+        missed = BatchItem.objects.filter(FAILING_ITEM, run=failing_in, variant=0)
+        states = (  # the items' own copy of their state: no revision is read
+            states.filter(pk__in=missed.values("state"))
             if failing_in is not None
             else states.none()
         )
+        if failing_in is not None and not (name.strip() or tag.strip()):
+            # a run of the set asks each of its states once (`batch_create`: a state's current
+            # revision), and a state a run asked is never deleted: one failing item is one
+            # failing state, counted from the index of the items alone
+            total = missed.count()
+            return window(states.order_by("name"), start, STATES_PAGE, total=total)
     return window(states.order_by("name"), start, STATES_PAGE)
 
 
@@ -794,7 +820,8 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
     `stats.paired`): under "overall" per state (a state passes when it passes every question
     both runs checked on it), and under each question id of `run_after`'s version. Each run
     reads its nouls at its own threshold. Two finished runs never change, so their verdicts are
-    worked out once per process and kept in the cache."""
+    kept in the cache once a process has them: read from the report a finished run stored with
+    its review baseline's run (`services.summaries`), else worked out."""
     key = None
     if (
         run_before.finished
@@ -813,6 +840,23 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
         found = cache.get(key)
         if found is not None:
             return found
+        data = stored_report(run_after, run_before)  # the pair stored with its review baseline
+        if (
+            data is not None
+            and "paired" in data
+            and data.get("types") == compared(run_after.version.document)
+        ):
+            found = paired_from_json(data["paired"])
+            cache.set(key, found, timeout=None)
+            return found
+    found = paired_verdicts_computed(run_before, run_after)
+    if key:
+        cache.set(key, found, timeout=None)
+    return found
+
+
+def paired_verdicts_computed(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
+    """`paired_verdicts` from both runs' answers."""
     types = compared(run_after.version.document)
     by_question = metrics.paired_checks(
         run_readings(run_before, types),
@@ -824,9 +868,20 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
     found = {"overall": stats.paired(list(metrics.state_checks(by_question).values()))}
     for qid, checks in by_question.items():
         found[qid] = stats.paired([checks[state] for state in sorted(checks)])
-    if key:
-        cache.set(key, found, timeout=None)
     return found
+
+
+#: a paired verdict as a stored report holds it
+PAIRED_FIELDS = ("n", "passed_before", "passed_after", "better", "worse", "p_value")
+
+
+def paired_as_json(found: dict[str, stats.Paired]) -> list[list[Any]]:
+    """Paired verdicts as rows (a list keeps their order; PostgreSQL's jsonb sorts keys)."""
+    return [[key, *(getattr(p, f) for f in PAIRED_FIELDS)] for key, p in found.items()]
+
+
+def paired_from_json(rows: list[list[Any]]) -> dict[str, stats.Paired]:
+    return {key: stats.Paired(*values) for key, *values in rows}
 
 
 def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any]:

@@ -592,6 +592,11 @@ def test_rerun_failed_asks_only_the_failed_revisions_again(provider_factory):
     assert rerun.status == "done"
     assert selectors.run_counts(rerun)["answered"] == 2
     assert list(first.reruns.all()) == [rerun]
+    # the old revisions' states, and places of their own: the failed ones led the first run
+    for item in rerun.items.select_related("sample_state"):
+        assert item.state_id == item.sample_state.sample_state_id
+    assert sorted(rerun.items.values_list("place", flat=True)) == [0, 1]
+    assert set(first.items.filter(place__lt=2).values_list("status", flat=True)) == {"failed"}
 
 
 def test_rerun_failed_is_enqueued_like_a_new_run(provider_factory, settings):

@@ -214,7 +214,7 @@ def _new_run(
             **fields,
         )
         BatchItem.objects.bulk_create(
-            BatchItem(run=run, sample_state=r, variant=v)
+            BatchItem(run=run, sample_state=r, state_id=r.sample_state_id, variant=v)
             for r in revisions
             for v in range(variants)
         )

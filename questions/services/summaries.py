@@ -1,8 +1,9 @@
 """A finished run's summary, stored on it: checked and passed pairs (its pass rate), failed
 states, and per item the answers that missed the expected one (the run report lists failures
-first by it); and its reports (`RunReport`): the test report the run page shows and the
-comparison the review of its version shows. One call at the end of a run (`batch_execute`);
-the migrations that added the fields and the reports filled the runs finished before."""
+first by it) and its place in that list; and its reports (`RunReport`): the test report the
+run page shows and the comparison (with its paired verdicts) the review of its version shows.
+One call at the end of a run (`batch_execute`); the migrations that added the fields and the
+reports filled the runs finished before."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     for misses, pks in by_count.items():
         for start in range(0, len(pks), 500):  # SQLite caps a statement's parameters
             item_model.objects.filter(pk__in=pks[start : start + 500]).update(misses=misses)
+    if live:  # the migration that added the places fills those of older runs
+        store_places(run)
     type(run).objects.filter(pk=run.pk).update(
         checked=summary.checked, passed=summary.passed, failed_states=summary.failed_states
     )
@@ -46,6 +49,30 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     if live:
         store_reports(run)
     return summary
+
+
+def store_places(run: Any, item_model: Any = None) -> None:
+    """Store each of a finished run's items' place in its results table
+    (`selectors.results_order`, by the misses just stored): one query for the order, one
+    `executemany` of a plain UPDATE by id. `item_model`: the historical BatchItem model of the
+    migration that filled the places of older runs."""
+    from django.db import connections, router
+
+    from questions import selectors
+
+    if item_model is None:
+        from questions.models import BatchItem as item_model
+    ordered = selectors.results_order(item_model.objects.filter(run_id=run.pk, variant=0))
+    ids = list(ordered.values_list("pk", flat=True))
+    meta = item_model._meta
+    db = connections[router.db_for_write(item_model)]
+    quote = db.ops.quote_name
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {quote(meta.get_field('place').column)} = %s "
+        f"WHERE {quote(meta.pk.column)} = %s"
+    )
+    with db.cursor() as cursor:
+        cursor.executemany(sql, [(place, pk) for place, pk in enumerate(ids)])
 
 
 def store_reports(run: Any, report_model: Any = None) -> None:
@@ -81,6 +108,9 @@ def store_reports(run: Any, report_model: Any = None) -> None:
         against_id=base.pk,
         defaults={
             "data": metrics.delta_as_json(delta, selectors.REVIEW_FLIPS_SHOWN)
-            | {"types": selectors.compared(run.version.document)}
+            | {
+                "types": selectors.compared(run.version.document),
+                "paired": selectors.paired_as_json(selectors.paired_verdicts_computed(base, run)),
+            }
         },
     )

@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.db.models import Case, F, Q, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -154,20 +153,14 @@ def _items_context(run: BatchRun, request: HttpRequest) -> dict:
         run.items.filter(variant=0).select_related("sample_state").only(*RUN_ITEM_FIELDS)
     )
     if show == "failing":
-        items = items.filter(Q(status=BatchItem.Status.FAILED) | Q(misses__gt=0))
+        items = items.filter(selectors.FAILING_ITEM)
     if search:
         items = items.filter(sample_state__name__icontains=search)
-    items = list(
-        items.annotate(
-            rank=Case(
-                When(status=BatchItem.Status.FAILED, then=Value(0)),
-                When(misses__gt=0, then=Value(1)),
-                default=Value(2),
-            )
-        ).order_by("rank", F("misses").desc(nulls_last=True), "sample_state__name", "pk")[
-            start : start + ITEMS_PAGE + 1
-        ]
-    )
+    # a finished run stored each item's place in this order with its summary: a page of it is
+    # a range of an index, not a sort of every item
+    stored = run.finished and run.checked is not None
+    items = items.order_by("place") if stored else selectors.results_order(items)
+    items = list(items[start : start + ITEMS_PAGE + 1])
     more = len(items) > ITEMS_PAGE
     rows = [r for i in items[:ITEMS_PAGE] for r in _result_rows(i, questions, run, only, show)]
     filters = {k: v for k, v in (("show", show), ("q", search), ("question", only)) if v}
