@@ -174,7 +174,7 @@ def test_the_migration_fills_the_items_of_runs_finished_before_it(version):
     first, second = _run(version), _run(version)
     stored = {i.pk: (i.place, i.state_id) for i in BatchItem.objects.all()}
     BatchItem.objects.update(place=None, state=None)
-    migration = importlib.import_module("questions.migrations.0021_item_place_state")
+    migration = importlib.import_module("questions.migrations.0022_fill_item_place_state")
     migration.fill_items(apps, None)
     assert {i.pk: (i.place, i.state_id) for i in BatchItem.objects.all()} == stored
     _check_stored(first)
@@ -208,3 +208,22 @@ def test_the_review_reads_the_paired_verdicts_stored_with_the_run(client, versio
     cold = client.get(url).content.decode()
     assert _without_tokens(cold) == _without_tokens(expected)
     assert selectors.paired_verdicts(first, second) == computed
+
+
+def test_the_migration_runs_over_a_database_that_holds_finished_runs(version):
+    """Migrating from 0020 with runs stored: the columns and indexes (0021), then the fill
+    (0022; on PostgreSQL no index may be made in the transaction that updated the table)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    first = _run(version)
+    stored = {i.pk: (i.place, i.state_id) for i in first.items.all()}
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("questions")
+    try:
+        executor.migrate([("questions", "0020_run_reports")])
+        executor = MigrationExecutor(connection)
+        executor.migrate([("questions", "0022_fill_item_place_state")])
+    finally:
+        MigrationExecutor(connection).migrate(latest)
+    assert {i.pk: (i.place, i.state_id) for i in BatchItem.objects.filter(run=first)} == stored
