@@ -565,23 +565,36 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
     return approved, "the last approved version" if approved else ""
 
 
-def run_cases(run: BatchRun) -> list[metrics.Case]:
+#: an answered item of a run as its reports read it: (state name, tags, expected, answers)
+ItemRow = tuple[str, list[str] | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+def run_item_rows(run: BatchRun) -> list[ItemRow]:
+    """A run's answered items as its reports read them — the names, tags and expected answers
+    of the revisions it asked, not the states' contents: a control's real calls (variant 0)
+    only."""
+    return list(
+        run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
+            "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
+        )
+    )
+
+
+def run_cases(run: BatchRun, rows: list[ItemRow] | None = None) -> list[metrics.Case]:
     """Every answered (state, question) of a run with what its state expected: a control's
-    real calls (variant 0) only."""
+    real calls (variant 0) only; from `rows` (`run_item_rows`) when they were read already."""
     cases = []
-    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
-        "sample_state__name", "sample_state__expected", "answers"
-    )  # not the states' contents: a report needs names and expected answers only
-    for name, expected, answers in items:
+    for name, _tags, expected, answers in run_item_rows(run) if rows is None else rows:
         expected = expected or {}
         for qid, answer in (answers or {}).items():
             cases.append(metrics.Case(name, qid, answer.get("type", ""), answer, expected.get(qid)))
     return cases
 
 
-def run_report_computed(run: BatchRun) -> metrics.Report:
-    """A run's test report worked out from every answer (one pass over them)."""
-    return metrics.report(run_cases(run), threshold=run.threshold)
+def run_report_computed(run: BatchRun, rows: list[ItemRow] | None = None) -> metrics.Report:
+    """A run's test report worked out from every answer (one pass over them; over `rows`,
+    `run_item_rows`, when they were read already)."""
+    return metrics.report(run_cases(run, rows), threshold=run.threshold)
 
 
 def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, Any] | None:
@@ -612,12 +625,12 @@ def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
     return run_tag_slices_computed(run)
 
 
-def run_tag_slices_computed(run: BatchRun) -> list[metrics.Slice]:
+def run_tag_slices_computed(
+    run: BatchRun, rows: list[ItemRow] | None = None
+) -> list[metrics.Slice]:
     """`run_tag_slices` from the answers: the tags as the run asked them (its items'
-    revisions'), a control's real calls only."""
-    items = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
-        "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
-    )
+    revisions'), a control's real calls only; over `rows` (`run_item_rows`) when they were
+    read already."""
     tagged = [
         (
             tags or [],
@@ -626,7 +639,7 @@ def run_tag_slices_computed(run: BatchRun) -> list[metrics.Slice]:
                 for qid, a in (answers or {}).items()
             ],
         )
-        for name, tags, expected, answers in items
+        for name, tags, expected, answers in (run_item_rows(run) if rows is None else rows)
         if tags
     ]
     return metrics.tag_slices(tagged, run.threshold)

@@ -32,7 +32,19 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     live = item_model is None
     if item_model is None:
         from questions.models import BatchItem as item_model
-    summary = metrics.summarize(summary_rows(run), threshold=run.threshold)
+
+        # one read of the items for the summary and the reports alike
+        items = list(
+            run.items.filter(variant=0).values_list(
+                "pk", "status", "sample_state__name", "sample_state__tags",
+                "sample_state__expected", "answers",
+            )
+        )  # fmt: skip
+        rows = [(pk, status, expected, answers) for pk, status, _, _, expected, answers in items]
+        answered = [row[2:] for row in items if row[1] == item_model.Status.ANSWERED]
+    else:
+        rows, answered = summary_rows(run), None
+    summary = metrics.summarize(rows, threshold=run.threshold)
     by_count: dict[int, list[int]] = defaultdict(list)
     for pk, misses in summary.misses.items():
         by_count[misses].append(pk)
@@ -47,7 +59,7 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     run.checked, run.passed = summary.checked, summary.passed
     run.failed_states = summary.failed_states
     if live:
-        store_reports(run)
+        store_reports(run, rows=answered)
     return summary
 
 
@@ -75,19 +87,21 @@ def store_places(run: Any, item_model: Any = None) -> None:
         cursor.executemany(sql, [(place, pk) for place, pk in enumerate(ids)])
 
 
-def store_reports(run: Any, report_model: Any = None) -> None:
+def store_reports(run: Any, report_model: Any = None, rows: list | None = None) -> None:
     """Store a finished run's test report, and, for a plain run, the run set against the
     latest finished run of its version's review baseline: what the run page and the review
     page read, once, whatever the number of answers. Worked out again (replaced) if asked
     twice. `report_model` is the historical RunReport model of the migration that filled the
-    test reports of older runs (it stores no comparison)."""
+    test reports of older runs (it stores no comparison). `rows`: the run's answered items as
+    `selectors.run_item_rows` reads them, when they were read already."""
     from questions import selectors
 
     if report_model is None:
         from questions.models import RunReport as report_model
-    data = metrics.report_as_json(selectors.run_report_computed(run))
+    rows = selectors.run_item_rows(run) if rows is None else rows
+    data = metrics.report_as_json(selectors.run_report_computed(run, rows))
     data["tags"] = [
-        [s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices_computed(run)
+        [s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices_computed(run, rows)
     ]
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not selectors.RunReport or run.kind != run.PLAIN:
