@@ -267,9 +267,11 @@ class _Loop:
 
     @classmethod
     def shared(cls) -> _Loop:
-        """This process's loop, started at its first use (again in a forked child)."""
+        """This process's loop, started at its first use (again in a forked child, or if its
+        thread ever ended)."""
         with cls._lock:
-            if cls._current is None or cls._current.pid != os.getpid():
+            current = cls._current
+            if current is None or current.pid != os.getpid() or not current.thread.is_alive():
                 cls._current = cls()
             return cls._current
 

@@ -279,3 +279,15 @@ def test_a_batch_records_what_a_single_ask_records(provider):
         (a.question_id, a.question_sha256, a.state_sha256, a.model, a.answer)
         for a in single.answers.all()
     )
+
+
+def test_one_loop_serves_the_runs_of_a_process_and_one_that_stopped_is_replaced(provider):
+    version, writer = a_set(2)
+    run(version, writer, concurrency=2)
+    first = batches._Loop.shared()
+    run(version, writer, concurrency=2)
+    assert batches._Loop.shared() is first
+    first.loop.call_soon_threadsafe(first.loop.stop)
+    first.thread.join(5)
+    assert selectors.run_counts(run(version, writer, concurrency=2))["answered"] == 2
+    assert batches._Loop.shared() is not first
