@@ -134,7 +134,8 @@ def run_pipeline(
     else — `claim`, `write(done)` with up to WRITE_BATCH results, `tick()` every TICK_SECONDS —
     runs in the calling thread, which holds the only database connection. An exception raised
     by `ask` is handed to `write` as that item's (`Done.error`); one raised by `claim`, `write`
-    or `tick` stops the run and is raised here once the calls in flight have ended."""
+    or `tick` stops the run and is raised here once the calls in flight have ended and what
+    came back has been written, if it still can be."""
     concurrency = max(1, concurrency)
     halt = threading.Event()  # read by the calls: nothing new is sent
     results: queue.SimpleQueue[Done] = queue.SimpleQueue()
@@ -228,6 +229,14 @@ def run_pipeline(
                 done += batch
     except BaseException:
         halt.set()
+        if pipeline:
+            pipeline.close()  # the calls in flight end and come back
+        # what came back is written if it still can be (its calls went out: a run taken over
+        # would ask them again)
+        leftover = done + _drain(results, 0, math.inf)
+        if leftover:
+            with contextlib.suppress(Exception):
+                write(leftover)
         raise
     finally:
         if pipeline:
@@ -312,6 +321,7 @@ class _Calls:
         session."""
         if not self.started:
             return
+        self.started = False  # closed once
         for future in list(self.tasks):
             with contextlib.suppress(Exception):
                 future.result()

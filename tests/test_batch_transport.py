@@ -291,3 +291,43 @@ def test_one_loop_serves_the_runs_of_a_process_and_one_that_stopped_is_replaced(
     first.thread.join(5)
     assert selectors.run_counts(run(version, writer, concurrency=2))["answered"] == 2
     assert batches._Loop.shared() is not first
+
+
+def test_what_came_back_is_written_when_the_run_stops_on_an_error():
+    """A tick (or a claim, or a write) that raises stops the run; the calls in flight end, and
+    every outcome that came back — answered or released unasked — is still handed to `write`."""
+    import asyncio
+    from types import SimpleNamespace
+
+    items, written = list(range(6)), []
+    first_back, release = threading.Event(), threading.Event()
+
+    def claim(n):
+        taken = items[:n]
+        del items[:n]
+        return taken
+
+    async def ask(item, slot):
+        if item == 5:  # still in flight when the run stops
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+        first_back.set()
+        return SimpleNamespace(error=None, item=item)
+
+    def tick():
+        if first_back.is_set():
+            release.set()
+            raise RuntimeError("the database went away")
+        return False
+
+    with pytest.raises(RuntimeError, match="went away"):
+        batches.run_pipeline(
+            claim=claim,
+            ask=ask,
+            write=lambda batch: written.extend(batch),
+            tick=tick,
+            concurrency=2,
+            max_attempts=1,
+        )
+    assert sorted(d.item for d in written) == list(range(6))  # none lost, none twice
+    assert any(d.item == 5 and d.tried for d in written)  # the call in flight, answered
