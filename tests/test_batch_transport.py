@@ -87,6 +87,7 @@ def test_a_run_wider_than_the_kept_clients_opens_only_the_missing_ones(provider)
 
 def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
     monkeypatch.setattr(batch_services._Clients, "most", 3)
+    batches._Loop.shared().run(_forget_kept())  # what earlier tests' runs left
     version, writer = a_set(10)
     assert selectors.run_counts(run(version, writer, concurrency=5))["answered"] == 10
     kept = batches._Loop.shared().run(_idle())
@@ -95,6 +96,13 @@ def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
 
 async def _idle() -> int:
     return len(batch_services._clients().idle)
+
+
+async def _forget_kept() -> None:
+    kept = batch_services._clients()
+    for client in kept.idle:
+        await client.aclose()
+    kept.idle.clear()
 
 
 def test_a_connection_the_provider_closed_while_idle_is_opened_again(provider):
