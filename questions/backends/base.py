@@ -16,11 +16,14 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from questions import answers, spec
+
+if TYPE_CHECKING:
+    from questions.backends import streams
 
 log = logging.getLogger("questions.backends")
 
@@ -371,9 +374,7 @@ class Wire:
             return self.failed_exchange(outcome, exc, sent, started)
         return self.answered(outcome, response, raw, ask, sent, started)
 
-    async def acall(
-        self, ask: Ask, started: float, client: httpx.AsyncBaseTransport | httpx.AsyncClient
-    ) -> Outcome:
+    async def acall(self, ask: Ask, started: float, client: streams.Slot) -> Outcome:
         """`call` on an asyncio loop through `client`: the same request bytes, deadline, error
         table and answer checks (the pure steps are shared); for the batch engine."""
         outcome, payload, headers = self.prepare(ask)
@@ -482,7 +483,7 @@ class Wire:
         return response, b"".join(chunks)
 
     async def _astream(
-        self, slot: httpx.AsyncBaseTransport | httpx.AsyncClient, payload: bytes, headers: dict
+        self, slot: streams.Slot, payload: bytes, headers: dict
     ) -> tuple[httpx.Response, bytes]:
         """The exchange through a batch slot: straight through its transport (a client's layers —
         cookies, redirects, hooks — cost a fifth of the call's CPU and do nothing here), with

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from django.conf import settings
 
 from questions import answers, spec
@@ -24,6 +23,9 @@ from questions.backends.base import (
     scrub,
 )
 from questions.backends.custom import CustomBackend
+
+if TYPE_CHECKING:
+    from questions.backends import streams
 
 
 class _HttpBackend:
@@ -55,7 +57,7 @@ class _HttpBackend:
         wire = self.wire()
         return without_secret(wire.call(ask, started), wire.secret)
 
-    async def aask(self, ask: Ask, client: httpx.AsyncBaseTransport | httpx.AsyncClient) -> Outcome:
+    async def aask(self, ask: Ask, client: streams.Slot) -> Outcome:
         """`ask` on an asyncio loop, through the caller's slot (the batch engine's transport,
         or its client when a proxy is set)."""
         started = time.perf_counter()

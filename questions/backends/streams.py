@@ -19,6 +19,10 @@ import typing
 import httpcore
 import httpx
 
+#: what a batch call goes through: this module's transport, or an httpx client when the
+#: environment names a proxy (`services.batches`)
+Slot = httpx.AsyncBaseTransport | httpx.AsyncClient
+
 #: what is read from a socket at most per read (httpcore asks for 64 KiB)
 _LIMIT = 2**20
 
