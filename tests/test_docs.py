@@ -159,7 +159,9 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
                 break
             except OSError:
-                time.sleep(0.2)
+                time.sleep(0.2)  # a poll until the server answers, not a timing
+        else:
+            pytest.fail("the demo's server never answered /healthz")
         script = _tour().replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         script = script.replace(".venv/bin/python", sys.executable)
         done = subprocess.run(

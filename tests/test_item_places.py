@@ -13,35 +13,31 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import metrics, roles, selectors, services, standin
+from questions import metrics, roles, selectors, services
 from questions.models import BatchItem, BatchRun, RunReport
 from questions.services.summaries import store_summary
 from tests import factories
-from tests.providers import DOC
+from tests.providers import DOC, stand_in_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
 
 
 @pytest.fixture
 def version(client, settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = standin.KEY
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    writer = factories.author("writer")
-    client.force_login(writer)
-    qs = factories.question_set("s", owner=writer, doc=DOC)
-    for i in range(8):
-        services.sample_state_create(
-            question_set=qs,
-            name=f"s{7 - i}",  # made in the reverse of their names' order
-            state={"n": i, "ticket": "urgent, we are down" if i % 3 == 0 else "a question"},
-            author=writer,
-            expected={"urgent": i % 2 == 0, "desk": "billing"} if i != 5 else {},
-            tags=["even" if i % 2 == 0 else "odd"],
-        )
-    yield services.open_draft(qs)
-    server.shutdown()
-    server.server_close()
+    with stand_in_serving(settings):
+        writer = factories.author("writer")
+        client.force_login(writer)
+        qs = factories.question_set("s", owner=writer, doc=DOC)
+        for i in range(8):
+            services.sample_state_create(
+                question_set=qs,
+                name=f"s{7 - i}",  # made in the reverse of their names' order
+                state={"n": i, "ticket": "urgent, we are down" if i % 3 == 0 else "a question"},
+                author=writer,
+                expected={"urgent": i % 2 == 0, "desk": "billing"} if i != 5 else {},
+                tags=["even" if i % 2 == 0 else "odd"],
+            )
+        yield services.open_draft(qs)
 
 
 def _without_tokens(body: str) -> str:

@@ -10,34 +10,30 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import metrics, roles, selectors, services, standin
+from questions import metrics, roles, selectors, services
 from questions.models import BatchRun, RunReport
 from tests import factories
-from tests.providers import DOC
+from tests.providers import DOC, stand_in_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def version(client, settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = standin.KEY
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    writer = factories.author("writer")
-    client.force_login(writer)
-    qs = factories.question_set("s", owner=writer, doc=DOC)
-    for i in range(6):
-        services.sample_state_create(
-            question_set=qs,
-            name=f"s{i}",
-            state={"n": i, "ticket": "urgent, we are down" if i % 2 == 0 else "a question"},
-            author=writer,
-            expected={"urgent": i % 2 == 0, "desk": "billing"},
-            tags=["even" if i % 2 == 0 else "odd"],
-        )
-    yield services.open_draft(qs)
-    server.shutdown()
-    server.server_close()
+    with stand_in_serving(settings):
+        writer = factories.author("writer")
+        client.force_login(writer)
+        qs = factories.question_set("s", owner=writer, doc=DOC)
+        for i in range(6):
+            services.sample_state_create(
+                question_set=qs,
+                name=f"s{i}",
+                state={"n": i, "ticket": "urgent, we are down" if i % 2 == 0 else "a question"},
+                author=writer,
+                expected={"urgent": i % 2 == 0, "desk": "billing"},
+                tags=["even" if i % 2 == 0 else "odd"],
+            )
+        yield services.open_draft(qs)
 
 
 def _run(version, threshold=0.5):

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 from django.conf import settings
-from django.db import connections, router, transaction
+from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
@@ -37,6 +37,7 @@ from django_tasks import task
 from questions import attribution, backends, batches, controls, invariance, roles, spec
 from questions.backends import streams
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
+from questions.services import bulk
 from questions.services.decisions import (
     decision_backend,
     decision_conclude,
@@ -312,22 +313,22 @@ class _Clients:
     most = MAX_CONCURRENCY
 
     def __init__(self) -> None:
-        self.idle: list[httpx.AsyncBaseTransport | httpx.AsyncClient] = []
+        self.idle: list[streams.Slot] = []
         self.proxied = bool(urllib.request.getproxies())
 
-    def take(self, n: int) -> list[httpx.AsyncBaseTransport | httpx.AsyncClient]:
+    def take(self, n: int) -> list[streams.Slot]:
         if bool(urllib.request.getproxies()) != self.proxied:  # the environment changed
             self.proxied, self.idle = bool(urllib.request.getproxies()), []
         taken = [self.idle.pop() for _ in range(min(n, len(self.idle)))]
         return taken + [self._new() for _ in range(n - len(taken))]
 
-    async def give_back(self, clients: list[httpx.AsyncBaseTransport | httpx.AsyncClient]) -> None:
+    async def give_back(self, clients: list[streams.Slot]) -> None:
         room = self.most - len(self.idle)
         self.idle.extend(clients[:room])
         for client in clients[room:]:
             await client.aclose()
 
-    def _new(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient:
+    def _new(self) -> streams.Slot:
         """A transport of one connection on asyncio's streams (a call goes straight through it,
         `backends.streams`), or, when the environment names a proxy, a client that finds it
         (reading the environment costs ~2 ms a client, so only then)."""
@@ -447,7 +448,7 @@ class _Execution:
         return decision_conclude(outcome, asked, logged=False)
 
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[list[httpx.AsyncBaseTransport | httpx.AsyncClient]]:
+    async def session(self) -> AsyncIterator[list[streams.Slot]]:
         """A client of one connection per slot, taken from this process's kept clients and given
         back at the end, its connection still open for the next run."""
         clients = _clients().take(max(1, self.run.concurrency))
@@ -541,30 +542,14 @@ def _replay(
     }
 
 
-_ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision"]
+#: what a call's outcome writes to its item
+_ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision_id"]
 
 
 def _update_items(items: list[dict[str, Any]]) -> None:
-    """Each item's outcome ({"id", and a value per `_ITEM_FIELDS` attname}) in one
-    `executemany` of a plain UPDATE by id (`bulk_update` builds a CASE per field and row, which
-    cost more than the rest of the write)."""
-    meta = BatchItem._meta
-    fields = [meta.get_field(name) for name in _ITEM_FIELDS]
-    db = connections[router.db_for_write(BatchItem)]
-    quote = db.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
-    answers = meta.get_field("answers")  # JSON: the one value the database takes prepared
-    rows = [
-        [
-            answers.get_db_prep_save(item[f.attname], db) if f is answers else item[f.attname]
-            for f in fields
-        ]
-        + [item["id"]]
-        for item in items
-    ]
-    with db.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    """Each item's outcome ({"id", and a value per `_ITEM_FIELDS` attname}) in one plain
+    UPDATE by id (`bulk.update`)."""
+    bulk.update(BatchItem, _ITEM_FIELDS, items)
 
 
 def _item_of(done: batches.Done) -> dict[str, Any]:

@@ -7,7 +7,8 @@ call — a few kilobytes of JSON, every quote escaped — that cost more CPU tha
 `insert` takes the rows as {attname: value} and prepares only the values that need it (JSON,
 dates, anything but plain text, numbers, booleans and ids). On PostgreSQL it sends them with
 COPY (psycopg formats the rows in C) after taking their ids from the table's sequence in one
-query; elsewhere with one multi-row INSERT … RETURNING per chunk.
+query; elsewhere with one multi-row INSERT … RETURNING per chunk. `update` writes rows back by
+id in one `executemany` of a plain UPDATE (`bulk_update` builds a CASE per field and row).
 """
 
 from __future__ import annotations
@@ -69,16 +70,38 @@ def insert(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> list[in
         return ids
 
 
+def update(model: type[models.Model], attnames: Sequence[str], rows: Sequence[dict[str, Any]]):
+    """Write `attnames` of each row — {"id": its id, attname: value, …} — to `model`'s row of
+    that id, in one `executemany` of a plain UPDATE; the caller holds the transaction."""
+    if not rows:
+        return
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    meta = model._meta
+    fields = [next(f for f in meta.concrete_fields if f.attname == a) for a in attnames]
+    prepared = [(f.attname, _preparer(f, connection)) for f in fields]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            sql, [[prepare(row[name]) for name, prepare in prepared] + [row["id"]] for row in rows]
+        )
+
+
+def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
+    """How a value of `field` becomes the database's: itself for plain text, numbers, booleans
+    and ids; otherwise as the field prepares it (JSON, dates…)."""
+    if isinstance(field, (*_PLAIN, models.ForeignKey)):
+        return lambda value: value
+    return lambda value: field.get_db_prep_save(value, connection)
+
+
 def _values_of(field: models.Field, connection, now) -> Callable[[dict[str, Any]], Any]:
     """How a row's value of `field` becomes the database's."""
     name, default = field.attname, field.get_default
-
-    def prepared(value: Any) -> Any:
-        return field.get_db_prep_save(value, connection)
-
+    prepared = _preparer(field, connection)
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-        stamp = prepared(now)
+        stamp = field.get_db_prep_save(now, connection)
         return lambda row: stamp if row.get(name) is None else prepared(row[name])
-    if isinstance(field, (*_PLAIN, models.ForeignKey)):
-        return lambda row: row[name] if name in row else default()
     return lambda row: prepared(row[name] if name in row else default())

@@ -66,25 +66,16 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
 def store_places(run: Any, item_model: Any = None) -> None:
     """Store each of a finished run's items' place in its results table
     (`selectors.results_order`, by the misses just stored): one query for the order, one
-    `executemany` of a plain UPDATE by id. `item_model`: the historical BatchItem model of the
+    plain UPDATE by id (`bulk.update`). `item_model`: the historical BatchItem model of the
     migration that filled the places of older runs."""
-    from django.db import connections, router
-
     from questions import selectors
+    from questions.services import bulk
 
     if item_model is None:
         from questions.models import BatchItem as item_model
     ordered = selectors.results_order(item_model.objects.filter(run_id=run.pk, variant=0))
-    ids = list(ordered.values_list("pk", flat=True))
-    meta = item_model._meta
-    db = connections[router.db_for_write(item_model)]
-    quote = db.ops.quote_name
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET {quote(meta.get_field('place').column)} = %s "
-        f"WHERE {quote(meta.pk.column)} = %s"
-    )
-    with db.cursor() as cursor:
-        cursor.executemany(sql, [(place, pk) for place, pk in enumerate(ids)])
+    ids = ordered.values_list("pk", flat=True)
+    bulk.update(item_model, ["place"], [{"id": pk, "place": n} for n, pk in enumerate(ids)])
 
 
 def store_reports(run: Any, report_model: Any = None, rows: list | None = None) -> None:
