@@ -14,11 +14,11 @@ flight finish.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import math
 import os
-import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -101,6 +101,7 @@ class Done:
     tried: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     released: bool = False
+    back: float = 0.0  # when it came back (time.monotonic())
 
     @property
     def outcome(self) -> Any:
@@ -138,7 +139,7 @@ def run_pipeline(
     came back has been written, if it still can be."""
     concurrency = max(1, concurrency)
     halt = threading.Event()  # read by the calls: nothing new is sent
-    results: queue.SimpleQueue[Done] = queue.SimpleQueue()
+    results = _Results()
     asynchronous = inspect.iscoroutinefunction(ask)
     pipeline = _Calls(concurrency, session) if asynchronous else None
 
@@ -201,16 +202,17 @@ def run_pipeline(
                     halt.set()
             # claim ahead so the calls never wait for one, in chunks of at least half of what
             # is claimed ahead, so that a claim is not a transaction per state
+            chunk = max(1, ahead // 2)
             room = ahead - outstanding
-            if not (stopped or exhausted) and room >= max(1, ahead // 2):
+            if not (stopped or exhausted) and room >= chunk:
                 items = claim(room)
                 exhausted = len(items) < room
-                for item in items:
-                    if pipeline:
-                        pipeline.submit(attempts_async, item)
-                    else:
+                outstanding += len(items)
+                if pipeline:
+                    pipeline.submit(attempts_async, items)
+                else:
+                    for item in items:
                         results.put(attempts_sync(item))
-                    outstanding += 1
             finishing = outstanding == 0 and (stopped or exhausted)
             # the outcomes are written in batches (a transaction per state costs more than the
             # state's own work): when WRITE_BATCH have come back, when the oldest has waited
@@ -220,12 +222,17 @@ def run_pipeline(
                 done, written_by = [], math.inf
             if finishing:
                 return stopped
-            wait = min(next_tick, written_by) - time.monotonic()
-            batch = _drain(results, max(0.0, min(TICK_SECONDS, wait)), WRITE_BATCH - len(done))
+            # woken when what it waits for has come back: room for the next claim, a full
+            # write, the last outcome; else at the next tick or when the oldest must be written
+            wanted = [WRITE_BATCH - len(done), outstanding]
+            if not (stopped or exhausted):
+                wanted.append(chunk - (ahead - outstanding))
+            wait = max(0.0, min(TICK_SECONDS, min(next_tick, written_by) - time.monotonic()))
+            batch = results.take(wait, min(wanted), WRITE_BATCH - len(done))
             if batch:
                 outstanding -= len(batch)
                 if not done:
-                    written_by = time.monotonic() + WRITE_LINGER
+                    written_by = batch[0].back + WRITE_LINGER
                 done += batch
     except BaseException:
         halt.set()
@@ -233,7 +240,7 @@ def run_pipeline(
             pipeline.close()  # the calls in flight end and come back
         # what came back is written if it still can be (its calls went out: a run taken over
         # would ask them again)
-        leftover = done + _drain(results, 0, math.inf)
+        leftover = done + results.take(0, 0, math.inf)
         if leftover:
             with contextlib.suppress(Exception):
                 write(leftover)
@@ -243,19 +250,34 @@ def run_pipeline(
             pipeline.close()
 
 
-def _drain(results: queue.SimpleQueue, wait: float, most: int) -> list[Done]:
-    """What came back: waits up to `wait` seconds for the first, then takes what else is there,
-    `most` in all."""
-    try:
-        batch = [results.get(timeout=wait) if wait > 0 else results.get_nowait()]
-    except queue.Empty:
-        return []
-    while len(batch) < most:
-        try:
-            batch.append(results.get_nowait())
-        except queue.Empty:
-            break
-    return batch
+class _Results:
+    """What came back, handed from the calls to the thread that writes. That thread is woken
+    when what it waits for has come back (`take`'s `wake_at`: room for the next claim, a full
+    write, the run's last outcome), not by each outcome: a wake-up per call cost both threads a
+    hand-over of the GIL for every state."""
+
+    def __init__(self) -> None:
+        self.items: collections.deque[Done] = collections.deque()
+        self.ready = threading.Event()
+        self.wake_at = 1
+
+    def put(self, done: Done) -> None:
+        done.back = time.monotonic()
+        self.items.append(done)
+        if len(self.items) >= self.wake_at and not self.ready.is_set():
+            self.ready.set()
+
+    def take(self, wait: float, wake_at: int, most: float) -> list[Done]:
+        """Up to `most` of what came back, once `wake_at` have (at least one) or after `wait`
+        seconds, whichever is first."""
+        self.wake_at = max(1, wake_at)
+        self.ready.clear()  # before the count is read: an outcome put after it sets it again
+        if len(self.items) < self.wake_at and wait > 0:
+            self.ready.wait(wait)
+        batch: list[Done] = []
+        while self.items and len(batch) < most:
+            batch.append(self.items.popleft())
+        return batch
 
 
 class _Loop:
@@ -298,7 +320,7 @@ class _Calls:
         self.shared = _Loop.shared()
         self.concurrency = concurrency
         self.opened = session() if session else contextlib.nullcontext([None] * concurrency)
-        self.tasks: set[asyncio.Future] = set()
+        self.tasks: set[asyncio.Task] = set()  # on the loop only
         self.started = False
 
     def start(self) -> None:
@@ -311,10 +333,17 @@ class _Calls:
         self.free = self.shared.run(open_slots())
         self.started = True
 
-    def submit(self, attempts: Callable[..., Awaitable[None]], item: Any) -> None:
-        future = asyncio.run_coroutine_threadsafe(attempts(item, self.free), self.shared.loop)
-        self.tasks.add(future)
-        future.add_done_callback(self.tasks.discard)
+    def submit(self, attempts: Callable[..., Awaitable[None]], items: list[Any]) -> None:
+        """A task on the loop for each item, all handed over at once (one wake-up of the loop
+        for a claim, not one per item)."""
+        if items:
+            self.shared.loop.call_soon_threadsafe(self._start, attempts, items)
+
+    def _start(self, attempts: Callable[..., Awaitable[None]], items: list[Any]) -> None:
+        for item in items:
+            task = self.shared.loop.create_task(attempts(item, self.free))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
 
     def close(self) -> None:
         """Wait for the calls still in flight (each bounded by its deadline), then close the
@@ -322,7 +351,11 @@ class _Calls:
         if not self.started:
             return
         self.started = False  # closed once
-        for future in list(self.tasks):
-            with contextlib.suppress(Exception):
-                future.result()
-        self.shared.run(self.opened.__aexit__(None, None, None))
+
+        async def ended() -> None:
+            # what was handed over is started first (`_start` runs before this, in order)
+            while self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+            await self.opened.__aexit__(None, None, None)
+
+        self.shared.run(ended())

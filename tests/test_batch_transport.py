@@ -5,9 +5,11 @@ client sends, the same errors when the network fails — and the recordings writ
 
 from __future__ import annotations
 
+import math
 import socket
 import ssl
 import threading
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -305,7 +307,6 @@ def test_what_came_back_is_written_when_the_run_stops_on_an_error():
     """A tick (or a claim, or a write) that raises stops the run; the calls in flight end, and
     every outcome that came back — answered or released unasked — is still handed to `write`."""
     import asyncio
-    from types import SimpleNamespace
 
     items, written = list(range(6)), []
     first_back, release = threading.Event(), threading.Event()
@@ -339,3 +340,41 @@ def test_what_came_back_is_written_when_the_run_stops_on_an_error():
         )
     assert sorted(d.item for d in written) == list(range(6))  # none lost, none twice
     assert any(d.item == 5 and d.tried for d in written)  # the call in flight, answered
+
+
+def test_the_writing_thread_is_woken_when_what_it_waits_for_has_come_back():
+    # not by each outcome (a hand-over of the GIL for every state): by the count it waits for
+    results = batches._Results()
+    assert results.take(0, 3, math.inf) == []  # waits for three from now on
+    results.put(batches.Done(1))
+    results.put(batches.Done(2))
+    assert not results.ready.is_set()
+    results.put(batches.Done(3))
+    assert results.ready.is_set()
+    assert [d.item for d in results.take(30, 3, 2)] == [1, 2]  # at once; `most` at a time
+    assert [d.item for d in results.take(0, 1, math.inf)] == [3]
+
+
+def test_a_run_claims_in_chunks_and_writes_in_batches_however_fast_the_calls_come_back():
+    items, claims, writes = list(range(300)), [], []
+
+    def claim(n):
+        claims.append(n)
+        taken = items[:n]
+        del items[:n]
+        return taken
+
+    async def ask(item, slot):
+        return SimpleNamespace(error=None, item=item)
+
+    batches.run_pipeline(
+        claim=claim,
+        ask=ask,
+        write=lambda batch: writes.append([d.item for d in batch]),
+        tick=lambda: False,
+        concurrency=32,
+        max_attempts=1,
+    )
+    assert sorted(i for batch in writes for i in batch) == list(range(300))
+    assert min(claims) >= batches.CLAIM_AHEAD // 2  # never a claim per state
+    assert all(len(batch) <= batches.WRITE_BATCH for batch in writes)
