@@ -14,9 +14,11 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from questions import roles, services
-from questions.backends.base import scrub
+from questions.backends.base import _secret_pattern, scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import KEY, Provider, point_every_wire_at
@@ -321,6 +323,57 @@ def test_the_key_base64_encoded_inside_a_longer_text_is_scrubbed_but_for_its_edg
     # what is left holds the surrounding text and at most two bytes of the key at either end
     assert len(base64.b64decode(left + "=" * (-len(left) % 4))) <= len(before.encode()) + 2
     assert len(right) <= 4 * ((len(after.encode()) + 2) // 3 + 1)
+
+
+#: keys of every kind `scrub`'s quick look must not misjudge: with spaces (a `+` each), with
+#: characters a URL escapes, non-ASCII (the long s is an `s` letter case aside), plain
+SCRUBBED_KEYS = [ODD_KEY, "sk-Te/st+4f=9c", "key one 42", "key-\u017f-42x", "sk-0123456789abcdef"]
+
+
+def escaped(key: str, every: int) -> str:
+    """The key with every `every`-th character URL-encoded (`%XX`)."""
+    return "".join(
+        "".join(f"%{byte:02X}" for byte in char.encode()) if i % every == 0 else char
+        for i, char in enumerate(key)
+    )
+
+
+def key_pieces(key: str) -> list[str]:
+    """Every form of a key, its halves, and what sits near one (the long s, a Kelvin sign)."""
+    forms = [
+        key, key.upper(), key.lower(), quote(key, safe=""), quote_plus(key),
+        base64.b64encode(key.encode()).decode(), base64.urlsafe_b64encode(key.encode()).decode(),
+        base64.b64encode(f"Bearer {key}".encode()).decode(), escaped(key, 1), escaped(key, 3),
+    ]  # fmt: skip
+    halves = [form[: len(form) // 2] for form in forms] + [form[len(form) // 2 :] for form in forms]
+    return forms + halves + ["%", "+", " ", "\u017f", "\u212a", "S", "k", '{"model": "jev"}']
+
+
+def whole_pattern(text: str, key: str) -> str:
+    return _secret_pattern(key).sub("[redacted]", text.replace(key, "[redacted]"))
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("key one 42", '{"echo": "key+one+42"}'),  # ASCII, no %: found by its + only
+        ("key-\u017f-42x", '{"echo": "KEY-S-42X"}'),  # ASCII text, the key's long s an S
+        ("sk-Te/st+4f=9c", '{"echo": "sk-Te%2Fst%2B4f%3D9c"}'),  # found by its escapes only
+        ("sk-0123456789abcdef", '{"echo": "SK-0123456789ABCDEF"}'),
+    ],
+)
+def test_scrub_finds_a_key_its_quick_look_could_miss(key, text):
+    assert scrub(text, key) == whole_pattern(text, key) == '{"echo": "[redacted]"}'
+
+
+@settings(max_examples=400)
+@given(st.data())
+def test_scrub_removes_what_the_whole_pattern_removes(data):
+    # the quick look that spares most text the pattern never changes what is removed
+    key = data.draw(st.sampled_from(SCRUBBED_KEYS))
+    pieces = st.sampled_from(key_pieces(key)) | st.text(max_size=8)
+    text = "".join(data.draw(st.lists(pieces, max_size=8)))
+    assert scrub(text, key) == whole_pattern(text, key)
 
 
 def test_provider_detail_is_at_most_500_characters(provider):
