@@ -247,8 +247,9 @@ class _AnswerChecker:
                 qid, f"`{qid}`: probabilities must be an object; got {spec.describe(probabilities)}"
             )
             return None, False
+        known = set(keys)
         missing = [k for k in keys if k not in probabilities]
-        extra = [k for k in probabilities if k not in keys]
+        extra = [k for k in probabilities if k not in known]
         if missing:
             self.beyond(
                 Rule.OPTIONS,
@@ -267,8 +268,9 @@ class _AnswerChecker:
         shown = keys if enforced else list(probabilities)
         ok = True
         for key in shown:
-            if key in probabilities:
-                ok = self.unit(qid, f"the probability of {what} `{key}`", probabilities[key]) and ok
+            value = probabilities.get(key)
+            if key in probabilities and not (is_number(value) and 0 <= value <= 1):
+                ok = self.unit(qid, f"the probability of {what} `{key}`", value) and ok
         if not ok or (enforced and (missing or extra)):
             return None, False
         values = [probabilities[k] for k in shown]

@@ -215,6 +215,12 @@ def _client_headers() -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=64)
+def _parsed(url: str) -> httpx.URL:
+    """A wire's URL, parsed once (an httpx.URL is immutable; parsing it costs ~40 µs a call)."""
+    return httpx.URL(url)
+
+
+@functools.lru_cache(maxsize=64)
 def _secret_pattern(secret: str) -> re.Pattern[str]:
     def encodings(char: str) -> list[str]:
         escaped = "".join(f"%{byte:02x}" for byte in char.encode())
@@ -523,7 +529,7 @@ class Wire:
         sent.update(headers)  # the wire's own (Accept among them) over the client's
         request = httpx.Request(
             "POST",
-            self.url,
+            _parsed(self.url),
             content=payload,
             headers=sent,
             extensions={"timeout": httpx.Timeout(self.timeout).as_dict()},
