@@ -32,7 +32,9 @@ RETRY_AFTER_LIMIT = 60.0  # a provider asking for longer than this is not waited
 HEARTBEAT_SECONDS = 2.0
 TICK_SECONDS = 0.25  # how often a run looks for a cancel request
 WRITE_BATCH = 200  # outcomes written in one transaction, at most
-WRITE_LINGER = 0.5  # how long an outcome waits for others to be written with it, at most
+WRITE_LINGER = 0.2  # how long an outcome waits for others to be written with it, at most
+# (a longer wait writes bigger batches, each holding the GIL for longer while the calls wait for it:
+# at K = 128, 0.5 s made the span 15 % longer than 0.2 s; 0.05 s no shorter)
 CLAIM_AHEAD = 64  # items claimed ahead of the calls, at least (twice the concurrency above 32)
 
 #: set when the process was asked to stop: runs release what they have not sent
