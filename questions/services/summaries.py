@@ -65,17 +65,33 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
 
 def store_places(run: Any, item_model: Any = None) -> None:
     """Store each of a finished run's items' place in its results table
-    (`selectors.results_order`, by the misses just stored): one query for the order, one
-    plain UPDATE by id (`bulk.update`). `item_model`: the historical BatchItem model of the
+    (`selectors.results_order`, by the misses just stored): one UPDATE that numbers the items in
+    that order (a window over it), so the database sorts them as a page would, and writes them
+    in one statement (one UPDATE per item kept PostgreSQL busy 0.13 s at 1,000 items: the
+    longest step of a finishing run). `item_model`: the historical BatchItem model of the
     migration that filled the places of older runs."""
+    from django.db import connections, router
+    from django.db.models import Window
+    from django.db.models.functions import RowNumber
+
     from questions import selectors
-    from questions.services import bulk
 
     if item_model is None:
         from questions.models import BatchItem as item_model
     ordered = selectors.results_order(item_model.objects.filter(run_id=run.pk, variant=0))
-    ids = ordered.values_list("pk", flat=True)
-    bulk.update(item_model, ["place"], [{"id": pk, "place": n} for n, pk in enumerate(ids)])
+    numbered = ordered.annotate(
+        n=Window(RowNumber(), order_by=list(ordered.query.order_by))
+    ).values_list("pk", "n")
+    select, params = numbered.order_by().query.sql_with_params()
+    connection = connections[router.db_for_write(item_model)]
+    quote = connection.ops.quote_name
+    table, pk = quote(item_model._meta.db_table), quote(item_model._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {quote('place')} = numbered.{quote('n')} - 1 "
+            f"FROM ({select}) AS numbered WHERE {table}.{pk} = numbered.{quote('pk')}",
+            params,
+        )
 
 
 def store_reports(run: Any, report_model: Any = None, rows: list | None = None) -> None:
