@@ -19,7 +19,9 @@ Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the
 engine's and the bare loop's CPU per state (the whole process's but for the bench's own
 connection poller; "of it DB": the thread that claims and writes), the engine's SQL statements
 per state (those through Django: a COPY of recordings is not counted), (PostgreSQL) the most
-connections the database saw from the run, and the stand-in's CPU per request ("provider CPU");
+connections the database saw from the run and the CPU per state of the database's process
+serving the run ("PG CPU", when PostgreSQL runs on this machine: the bare loop records nothing),
+and the stand-in's CPU per request ("provider CPU");
 the load average before and after. SQLite by default
 (a file in a temporary directory); PostgreSQL when DATABASE_URL names it (the bench migrates it
 and adds a set of its own).
@@ -119,9 +121,8 @@ class StandIn:
             time.sleep(0.01)
 
     def cpu(self) -> float:
-        """The stand-in process's CPU seconds so far (Linux's /proc)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """The stand-in process's CPU seconds so far."""
+        return _process_cpu(self.process.pid) or 0.0
 
 
 async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float) -> int:
@@ -157,6 +158,15 @@ def _tls():
     import httpx
 
     return httpx.create_ssl_context()
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    """CPU seconds of a process of this machine so far (Linux's /proc), None if it is not here."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _thread_cpu() -> dict[int, float]:
@@ -297,12 +307,19 @@ def main() -> None:
         watch = Connections(connection.settings_dict) if postgres else None
         threads = _thread_cpu()
         served = provider.cpu()
+        server = None  # the PostgreSQL backend of the run's connection, when it runs here
+        if postgres:
+            connection.ensure_connection()
+            server = connection.connection.info.backend_pid
+        recorded = _process_cpu(server)
         cpu, start = time.process_time(), time.perf_counter()
         with connection.execute_wrapper(count), watch or _nothing():
             services.batch_execute(run.pk)
         span = time.perf_counter() - start
         cpu = time.process_time() - cpu
         served = provider.cpu() - served
+        if recorded is not None:
+            recorded = (_process_cpu(server) or recorded) - recorded
         here = threading.get_native_id()
         after = _thread_cpu()
         db_thread = after.get(here, 0) - threads.get(here, 0)
@@ -319,6 +336,7 @@ def main() -> None:
             "connections": watch.most if watch else None,
             "answered": answered,
             "provider_ms": served * 1000 / args.states,
+            "database_ms": None if recorded is None else recorded * 1000 / args.states,
         }
 
     def bare(k: int) -> dict:
@@ -341,7 +359,7 @@ def main() -> None:
         f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
         f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'of it DB':>8} "
         f"{'bare CPU':>8} {'SQL/state':>9} "
-        f"{'PG conns':>8} {'provider CPU':>12}  answered, bare failures"
+        f"{'PG conns':>8} {'PG CPU':>6} {'provider CPU':>12}  answered, bare failures"
     )
     results, cpu_per_state = {}, {}
     print(f"load average at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -366,6 +384,7 @@ def main() -> None:
             f"{statistics.median(e['db_ms'] for e in engines):>8.2f} "
             f"{statistics.median(b['cpu_ms'] for b in bares):>8.2f} "
             f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8} "
+            f"{_median_or_dash(e['database_ms'] for e in engines):>6} "
             f"{statistics.median(r['provider_ms'] for r in engines + bares):>12.2f}  "
             f"{min(e['answered'] for e in engines)}/{args.states}, "
             f"{sum(b['failed'] for b in bares)}",
@@ -391,6 +410,11 @@ def main() -> None:
     )
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     provider.process.terminate()
+
+
+def _median_or_dash(values) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.2f}" if known else "-"
 
 
 class _nothing:
