@@ -85,10 +85,15 @@ def store_places(run: Any, item_model: Any = None) -> None:
     select, params = numbered.order_by().query.sql_with_params()
     connection = connections[router.db_for_write(item_model)]
     quote = connection.ops.quote_name
-    table, pk = quote(item_model._meta.db_table), quote(item_model._meta.pk.column)
+    meta = item_model._meta
+    table, pk, place = (
+        quote(meta.db_table),
+        quote(meta.pk.column),
+        quote(meta.get_field("place").column),
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET {quote('place')} = numbered.{quote('n')} - 1 "
+            f"UPDATE {table} SET {place} = numbered.{quote('n')} - 1 "
             f"FROM ({select}) AS numbered WHERE {table}.{pk} = numbered.{quote('pk')}",
             params,
         )
