@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import multiprocessing
 import os
@@ -160,24 +159,26 @@ def _tls():
     return httpx.create_ssl_context()
 
 
-def _process_cpu(pid: int | None) -> float | None:
-    """CPU seconds of a process of this machine so far (Linux's /proc), None if it is not here."""
+def _stat_cpu(stat: Path) -> float | None:
+    """The CPU seconds (user + system) a /proc `stat` file gives, None if it cannot be read."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, TypeError):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _process_cpu(pid: int | None) -> float | None:
+    """CPU seconds of a process of this machine so far (Linux's /proc), None if it is not here."""
+    return None if pid is None else _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
 def _thread_cpu() -> dict[int, float]:
     """CPU seconds of each thread of this process (Linux's /proc), by native id."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = {}
-    for stat in Path("/proc/self/task").glob("*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cpu[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    return cpu
+    cpu = {
+        int(stat.parent.name): _stat_cpu(stat) for stat in Path("/proc/self/task").glob("*/stat")
+    }
+    return {tid: seconds for tid, seconds in cpu.items() if seconds is not None}
 
 
 class Connections:
