@@ -159,6 +159,10 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
                 break
             except OSError:
+                if server.poll() is not None:
+                    pytest.fail(
+                        f"the demo's server exited ({server.returncode}) before it answered"
+                    )
                 time.sleep(0.2)  # a poll until the server answers, not a timing
         else:
             pytest.fail("the demo's server never answered /healthz")
