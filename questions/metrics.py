@@ -136,7 +136,7 @@ class Calibration:
 
 def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
     """Brier score, expected and maximum calibration error, log loss and reliability bins of
-    (p, outcome) pairs."""
+    (p, outcome) pairs; the sums are exact (`math.fsum`), so the pairs' order changes nothing."""
     pairs = [(min(1.0, max(0.0, float(p))), bool(y)) for p, y in pairs]
     bins = [Bin(i / BINS, (i + 1) / BINS) for i in range(BINS)]
     if not pairs:
@@ -148,11 +148,11 @@ def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
     for b, group in zip(bins, members, strict=True):
         if group:
             b.count = len(group)
-            b.confidence = sum(p for p, _ in group) / len(group)
+            b.confidence = math.fsum(p for p, _ in group) / len(group)
             b.frequency = sum(1 for _, y in group if y) / len(group)
             ece += len(group) / len(pairs) * abs(b.confidence - b.frequency)
             mce = max(mce, abs(b.confidence - b.frequency))
-    brier = sum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
+    brier = math.fsum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
     return Calibration(len(pairs), brier, ece, bins, mce, log_loss(pairs))
 
 
@@ -162,7 +162,7 @@ def log_loss(pairs: Iterable[tuple[float, bool]]) -> float | None:
     if not pairs:
         return None
     low, high = LOG_LOSS_EPSILON, 1 - LOG_LOSS_EPSILON
-    return -sum(
+    return -math.fsum(
         math.log(min(high, max(low, p)) if y else 1 - min(high, max(low, p))) for p, y in pairs
     ) / len(pairs)
 
@@ -193,33 +193,12 @@ class Report(stats.Rated):
 
 
 def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
-    """Pass rates overall and per question, confusion matrices, MAE and calibration."""
-    questions: dict[str, QuestionReport] = {}
-    noul_pairs: list[tuple[float, bool]] = []
-    choice_pairs: list[tuple[float, bool]] = []
-    checked = passed = 0
+    """Pass rates overall and per question (by question id), confusion matrices, MAE and
+    calibration."""
+    tally = Tally(threshold)
     for case in cases:
-        q = questions.setdefault(case.question, QuestionReport(case.question, case.qtype))
-        if not case.checked:
-            continue
-        ok = passes(case.qtype, case.answer, case.expected, threshold)
-        q.checked += 1
-        q.passed += ok
-        checked += 1
-        passed += ok
-        if case.qtype == "choice":
-            row = q.confusion.setdefault(case.expected, {})
-            row[case.answer["choice"]] = row.get(case.answer["choice"], 0) + 1
-            choice_pairs.append((float(case.answer["probabilities"][case.answer["choice"]]), ok))
-        elif case.qtype == "score":
-            q.error_total += abs(float(case.answer["score"]) - int(case.expected))
-            q.errors += 1
-            row = q.confusion.setdefault(str(case.expected), {})
-            level = str(nearest_level(float(case.answer["score"])))
-            row[level] = row.get(level, 0) + 1
-        else:
-            noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
-    return Report(checked, passed, questions, calibration(noul_pairs), calibration(choice_pairs))
+        tally.case(case)
+    return tally.report()
 
 
 @dataclass(frozen=True)
@@ -237,16 +216,11 @@ def tag_slices(
 ) -> list[Slice]:
     """Per tag of the states (each state's tags and its cases), the pass rate of its checked
     cases, by tag name."""
-    counts: dict[str, list[int]] = {}
+    tally = Tally(threshold)
     for tags, cases in tagged:
-        cases = [c for c in cases if c.checked]
-        passed = sum(passes(c.qtype, c.answer, c.expected, threshold) for c in cases)
-        for tag in dict.fromkeys(tags):
-            row = counts.setdefault(str(tag), [0, 0, 0])
-            row[0] += 1
-            row[1] += len(cases)
-            row[2] += passed
-    return [Slice(tag, *counts[tag]) for tag in sorted(counts)]
+        checks = [tally.passes(c) for c in cases if c.checked]
+        tally.tag(tags, len(checks), sum(checks))
+    return tally.slices()
 
 
 def report_as_json(report: Report) -> dict[str, Any]:
@@ -313,22 +287,134 @@ def summarize(
     threshold: float = NOUL_THRESHOLD,
 ) -> Summary:
     """A run's summary from its items as (id, status, expected, answers) rows."""
-    summary = Summary()
+    tally, failed = Tally(threshold), 0
     for pk, status, expected, answers in items:
-        if status == "failed":
-            summary.failed_states += 1
-        if status != "answered":
-            continue
-        misses = 0
+        failed += status == "failed"
+        if status == "answered":
+            tally.add(pk, (), expected, answers)
+    return tally.summary(failed)
+
+
+class Tally:
+    """A run's summary, test report and tag slices, added up one answered item at a time
+    (`add`): as a run writes its answers (`services.batches`, each batch's tally `merge`d into
+    the run's once the batch is written), or from every answered item when the run finishes
+    without one. Each check is worked out once for all three. The sums are exact (`math.fsum`
+    when read), so the order in which the items come changes nothing: the report of a tally
+    added up while writing equals the one worked out afterwards from the database."""
+
+    def __init__(self, threshold: float = NOUL_THRESHOLD) -> None:
+        self.threshold = threshold
+        self.misses: dict[int, int] = {}  # answered item → how many of its answers missed
+        self.questions: dict[str, QuestionReport] = {}
+        self.errors: dict[str, list[float]] = {}  # a score question's absolute errors
+        self.noul_pairs: list[tuple[float, bool]] = []
+        self.choice_pairs: list[tuple[float, bool]] = []
+        self.tags: dict[str, list[int]] = {}  # tag → [states, checked, passed]
+
+    def passes(self, case: Case) -> bool:
+        return passes(case.qtype, case.answer, case.expected, self.threshold)
+
+    def add(
+        self,
+        pk: int,
+        tags: Iterable[str] | None,
+        expected: Mapping[str, Any] | None,
+        answers: Mapping[str, Any] | None,
+    ) -> int:
+        """An answered item: its answers checked against what its state expected, counted in
+        the report, its state's tags and its misses; returns its misses."""
+        expected = expected or {}
+        checked = passed = 0
         for qid, answer in (answers or {}).items():
-            case = Case("", qid, answer.get("type", ""), answer, (expected or {}).get(qid))
-            if case.checked:
-                ok = passes(case.qtype, answer, case.expected, threshold)
-                summary.checked += 1
-                summary.passed += ok
-                misses += not ok
-        summary.misses[pk] = misses
-    return summary
+            ok = self.case(Case("", qid, answer.get("type", ""), answer, expected.get(qid)))
+            if ok is not None:
+                checked += 1
+                passed += ok
+        if tags:
+            self.tag(tags, checked, passed)
+        self.misses[pk] = checked - passed
+        return checked - passed
+
+    def case(self, case: Case) -> bool | None:
+        """One answered question counted in the report: whether it passed, None when nothing
+        was expected of it."""
+        q = self.questions.get(case.question)
+        if q is None:
+            q = self.questions[case.question] = QuestionReport(case.question, case.qtype)
+        if not case.checked:
+            return None
+        ok = self.passes(case)
+        q.checked += 1
+        q.passed += ok
+        if case.qtype == "choice":
+            row = q.confusion.setdefault(case.expected, {})
+            row[case.answer["choice"]] = row.get(case.answer["choice"], 0) + 1
+            self.choice_pairs.append(
+                (float(case.answer["probabilities"][case.answer["choice"]]), ok)
+            )
+        elif case.qtype == "score":
+            self.errors.setdefault(case.question, []).append(
+                abs(float(case.answer["score"]) - int(case.expected))
+            )
+            row = q.confusion.setdefault(str(case.expected), {})
+            level = str(nearest_level(float(case.answer["score"])))
+            row[level] = row.get(level, 0) + 1
+        else:
+            self.noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
+        return ok
+
+    def tag(self, tags: Iterable[str], checked: int, passed: int) -> None:
+        """A state's tags (each once), with its checked and passed cases."""
+        for tag in dict.fromkeys(tags):
+            row = self.tags.setdefault(str(tag), [0, 0, 0])
+            row[0] += 1
+            row[1] += checked
+            row[2] += passed
+
+    def merge(self, other: Tally) -> None:
+        """Add up what `other` counted (another batch of the same run's items)."""
+        self.misses.update(other.misses)
+        for qid, theirs in other.questions.items():
+            q = self.questions.get(qid)
+            if q is None:
+                q = self.questions[qid] = QuestionReport(qid, theirs.qtype)
+            q.checked += theirs.checked
+            q.passed += theirs.passed
+            for expected, row in theirs.confusion.items():
+                mine = q.confusion.setdefault(expected, {})
+                for level, n in row.items():
+                    mine[level] = mine.get(level, 0) + n
+        for qid, errors in other.errors.items():
+            self.errors.setdefault(qid, []).extend(errors)
+        self.noul_pairs += other.noul_pairs
+        self.choice_pairs += other.choice_pairs
+        for tag, (states, checked, passed) in other.tags.items():
+            row = self.tags.setdefault(tag, [0, 0, 0])
+            row[0] += states
+            row[1] += checked
+            row[2] += passed
+
+    def report(self) -> Report:
+        for qid, q in self.questions.items():
+            errors = self.errors.get(qid, ())
+            q.error_total, q.errors = math.fsum(errors), len(errors)
+        checked = sum(q.checked for q in self.questions.values())
+        passed = sum(q.passed for q in self.questions.values())
+        return Report(
+            checked,
+            passed,
+            {qid: self.questions[qid] for qid in sorted(self.questions)},  # whatever came first
+            calibration(self.noul_pairs),
+            calibration(self.choice_pairs),
+        )
+
+    def slices(self) -> list[Slice]:
+        return [Slice(tag, *self.tags[tag]) for tag in sorted(self.tags)]
+
+    def summary(self, failed_states: int) -> Summary:
+        report = self.report()
+        return Summary(report.checked, report.passed, failed_states, dict(self.misses))
 
 
 def expected_text(value: Any) -> str:

@@ -591,10 +591,20 @@ def run_cases(run: BatchRun, rows: list[ItemRow] | None = None) -> list[metrics.
     return cases
 
 
+def run_tally(run: BatchRun, rows: list[ItemRow] | None = None) -> metrics.Tally:
+    """A run's answered items added up (`metrics.Tally`): its test report and its tag slices
+    in one pass over the answers; over `rows` (`run_item_rows`) when they were read already."""
+    tally = metrics.Tally(run.threshold)
+    for n, (_name, tags, expected, answers) in enumerate(
+        run_item_rows(run) if rows is None else rows
+    ):
+        tally.add(n, tags, expected, answers)
+    return tally
+
+
 def run_report_computed(run: BatchRun, rows: list[ItemRow] | None = None) -> metrics.Report:
-    """A run's test report worked out from every answer (one pass over them; over `rows`,
-    `run_item_rows`, when they were read already)."""
-    return metrics.report(run_cases(run, rows), threshold=run.threshold)
+    """A run's test report worked out from every answer (`run_tally`)."""
+    return run_tally(run, rows).report()
 
 
 def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, Any] | None:
@@ -628,21 +638,9 @@ def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
 def run_tag_slices_computed(
     run: BatchRun, rows: list[ItemRow] | None = None
 ) -> list[metrics.Slice]:
-    """`run_tag_slices` from the answers: the tags as the run asked them (its items'
-    revisions'), a control's real calls only; over `rows` (`run_item_rows`) when they were
-    read already."""
-    tagged = [
-        (
-            tags or [],
-            [
-                metrics.Case(name, qid, a.get("type", ""), a, (expected or {}).get(qid))
-                for qid, a in (answers or {}).items()
-            ],
-        )
-        for name, tags, expected, answers in (run_item_rows(run) if rows is None else rows)
-        if tags
-    ]
-    return metrics.tag_slices(tagged, run.threshold)
+    """`run_tag_slices` from the answers (`run_tally`): the tags as the run asked them (its
+    items' revisions'), a control's real calls only."""
+    return run_tally(run, rows).slices()
 
 
 def run_counts(run: BatchRun) -> dict[str, int]:

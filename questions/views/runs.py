@@ -234,6 +234,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return response
     report = selectors.run_report(run)
     declared = declared_questions(run.version.document)
+    declared_at = {qid: n for n, qid in enumerate(declared)}
     runs = list(
         run.question_set.batch_runs.exclude(pk=run.pk)
         .select_related("version")
@@ -264,7 +265,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 if q.confusion
                 else None,
             }
-            for q in report.questions.values()
+            for q in sorted(  # as the version declares them, then any other by id
+                report.questions.values(),
+                key=lambda q: (declared_at.get(q.question, len(declared_at)), q.question),
+            )
         ],
         "calibrations": [
             charts.calibration_figure(
