@@ -34,7 +34,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import attribution, backends, batches, controls, invariance, roles, spec
+from questions import attribution, backends, batches, controls, invariance, metrics, roles, spec
 from questions.backends import streams
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import bulk
@@ -273,22 +273,25 @@ def _take(run_id: int) -> BatchRun | None:
 
 def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision, int]]:
     """Claim up to `n` pending items of a run in one transaction: (item id, its revision with
-    the state, its variant). Rows another executor holds are skipped (PostgreSQL); SQLite's
-    write lock serializes claims."""
+    the state, what it expects and its tags, its variant). Rows another executor holds are
+    skipped (PostgreSQL); SQLite's write lock serializes claims."""
     with transaction.atomic():
         rows = list(
             BatchItem.objects.filter(run_id=run_id, status=BatchItem.Status.PENDING)
             .order_by("pk")
             .select_for_update(skip_locked=True, of=("self",))
-            .values_list("pk", "sample_state_id", "sample_state__state_text", "variant")[:n]
-        )
+            .values_list(
+                "pk", "sample_state_id", "sample_state__state_text", "sample_state__expected",
+                "sample_state__tags", "variant",
+            )[:n]
+        )  # fmt: skip
         if rows:
             BatchItem.objects.filter(
                 pk__in=[row[0] for row in rows], status=BatchItem.Status.PENDING
             ).update(status=BatchItem.Status.RUNNING, claimed_at=timezone.now())
     return [
-        (pk, SampleStateRevision(pk=revision, state_text=text), variant)
-        for pk, revision, text, variant in rows
+        (pk, SampleStateRevision(pk=revision, state_text=text, expected=e, tags=t), variant)
+        for pk, revision, text, e, t, variant in rows
     ]
 
 
@@ -369,6 +372,7 @@ class _Execution:
         self.user = run.created_by or roles.OPERATOR
         self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
         self.calls = self.failed_calls = 0  # calls asked, and those that failed (retries too)
+        self.tally = metrics.Tally(run.threshold)  # the answers written, added up
         self.started = time.monotonic()
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
@@ -463,13 +467,14 @@ class _Execution:
         failed alone; so is an item whose ask raised what nobody mapped (`_failed_unexpectedly`)."""
         try:
             with transaction.atomic():
-                self._write(batch)
+                tally = self._write(batch)
         except Exception:
             if len(batch) == 1:
                 return self._write_or_fail(batch[0])
             for done in batch:
                 self._write_or_fail(done)
             return None
+        self.tally.merge(tally)  # counted once written
         for done in batch:
             if done.error is not None:
                 _failed_unexpectedly(self.run, done.item[0], done.attempts, done.error)
@@ -478,14 +483,17 @@ class _Execution:
     def _write_or_fail(self, done: batches.Done) -> None:
         try:
             with transaction.atomic():
-                self._write([done])
+                tally = self._write([done])
         except Exception as exc:
             _failed_unexpectedly(self.run, done.item[0], done.attempts, exc)
         else:
+            self.tally.merge(tally)
             if done.error is not None:
                 _failed_unexpectedly(self.run, done.item[0], done.attempts, done.error)
 
-    def _write(self, batch: list[batches.Done]) -> None:
+    def _write(self, batch: list[batches.Done]) -> metrics.Tally:
+        """Write a batch's calls and items; what its answered items add up to (`metrics.Tally`:
+        it gives each its misses), for the run's tally once the batch is written."""
         rows, outcomes = [], []
         for done in batch:
             for outcome in done.tried:
@@ -502,11 +510,19 @@ class _Execution:
                     outcomes.append(outcome)
         for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
             outcome.decision_id = decision
-        answered = [_item_of(d) for d in batch if d.error is None and not d.released and d.tried]
+        written = [d for d in batch if d.error is None and not d.released and d.tried]
+        answered = [_item_of(d) for d in written]
         for item in answered if self.replayed else ():
             if item["status"] == BatchItem.Status.ANSWERED:
                 both = {**self.recordings.pop(item["id"], {}), **item["answers"]}
                 item["answers"] = {qid: both[qid] for qid in self.order if qid in both}
+        tally = metrics.Tally(self.run.threshold)
+        for item, done in zip(answered, written, strict=True):
+            _pk, revision, variant = done.item
+            if item["status"] == BatchItem.Status.ANSWERED and variant == 0:  # a real call
+                item["misses"] = tally.add(
+                    item["id"], revision.tags, revision.expected, item["answers"]
+                )
         if answered:
             _update_items(answered)
         released = [d.item[0] for d in batch if d.released]
@@ -514,6 +530,7 @@ class _Execution:
             BatchItem.objects.filter(pk__in=released, status=BatchItem.Status.RUNNING).update(
                 status=BatchItem.Status.PENDING, claimed_at=None
             )
+        return tally
 
     def tick(self) -> bool:
         """A cancel request, looked for every tick; the heartbeat (and progress) every
@@ -543,7 +560,9 @@ def _replay(
 
 
 #: what a call's outcome writes to its item
-_ITEM_FIELDS = ["status", "attempts", "answers", "error_status", "error_detail", "decision_id"]
+_ITEM_FIELDS = [
+    "status", "attempts", "answers", "error_status", "error_detail", "decision_id", "misses",
+]  # fmt: skip
 
 
 def _update_items(items: list[dict[str, Any]]) -> None:
@@ -555,7 +574,10 @@ def _update_items(items: list[dict[str, Any]]) -> None:
 def _item_of(done: batches.Done) -> dict[str, Any]:
     """An item's row as its last outcome leaves it: its id and the `_ITEM_FIELDS` values."""
     outcome = done.outcome
-    item = {"id": done.item[0], "attempts": done.attempts, "decision_id": outcome.decision_id}
+    item = {
+        "id": done.item[0], "attempts": done.attempts, "decision_id": outcome.decision_id,
+        "misses": None,  # an answered real call's are counted when it is written (`_write`)
+    }  # fmt: skip
     if outcome.error is None:
         item.update(
             status=BatchItem.Status.ANSWERED, answers=outcome.checked.answers,
@@ -653,7 +675,7 @@ def batch_execute(
         **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
-    store_summary(run)
+    store_summary(run, tally=execution.tally)
     counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
     log.info(
         "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed) in %.1f s",

@@ -16,38 +16,38 @@ from questions import metrics
 log = logging.getLogger("questions.batches")
 
 
-def summary_rows(run: Any):
-    """A run's items as `metrics.summarize` reads them (not the states' contents): a control's
-    real calls (variant 0) only, as its report counts them."""
-    return run.items.filter(variant=0).values_list(
-        "pk", "status", "sample_state__expected", "answers"
-    )
+def store_summary(
+    run: Any, item_model: Any = None, tally: metrics.Tally | None = None
+) -> metrics.Summary:
+    """Work out a finished run's summary and store it on the run and its items (each answered
+    item's misses, where the stored one differs: a run writes them with its answers), then
+    its items' places (`store_places`) and its reports (`store_reports`). `tally`: what the
+    run's execution added up as it wrote its answers (`metrics.Tally`), used when it counted
+    every answered item the database holds (a run taken over from another worker counted only
+    its own); otherwise the answers are read and added up here. `item_model` is the historical
+    BatchItem model of the migration that filled the summaries of older runs (which stores no
+    place and no report: they came later)."""
+    from questions.models import BatchItem
 
-
-def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
-    """Work out a finished run's summary and store it on the run and its items: a query for
-    the items, one update per distinct miss count, one for the run; then its reports
-    (`store_reports`). `item_model` is the historical BatchItem model of the migration that
-    filled the summaries of older runs (which stores no report: the reports came later)."""
     live = item_model is None
-    if item_model is None:
-        from questions.models import BatchItem as item_model
-
-        # one read of the items for the summary and the reports alike
-        items = list(
-            run.items.filter(variant=0).values_list(
-                "pk", "status", "sample_state__name", "sample_state__tags",
-                "sample_state__expected", "answers",
-            )
-        )  # fmt: skip
-        rows = [(pk, status, expected, answers) for pk, status, _, _, expected, answers in items]
-        answered = [row[2:] for row in items if row[1] == item_model.Status.ANSWERED]
-    else:
-        rows, answered = summary_rows(run), None
-    summary = metrics.summarize(rows, threshold=run.threshold)
+    item_model = item_model or BatchItem
+    answered_status = BatchItem.Status.ANSWERED
+    # a control's real calls (variant 0) only, as its report counts them
+    items = list(run.items.filter(variant=0).values_list("pk", "status", "misses"))
+    answered = {pk for pk, status, _ in items if status == answered_status}
+    if tally is None or tally.misses.keys() != answered:
+        tally = metrics.Tally(run.threshold)
+        rows = run.items.filter(variant=0, status=answered_status).values_list(
+            "pk", "sample_state__tags", "sample_state__expected", "answers"
+        )
+        for pk, tags, expected, answers in rows:
+            tally.add(pk, tags, expected, answers)
+    summary = tally.summary(sum(status == BatchItem.Status.FAILED for _, status, _ in items))
+    stored = {pk: misses for pk, _, misses in items}
     by_count: dict[int, list[int]] = defaultdict(list)
     for pk, misses in summary.misses.items():
-        by_count[misses].append(pk)
+        if stored[pk] != misses:
+            by_count[misses].append(pk)
     for misses, pks in by_count.items():
         for start in range(0, len(pks), 500):  # SQLite caps a statement's parameters
             item_model.objects.filter(pk__in=pks[start : start + 500]).update(misses=misses)
@@ -59,7 +59,7 @@ def store_summary(run: Any, item_model: Any = None) -> metrics.Summary:
     run.checked, run.passed = summary.checked, summary.passed
     run.failed_states = summary.failed_states
     if live:
-        store_reports(run, rows=answered)
+        store_reports(run, tally=tally)
     return summary
 
 
@@ -99,22 +99,20 @@ def store_places(run: Any, item_model: Any = None) -> None:
         )
 
 
-def store_reports(run: Any, report_model: Any = None, rows: list | None = None) -> None:
+def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | None = None) -> None:
     """Store a finished run's test report, and, for a plain run, the run set against the
     latest finished run of its version's review baseline: what the run page and the review
     page read, once, whatever the number of answers. Worked out again (replaced) if asked
     twice. `report_model` is the historical RunReport model of the migration that filled the
-    test reports of older runs (it stores no comparison). `rows`: the run's answered items as
-    `selectors.run_item_rows` reads them, when they were read already."""
+    test reports of older runs (it stores no comparison). `tally`: the run's answered items
+    added up (`selectors.run_tally`), when they were already."""
     from questions import selectors
 
     if report_model is None:
         from questions.models import RunReport as report_model
-    rows = selectors.run_item_rows(run) if rows is None else rows
-    data = metrics.report_as_json(selectors.run_report_computed(run, rows))
-    data["tags"] = [
-        [s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices_computed(run, rows)
-    ]
+    tally = selectors.run_tally(run) if tally is None else tally
+    data = metrics.report_as_json(tally.report())
+    data["tags"] = [[s.tag, s.states, s.checked, s.passed] for s in tally.slices()]
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not selectors.RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
