@@ -174,3 +174,25 @@ def test_a_cancel_ends_a_long_backoff_at_once(settings):
     assert run.status == "cancelled"
     assert set(run.items.values_list("status", "error_status")) == {("failed", 429)}
     assert set(provider.calls.values()) == {1}
+
+
+def test_a_finished_execution_is_not_kept_alive(provider, monkeypatch):
+    """Nothing of a run's execution (its run, its tally, a try's recordings) outlives it in a
+    worker that executes run after run."""
+    import gc
+    import weakref
+
+    from questions.services import batches as batch_services
+
+    made = []
+
+    class Watched(batch_services._Execution):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(batch_services, "_Execution", Watched)
+    run = a_run("typesafe", states=[{"n": i} for i in range(3)])
+    assert services.batch_execute(run.pk).status == "done"
+    gc.collect()
+    assert len(made) == 1 and made[0]() is None

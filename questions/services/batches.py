@@ -373,6 +373,7 @@ class _Execution:
         self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
         self.calls = self.failed_calls = 0  # calls asked, and those that failed (retries too)
         self.tally = metrics.Tally(run.threshold)  # the answers written, added up
+        self.variants: dict[int, dict[str, spec.Question]] = {}  # `_questions`
         self.started = time.monotonic()
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
@@ -398,9 +399,15 @@ class _Execution:
             self.recordings.update(_replay(self.run, self.replayed, self.model, claimed))
         return claimed
 
-    @functools.cache  # noqa: B019 - one execution's few variants, for as long as it runs
     def _questions(self, variant: int) -> dict[str, spec.Question]:
-        """The questions a variant asks: as written, or a control's (`questions.controls`)."""
+        """The questions a variant asks: as written, or a control's (`questions.controls`),
+        worked out once per variant for as long as the execution lasts (a `functools.cache`
+        would keep every execution of the process alive, with its run and its tally)."""
+        if variant not in self.variants:
+            self.variants[variant] = self._variant_questions(variant)
+        return self.variants[variant]
+
+    def _variant_questions(self, variant: int) -> dict[str, spec.Question]:
         if self.run.kind == invariance.KIND:
             return invariance.asked(self.questions, invariance.variants(self.questions)[variant])
         if self.run.kind not in controls.KINDS:
