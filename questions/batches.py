@@ -8,7 +8,7 @@ outcomes in small batches as they come back, and ticks (heartbeat, cancel). `ret
 `backoff` and `retry_delay` say what a provider's refusal is worth another try and how long to
 wait; `beating` keeps a heartbeat going in a thread while other work runs (the worker's sweep);
 `stopping` is set when the process was asked to stop (SIGTERM): no new call starts, calls in
-flight finish.
+flight finish; `fewer_collections` sets a worker's garbage collector for runs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
 import inspect
 import math
 import os
@@ -38,8 +39,31 @@ WRITE_LINGER = 0.5  # how long an outcome waits for others to be written with it
 # to 64; at K = 8 the linger decides)
 CLAIM_AHEAD = 64  # items claimed ahead of the calls, at least (twice the concurrency above 32)
 
+#: new objects between two collections of the youngest generation in a worker (Python's own:
+#: 700; `fewer_collections`)
+YOUNG_COLLECTION = 10_000
+
 #: set when the process was asked to stop: runs release what they have not sent
 stopping = threading.Event()
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The garbage collector of a process that executes runs (`manage.py db_worker`), for as
+    long as the block lasts: what it loaded before (Django, the app, ~95,000 objects) is
+    frozen out of every collection (`gc.freeze`), and the youngest generation is collected
+    every YOUNG_COLLECTION new objects rather than 700. A run keeps some 90 objects a state
+    alive until they are written, so by default a young collection ran every 8 states and a
+    full one, over all that was loaded, every 1,000 or so: 6 to 8 % of a run's span at
+    K = 128 (1.2–1.4 s of 20 at 10,000 states)."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def retryable(outcome) -> bool:

@@ -176,6 +176,30 @@ def test_a_cancel_ends_a_long_backoff_at_once(settings):
     assert set(provider.calls.values()) == {1}
 
 
+def test_a_worker_collects_less_often_and_leaves_what_it_loaded_alone(monkeypatch):
+    """`db_worker` runs its tasks with the engine's garbage collector, and puts Python's back
+    when it ends."""
+    import gc
+
+    from django.core.management import call_command
+    from django_tasks_db.management.commands import db_worker
+
+    from questions import batches
+
+    before = gc.get_threshold(), gc.get_freeze_count()
+    seen = []
+    monkeypatch.setattr(
+        db_worker.Command,
+        "handle",
+        lambda self, *a, **kw: seen.append((gc.get_threshold(), gc.get_freeze_count())),
+    )
+    call_command("db_worker", "--no-reload", verbosity=0)
+    [(threshold, frozen)] = seen
+    assert threshold == (batches.YOUNG_COLLECTION, *before[0][1:])
+    assert frozen > 10_000  # Django and the app, loaded before
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
 def test_a_finished_execution_is_not_kept_alive(provider, monkeypatch):
     """Nothing of a run's execution (its run, its tally, a try's recordings) outlives it in a
     worker that executes run after run."""
