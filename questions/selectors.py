@@ -617,7 +617,7 @@ def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, A
 
 def run_report(run: BatchRun) -> metrics.Report:
     """A run's test report: a finished run's as it stored it when it finished, in constant
-    time (migration 0018 stored those of the runs finished before); an unfinished run's, or
+    time (migration 0020 stored those of the runs finished before); an unfinished run's, or
     a finished one's that stored none, worked out afresh and not stored: a read never
     writes."""
     data = stored_report(run)
