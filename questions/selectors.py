@@ -565,46 +565,37 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
     return approved, "the last approved version" if approved else ""
 
 
-#: an answered item of a run as its reports read it: (state name, tags, expected, answers)
-ItemRow = tuple[str, list[str] | None, dict[str, Any] | None, dict[str, Any] | None]
-
-
-def run_item_rows(run: BatchRun) -> list[ItemRow]:
-    """A run's answered items as its reports read them — the names, tags and expected answers
-    of the revisions it asked, not the states' contents: a control's real calls (variant 0)
-    only."""
-    return list(
-        run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
-            "sample_state__name", "sample_state__tags", "sample_state__expected", "answers"
-        )
+def run_cases(run: BatchRun) -> list[metrics.Case]:
+    """Every answered (state, question) of a run with what its state expected — the names and
+    expected answers of the revisions it asked, not the states' contents: a control's real
+    calls (variant 0) only."""
+    rows = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
+        "sample_state__name", "sample_state__expected", "answers"
     )
-
-
-def run_cases(run: BatchRun, rows: list[ItemRow] | None = None) -> list[metrics.Case]:
-    """Every answered (state, question) of a run with what its state expected: a control's
-    real calls (variant 0) only; from `rows` (`run_item_rows`) when they were read already."""
     cases = []
-    for name, _tags, expected, answers in run_item_rows(run) if rows is None else rows:
+    for name, expected, answers in rows:
         expected = expected or {}
         for qid, answer in (answers or {}).items():
             cases.append(metrics.Case(name, qid, answer.get("type", ""), answer, expected.get(qid)))
     return cases
 
 
-def run_tally(run: BatchRun, rows: list[ItemRow] | None = None) -> metrics.Tally:
-    """A run's answered items added up (`metrics.Tally`): its test report and its tag slices
-    in one pass over the answers; over `rows` (`run_item_rows`) when they were read already."""
+def run_tally(run: BatchRun) -> metrics.Tally:
+    """A run's answered items added up (`metrics.Tally`): its summary, test report and tag
+    slices in one pass over the answers (the revisions' expected answers and tags, not the
+    states' contents), a control's real calls (variant 0) only."""
     tally = metrics.Tally(run.threshold)
-    for n, (_name, tags, expected, answers) in enumerate(
-        run_item_rows(run) if rows is None else rows
-    ):
-        tally.add(n, tags, expected, answers)
+    rows = run.items.filter(status=BatchItem.Status.ANSWERED, variant=0).values_list(
+        "pk", "sample_state__tags", "sample_state__expected", "answers"
+    )
+    for pk, tags, expected, answers in rows:
+        tally.add(pk, tags, expected, answers)
     return tally
 
 
-def run_report_computed(run: BatchRun, rows: list[ItemRow] | None = None) -> metrics.Report:
+def run_report_computed(run: BatchRun) -> metrics.Report:
     """A run's test report worked out from every answer (`run_tally`)."""
-    return run_tally(run, rows).report()
+    return run_tally(run).report()
 
 
 def stored_report(run: BatchRun, against: BatchRun | None = None) -> dict[str, Any] | None:
@@ -635,12 +626,10 @@ def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
     return run_tag_slices_computed(run)
 
 
-def run_tag_slices_computed(
-    run: BatchRun, rows: list[ItemRow] | None = None
-) -> list[metrics.Slice]:
+def run_tag_slices_computed(run: BatchRun) -> list[metrics.Slice]:
     """`run_tag_slices` from the answers (`run_tally`): the tags as the run asked them (its
     items' revisions'), a control's real calls only."""
-    return run_tally(run, rows).slices()
+    return run_tally(run).slices()
 
 
 def run_counts(run: BatchRun) -> dict[str, int]:

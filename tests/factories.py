@@ -50,3 +50,25 @@ def question_set(slug: str | None = None, *, owner=None, doc: dict | None = None
 
 def draft(qs) -> Any:
     return services.open_draft(qs)
+
+
+def tickets_draft(writer, count: int = 6, *, urgent_every: int = 2) -> Any:
+    """The draft of a set of `providers.DOC` with `count` ticket states, all labelled: state i
+    reads as urgent when i is a multiple of `urgent_every`, is expected urgent when i is even
+    (so `urgent_every` = 3 makes some of them miss) and on the billing desk, tagged even or odd."""
+    from tests.providers import DOC
+
+    qs = question_set("s", owner=writer, doc=DOC)
+    for i in range(count):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i}",
+            state={
+                "n": i,
+                "ticket": "urgent, we are down" if i % urgent_every == 0 else "a question",
+            },
+            author=writer,
+            expected={"urgent": i % 2 == 0, "desk": "billing"},
+            tags=["even" if i % 2 == 0 else "odd"],
+        )
+    return services.open_draft(qs)

@@ -13,7 +13,7 @@ from django.urls import reverse
 from questions import metrics, roles, selectors, services
 from questions.models import BatchRun, RunReport
 from tests import factories
-from tests.providers import DOC, stand_in_serving
+from tests.providers import stand_in_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,17 +23,7 @@ def version(client, settings):
     with stand_in_serving(settings):
         writer = factories.author("writer")
         client.force_login(writer)
-        qs = factories.question_set("s", owner=writer, doc=DOC)
-        for i in range(6):
-            services.sample_state_create(
-                question_set=qs,
-                name=f"s{i}",
-                state={"n": i, "ticket": "urgent, we are down" if i % 2 == 0 else "a question"},
-                author=writer,
-                expected={"urgent": i % 2 == 0, "desk": "billing"},
-                tags=["even" if i % 2 == 0 else "odd"],
-            )
-        yield services.open_draft(qs)
+        yield factories.tickets_draft(writer)
 
 
 def _run(version, threshold=0.5):

@@ -14,7 +14,7 @@ from questions import metrics, roles, selectors, services
 from questions.models import BatchRun
 from questions.services import tries
 from tests import factories
-from tests.providers import DOC, stand_in_serving
+from tests.providers import stand_in_serving
 
 # an answered item: (its tags, what its state expected, its answers)
 _probability = st.floats(0, 1, allow_nan=False).map(lambda p: round(p, 2))
@@ -94,18 +94,7 @@ def test_an_items_misses_are_how_many_of_its_checked_answers_missed():
 @pytest.fixture
 def version(settings):
     with stand_in_serving(settings):
-        writer = factories.author("writer")
-        qs = factories.question_set("s", owner=writer, doc=DOC)
-        for i in range(6):
-            services.sample_state_create(
-                question_set=qs,
-                name=f"s{i}",
-                state={"n": i, "ticket": "urgent, we are down" if i % 3 == 0 else "a question"},
-                author=writer,
-                expected={"urgent": i % 2 == 0, "desk": "billing"},
-                tags=["even" if i % 2 == 0 else "odd"],
-            )
-        yield services.open_draft(qs)
+        yield factories.tickets_draft(factories.author("writer"), urgent_every=3)
 
 
 def _create(version) -> BatchRun:

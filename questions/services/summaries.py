@@ -27,21 +27,16 @@ def store_summary(
     its own); otherwise the answers are read and added up here. `item_model` is the historical
     BatchItem model of the migration that filled the summaries of older runs (which stores no
     place and no report: they came later)."""
+    from questions import selectors
     from questions.models import BatchItem
 
     live = item_model is None
     item_model = item_model or BatchItem
-    answered_status = BatchItem.Status.ANSWERED
     # a control's real calls (variant 0) only, as its report counts them
     items = list(run.items.filter(variant=0).values_list("pk", "status", "misses"))
-    answered = {pk for pk, status, _ in items if status == answered_status}
+    answered = {pk for pk, status, _ in items if status == BatchItem.Status.ANSWERED}
     if tally is None or tally.misses.keys() != answered:
-        tally = metrics.Tally(run.threshold)
-        rows = run.items.filter(variant=0, status=answered_status).values_list(
-            "pk", "sample_state__tags", "sample_state__expected", "answers"
-        )
-        for pk, tags, expected, answers in rows:
-            tally.add(pk, tags, expected, answers)
+        tally = selectors.run_tally(run)
     summary = tally.summary(sum(status == BatchItem.Status.FAILED for _, status, _ in items))
     stored = {pk: misses for pk, _, misses in items}
     by_count: dict[int, list[int]] = defaultdict(list)
