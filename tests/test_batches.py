@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from questions import backends, batches, roles, selectors, services, stats
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
+from questions.services import batches as batch_services
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
 
@@ -279,8 +280,26 @@ def test_tagged_states_only(provider_factory):
     assert run.items.count() == 3
 
 
-def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory):
-    provider = provider_factory(latency=0.1)
+def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory, monkeypatch):
+    second_asked, cancel_seen = threading.Event(), threading.Event()
+    asked = []
+
+    def hold_the_second(state, text):
+        asked.append(state)
+        if len(asked) == 2:  # in flight until the run has seen the cancel
+            second_asked.set()
+            cancel_seen.wait(10)
+        return text
+
+    def cancelled(run_id, _looked=batch_services._cancelled):
+        if _looked(run_id):
+            cancel_seen.set()
+            return True
+        return False
+
+    monkeypatch.setattr(batch_services, "_cancelled", cancelled)
+
+    provider = provider_factory(answer=hold_the_second)
     version, writer = a_set(10)
     run = services.batch_create(
         version=version, backend="typesafe", user=writer, concurrency=1, enqueue=False
@@ -294,16 +313,19 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory):
 
     thread = threading.Thread(target=work)
     thread.start()
-    time.sleep(0.25)
-    services.batch_cancel(run=BatchRun.objects.get(pk=run.pk), user=roles.OPERATOR)
-    assert done.wait(10)
+    try:
+        assert second_asked.wait(10)
+        services.batch_cancel(run=BatchRun.objects.get(pk=run.pk), user=roles.OPERATOR)
+        assert done.wait(20)
+    finally:
+        cancel_seen.set()  # a failed test leaves no call held
     thread.join()
     final = result["run"]
     counts = selectors.run_counts(final)
     assert final.status == "cancelled"
-    assert 1 <= counts["answered"] < 10
-    assert counts["cancelled"] == 10 - counts["answered"] - counts["failed"]
-    assert sum(provider.calls.values()) == counts["answered"]
+    assert counts["answered"] == 2  # the first, and the second that was in flight
+    assert counts["cancelled"] == 8
+    assert sum(provider.calls.values()) == 2
 
 
 def test_a_queued_run_cancels_at_once():
