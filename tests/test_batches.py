@@ -291,13 +291,13 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory, m
             cancel_seen.wait(10)
         return text
 
-    def cancelled(run_id, _looked=batch_services._cancelled):
-        if _looked(run_id):
+    def tick(execution, _tick=batch_services._Execution.tick):
+        if _tick(execution):
             cancel_seen.set()
             return True
         return False
 
-    monkeypatch.setattr(batch_services, "_cancelled", cancelled)
+    monkeypatch.setattr(batch_services._Execution, "tick", tick)
 
     provider = provider_factory(answer=hold_the_second)
     version, writer = a_set(10)

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
@@ -295,8 +295,13 @@ def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision, int]]:
     ]
 
 
+def _cancel_request(run_id: int):
+    """The run, if it was asked to cancel (its id)."""
+    return BatchRun.objects.filter(pk=run_id, cancel_requested=True).values("pk")[:1]
+
+
 def _cancelled(run_id: int) -> bool:
-    return BatchRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+    return _cancel_request(run_id).exists()
 
 
 @functools.cache
@@ -545,7 +550,17 @@ class _Execution:
         if time.monotonic() >= self.next_beat:
             self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
             _beat(self.run.pk, self.on_progress)
-        return _cancelled(self.run.pk)
+        sql, params = self.cancel_query
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone() is not None
+
+    @functools.cached_property
+    def cancel_query(self) -> tuple[str, tuple[Any, ...]]:
+        """`_cancel_request`'s SQL, compiled once a run: a run looks for a cancel four times a
+        second, and compiling the query cost six times the CPU of sending it (0.57 against
+        0.09 ms): at K = 8 that was 0.2 ms a state, a sixth of the database thread's work."""
+        return _cancel_request(self.run.pk).query.sql_with_params()
 
 
 def _replay(
