@@ -262,6 +262,12 @@ def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
     assert stored.answer["choice"] == AWKWARD
     assert stored.model_answered == ""  # left out: its default
     assert bulk.insert(Decision, []) == []
+    # without their ids: the database numbers them, and they are stored the same
+    unnumbered = [{**row, "request_id": f"u{i}"} for i, row in enumerate(rows)]
+    assert bulk.insert(Decision, unnumbered, ids=False) == []
+    stored = Decision.objects.filter(request_id__startswith="u").order_by("pk")
+    assert [{k: getattr(d, k) for k in row} for d in stored] == unnumbered
+    assert min(d.pk for d in stored) > max(ids)
 
 
 def test_a_batch_records_what_a_single_ask_records(provider):

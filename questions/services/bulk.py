@@ -6,9 +6,10 @@ UNNEST(…)`), and psycopg quotes those arrays in Python, character by character
 call — a few kilobytes of JSON, every quote escaped — that cost more CPU than the call itself.
 `insert` takes the rows as {attname: value} and prepares only the values that need it (JSON,
 dates, anything but plain text, numbers, booleans and ids). On PostgreSQL it sends them with
-COPY (psycopg formats the rows in C) after taking their ids from the table's sequence in one
-query; elsewhere with one multi-row INSERT … RETURNING per chunk. `update` writes rows back by
-id in one `executemany` of a plain UPDATE (`bulk_update` builds a CASE per field and row).
+COPY (psycopg formats the rows in C), after taking their ids from the table's sequence in one
+query when the caller wants them; elsewhere with one multi-row INSERT … RETURNING per chunk.
+`update` writes rows back by id in one `executemany` of a plain UPDATE (`bulk_update` builds a
+CASE per field and row).
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ _PLAIN = (
 )
 
 
-def insert(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> list[int]:
+def insert(
+    model: type[models.Model], rows: Sequence[dict[str, Any]], *, ids: bool = True
+) -> list[int]:
     """Insert `rows` of `model` — each {field attname: the value the model would hold} — and
-    return their ids, in order; the caller holds the transaction. A field a row leaves out
-    takes its default, an `auto_now` or `auto_now_add` field the time now. No signal is sent,
-    as with `bulk_create`."""
+    return their ids, in order (none with `ids=False`: the database numbers them, and a
+    query is saved); the caller holds the transaction. A field a row leaves out takes its
+    default, an `auto_now` or `auto_now_add` field the time now. No signal is sent, as with
+    `bulk_create`."""
     if not rows:
         return []
     alias = router.db_for_write(model)
@@ -45,6 +49,13 @@ def insert(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> list[in
     table, quote = meta.db_table, connection.ops.quote_name
     columns = [quote(f.column) for f in fields]
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and not ids:
+            with cursor.cursor.copy(
+                f"COPY {quote(table)} ({', '.join(columns)}) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row([value(row) for value in values])
+            return []
         if connection.vendor == "postgresql":
             cursor.execute(
                 "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
@@ -56,18 +67,19 @@ def insert(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> list[in
                 for pk, row in zip(ids, rows, strict=True):
                     copy.write_row([pk, *(value(row) for value in values)])
             return ids
-        ids = []
+        numbered = []
         one = f"({', '.join(['%s'] * len(fields))})"
         chunk = max(1, connection.features.max_query_params // len(fields))
+        returning = f" RETURNING {quote(meta.pk.column)}" if ids else ""
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             cursor.execute(
                 f"INSERT INTO {quote(table)} ({', '.join(columns)}) "
-                f"VALUES {', '.join([one] * len(part))} RETURNING {quote(meta.pk.column)}",
+                f"VALUES {', '.join([one] * len(part))}{returning}",
                 [value(row) for row in part for value in values],
             )
-            ids += [pk for (pk,) in cursor.fetchall()]
-        return ids
+            numbered += [pk for (pk,) in cursor.fetchall()] if ids else []
+        return numbered
 
 
 def update(model: type[models.Model], attnames: Sequence[str], rows: Sequence[dict[str, Any]]):

@@ -260,5 +260,6 @@ def decisions_record(rows: list[Rows]) -> list[int]:
             for pk, (_, answers) in zip(ids, rows, strict=True)
             for answer in answers
         ],
+        ids=False,
     )
     return ids
