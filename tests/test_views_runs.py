@@ -45,6 +45,11 @@ def test_start_a_run_and_watch_it(setup):
     assert (run.status, run.concurrency) == ("queued", 2)
     page = client.get(response.url).content.decode()
     assert 'hx-trigger="every 1s"' in page and "0</span> / 4 states" in page
+    assert "under way" not in page
+    taken = list(run.items.values_list("pk", flat=True)[:2])  # claimed by a worker, not yet written
+    run.items.filter(pk__in=taken).update(status="running")
+    assert "2 under way." in client.get(response.url).content.decode()
+    run.items.filter(pk__in=taken).update(status="pending")
     services.batch_execute(run.pk)
     partial = client.get(response.url, headers={"HX-Request": "true", "HX-Target": "run-progress"})
     body = partial.content.decode()
