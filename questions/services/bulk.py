@@ -49,25 +49,22 @@ def insert(
     table, quote = meta.db_table, connection.ops.quote_name
     columns = [quote(f.column) for f in fields]
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and not ids:
+        numbered: list[int] = []
+        if connection.vendor == "postgresql":
+            if ids:
+                cursor.execute(
+                    "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                    [quote(table), meta.pk.column, len(rows)],
+                )
+                numbered = [pk for (pk,) in cursor.fetchall()]
+                columns = [quote(meta.pk.column), *columns]
             with cursor.cursor.copy(
                 f"COPY {quote(table)} ({', '.join(columns)}) FROM STDIN"
             ) as copy:
-                for row in rows:
-                    copy.write_row([value(row) for value in values])
-            return []
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                [quote(table), meta.pk.column, len(rows)],
-            )
-            ids = [pk for (pk,) in cursor.fetchall()]
-            copied = ", ".join([quote(meta.pk.column), *columns])
-            with cursor.cursor.copy(f"COPY {quote(table)} ({copied}) FROM STDIN") as copy:
-                for pk, row in zip(ids, rows, strict=True):
-                    copy.write_row([pk, *(value(row) for value in values)])
-            return ids
-        numbered = []
+                for n, row in enumerate(rows):
+                    first = [numbered[n]] if ids else []
+                    copy.write_row([*first, *(value(row) for value in values)])
+            return numbered
         one = f"({', '.join(['%s'] * len(fields))})"
         chunk = max(1, connection.features.max_query_params // len(fields))
         returning = f" RETURNING {quote(meta.pk.column)}" if ids else ""
@@ -78,7 +75,8 @@ def insert(
                 f"VALUES {', '.join([one] * len(part))}{returning}",
                 [value(row) for row in part for value in values],
             )
-            numbered += [pk for (pk,) in cursor.fetchall()] if ids else []
+            if ids:
+                numbered += [pk for (pk,) in cursor.fetchall()]
         return numbered
 
 
