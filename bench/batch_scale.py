@@ -176,6 +176,15 @@ def _process_cpu(pid: int | None) -> float | None:
     return None if pid is None else _stat_cpu(Path(f"/proc/{pid}/stat"))
 
 
+def _helpers_cpu() -> dict[int, float]:
+    """CPU seconds of each helper process the engine spread runs over (`questions.processes`),
+    by pid: an engine's CPU is its own and its helpers'."""
+    from questions import processes
+
+    cpu = {pid: _process_cpu(pid) for pid in processes.helper_pids()}
+    return {pid: seconds for pid, seconds in cpu.items() if seconds is not None}
+
+
 def _thread_cpu() -> dict[int, float]:
     """CPU seconds of each thread of this process (Linux's /proc), by native id."""
     cpu = {
@@ -310,6 +319,7 @@ def main() -> None:
 
         watch = Connections(connection.settings_dict) if postgres else None
         threads = _thread_cpu()
+        helped = _helpers_cpu()
         served = provider.cpu()
         server = None  # the PostgreSQL backend of the run's connection, when it runs here
         if postgres:
@@ -321,6 +331,8 @@ def main() -> None:
             services.batch_execute(run.pk)
         span = time.perf_counter() - start
         cpu = time.process_time() - cpu
+        helpers = {pid: seconds - helped.get(pid, 0) for pid, seconds in _helpers_cpu().items()}
+        cpu += sum(helpers.values())
         served = provider.cpu() - served
         if recorded is not None:
             recorded = (_process_cpu(server) or recorded) - recorded
@@ -336,6 +348,7 @@ def main() -> None:
             "cpu_ms": cpu * 1000 / args.states,
             # the thread that claims and writes; the rest is the calls' loop (and the pollers)
             "db_ms": db_thread * 1000 / args.states,
+            "helpers_ms": sum(helpers.values()) * 1000 / args.states,
             "sql": statements[0] / args.states,
             "connections": watch.most if watch else None,
             "answered": answered,
@@ -362,7 +375,7 @@ def main() -> None:
     print(
         f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
         f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'of it DB':>8} "
-        f"{'bare CPU':>8} {'SQL/state':>9} "
+        f"{'helpers':>7} {'bare CPU':>8} {'SQL/state':>9} "
         f"{'PG conns':>8} {'PG CPU':>6} {'provider CPU':>12}  answered, bare failures"
     )
     results, cpu_per_state = {}, {}
@@ -378,6 +391,15 @@ def main() -> None:
         )
     )
     with worker() if worker else contextlib.nullcontext():
+        # an untimed run at the widest concurrency starts the helper processes a wide run is
+        # spread over, as a worker's first wide run does (~1 s of CPU each, once a worker)
+        warm = engine(max(args.concurrency))
+        print(
+            f"warm-up: an engine run at K={max(args.concurrency)}, {warm['span']:.2f} s, "
+            f"{len(_helpers_cpu())} helper process(es) started "
+            f"(DECISIONS__BATCH_PROCESSES={settings.DECISIONS_BATCH_PROCESSES})",
+            flush=True,
+        )
         for k in args.concurrency:
             ideal = args.states * latency / k
             engines, bares = [], []
@@ -397,6 +419,7 @@ def main() -> None:
                 f"{statistics.median(floors) / ideal:>10.3f} {ratio:>8.3f} "
                 f"{statistics.median(e['cpu_ms'] for e in engines):>12.2f} "
                 f"{statistics.median(e['db_ms'] for e in engines):>8.2f} "
+                f"{statistics.median(e['helpers_ms'] for e in engines):>7.2f} "
                 f"{statistics.median(b['cpu_ms'] for b in bares):>8.2f} "
                 f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8} "
                 f"{_median_or_dash(e['database_ms'] for e in engines):>6} "

@@ -38,6 +38,10 @@ WRITE_LINGER = 0.5  # how long an outcome waits for others to be written with it
 # to 200 made the span a quarter longer (3.1 s against 2.5 s at 1,000 states) than batches of up
 # to 64; at K = 8 the linger decides)
 CLAIM_AHEAD = 64  # items claimed ahead of the calls, at least (twice the concurrency above 32)
+#: the calls one process makes at a time, at most, before a run is spread over helper processes
+#: (`services.batches`, up to DECISIONS__BATCH_PROCESSES): at K = 64 one process's calls,
+#: checks and recordings needed more than its core
+PROCESS_CALLS = 32
 
 #: new objects between two collections of the youngest generation in a worker (Python's own:
 #: 700; `fewer_collections`)
@@ -56,14 +60,21 @@ def fewer_collections() -> Iterator[None]:
     alive until they are written, so by default a young collection ran every 8 states and a
     full one, over all that was loaded, every 1,000 or so: 6 to 8 % of a run's span at
     K = 128 (1.2–1.4 s of 20 at 10,000 states)."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION), *threshold[1:])
+    threshold = collect_fewer()
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+def collect_fewer() -> tuple[int, ...]:
+    """`fewer_collections` for the rest of the process's life (a helper's,
+    `questions.processes`); the thresholds it had."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION), *threshold[1:])
+    return threshold
 
 
 def retryable(outcome) -> bool:

@@ -142,7 +142,9 @@ class FlakyProvider:
     """The stand-in's answers, after `latency` seconds, with the first `fail_first` calls for
     each state answered `fail_status` (and `Retry-After` when given); counts calls in flight.
     The first `hang_up_first` calls for each state get no answer at all (the connection is
-    closed), and `answer(state, body)` may rewrite the raw JSON text of a 200 answer."""
+    closed), and `answer(state, body)` may rewrite the raw JSON text of a 200 answer.
+    `hold(provider)`, when given, is called as each call arrives, once it is counted in flight
+    (e.g. to hold the calls until enough are)."""
 
     def __init__(
         self,
@@ -153,10 +155,11 @@ class FlakyProvider:
         always_fail=(),
         hang_up_first=0,
         answer: Callable[[Any, str], str] | None = None,
+        hold: Callable[[FlakyProvider], None] | None = None,
     ):
         self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
         self.retry_after, self.always_fail = retry_after, set(always_fail)
-        self.hang_up_first, self.answer = hang_up_first, answer
+        self.hang_up_first, self.answer, self.hold = hang_up_first, answer, hold
         self.calls: dict[str, int] = {}
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -175,6 +178,8 @@ class FlakyProvider:
                     provider.in_flight += 1
                     provider.max_in_flight = max(provider.max_in_flight, provider.in_flight)
                 try:
+                    if provider.hold is not None:
+                        provider.hold(provider)
                     time.sleep(provider.latency)
                     headers = {}
                     if n <= provider.hang_up_first:

@@ -21,9 +21,13 @@ import functools
 import logging
 import math
 import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
+from concurrent import futures
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -34,7 +38,17 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import attribution, backends, batches, controls, invariance, metrics, roles, spec
+from questions import (
+    attribution,
+    backends,
+    batches,
+    controls,
+    invariance,
+    metrics,
+    processes,
+    roles,
+    spec,
+)
 from questions.backends import streams
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import bulk
@@ -371,6 +385,7 @@ class _Execution:
         self.tally = metrics.Tally(run.threshold)  # the answers written, added up
         self.variants: dict[int, dict[str, spec.Question]] = {}  # `_questions`
         self.started = time.monotonic()
+        self.lost = False  # a helper died: what it held is asked again (`_execute`)
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
         except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
@@ -454,11 +469,31 @@ class _Execution:
         self.failed_calls += outcome.error is not None
         return decision_conclude(outcome, asked, logged=False)
 
+    def pipeline(
+        self,
+        concurrency: int,
+        *,
+        tick: Callable[[], bool] | None = None,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> bool:
+        """The engine over this execution's claims, `concurrency` calls at a time; whether it
+        stopped early (`batches.run_pipeline`)."""
+        return batches.run_pipeline(
+            claim=self.claim,
+            ask=self.ask_async if self.asynchronous else self.ask_sync,
+            write=self.write,
+            tick=tick or self.tick,
+            concurrency=concurrency,
+            max_attempts=self.run.max_attempts,
+            session=functools.partial(self.session, concurrency),
+            sleep=sleep,
+        )
+
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[list[streams.Slot]]:
+    async def session(self, concurrency: int) -> AsyncIterator[list[streams.Slot]]:
         """A client of one connection per slot, taken from this process's kept clients and given
         back at the end, its connection still open for the next run."""
-        clients = _clients().take(max(1, self.run.concurrency))
+        clients = _clients().take(max(1, concurrency))
         try:
             yield clients
         finally:
@@ -536,12 +571,26 @@ class _Execution:
         return tally
 
     def tick(self) -> bool:
-        """A cancel request, looked for every tick; the heartbeat (and progress) every
-        HEARTBEAT_SECONDS."""
+        """A cancel request, looked for every tick; the heartbeat (`beat`)."""
+        self.beat()
+        return self.cancelled()
+
+    def beat(self) -> None:
+        """The run's heartbeat (and progress), every HEARTBEAT_SECONDS."""
         if time.monotonic() >= self.next_beat:
             self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
             _beat(self.run.pk, self.on_progress)
-        return self.cancelled()
+
+    def helping(self) -> bool:
+        """A helper's tick (`batch_execute_share`): a cancel request, or the executor that
+        handed it its share stopping (`processes.stopping`). The executor keeps the heartbeat."""
+        return self.cancelled() or processes.stopping()
+
+    def add(self, share: Share) -> None:
+        """What a helper did for this execution, added to its own."""
+        self.tally.merge(share.tally)
+        self.calls += share.calls
+        self.failed_calls += share.failed_calls
 
     def cancelled(self) -> bool:
         """Whether the run was asked to cancel."""
@@ -672,16 +721,7 @@ def batch_execute(
         store_summary(run)  # every finished run has its summary: a page only reads it
         return run
     execution = _Execution(run, parsed.questions, on_progress)
-    stopped = batches.run_pipeline(
-        claim=execution.claim,
-        ask=execution.ask_async if execution.asynchronous else execution.ask_sync,
-        write=execution.write,
-        tick=execution.tick,
-        concurrency=run.concurrency,
-        max_attempts=run.max_attempts,
-        session=execution.session,
-        sleep=sleep,
-    )
+    stopped = _execute(execution, sleep)
     cancelled = stopped and execution.cancelled()
     if stopped and not cancelled:
         return _hand_back(run)
@@ -694,7 +734,7 @@ def batch_execute(
         **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
     )
     run = BatchRun.objects.get(pk=run.pk)
-    store_summary(run, tally=execution.tally)
+    store_summary(run, tally=execution.tally)  # a dead helper's answers: read from the database
     counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
     log.info(
         "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed) in %.1f s",
@@ -710,6 +750,120 @@ def batch_execute(
     if on_progress:
         on_progress(run)
     return run
+
+
+# --- a wide run spread over helper processes -----------------------------------------------------
+
+#: one run at a time is spread over this process's helpers
+_spreading = threading.Lock()
+
+
+@dataclass
+class Share:
+    """What a helper did for a run (`batch_execute_share`), for its executor to add up."""
+
+    tally: metrics.Tally
+    calls: int
+    failed_calls: int
+    stopped: bool
+
+
+def _shares(execution: _Execution) -> list[int]:
+    """How many calls at a time each process makes for a run: its executor's first, then each
+    helper's (`questions.processes`). A run is spread when one process would make more than
+    `batches.PROCESS_CALLS` calls at a time (its concurrency, or its pending states when
+    fewer), over up to DECISIONS__BATCH_PROCESSES processes, when its calls go over HTTP,
+    the database lets executors claim side by side (PostgreSQL's SKIP LOCKED; SQLite has one
+    writer) and the run's rows are committed (a helper sees nothing of an open transaction)."""
+    run, most = execution.run, settings.DECISIONS_BATCH_PROCESSES
+    alone = [run.concurrency]
+    if (
+        most < 2
+        or run.concurrency <= batches.PROCESS_CALLS
+        or not execution.asynchronous
+        or not connection.features.has_select_for_update_skip_locked
+        or connection.in_atomic_block
+    ):
+        return alone
+    wide = min(run.concurrency, run.items.filter(status=BatchItem.Status.PENDING).count())
+    n = min(most, math.ceil(wide / batches.PROCESS_CALLS))
+    if n < 2:
+        return alone
+    return [run.concurrency // n + (i < run.concurrency % n) for i in range(n)]
+
+
+def _execute(execution: _Execution, sleep: Callable[[float], Any] | None) -> bool:
+    """Execute a run: in this process, or spread over its helpers (`_shares`), each claiming,
+    asking and writing its share of the calls while this one keeps the heartbeat. Whether
+    the run stopped early. A helper that died leaves its claimed states to this process,
+    which asks them again once the others are done."""
+    shares = _shares(execution)
+    if len(shares) < 2 or not _spreading.acquire(blocking=False):
+        return execution.pipeline(execution.run.concurrency, sleep=sleep)
+    try:
+        helpers = processes.pool(len(shares) - 1)
+        helpers.stop.clear()
+        helping = [helpers.submit(batch_execute_share, execution.run.pk, k) for k in shares[1:]]
+        stopped = False
+
+        def tick() -> bool:  # this process's, passing a stop on to the helpers at once
+            stopped = execution.tick()
+            if stopped or batches.stopping.is_set():
+                helpers.stop.set()
+            return stopped
+
+        try:
+            stopped = execution.pipeline(shares[0], tick=tick, sleep=sleep)
+        finally:  # also when this process's share failed: the helpers stop, what they did stands
+            stopped = _joined(execution, helpers, helping, stopped)
+    finally:
+        _spreading.release()
+    if execution.lost and not stopped:  # what the dead helper held is pending again
+        execution.run.items.filter(status=BatchItem.Status.RUNNING).update(
+            status=BatchItem.Status.PENDING, claimed_at=None
+        )
+        stopped = execution.pipeline(execution.run.concurrency, sleep=sleep)
+    return stopped
+
+
+def _joined(
+    execution: _Execution, helpers: processes.Pool, helping: list[Future], stopped: bool
+) -> bool:
+    """Wait for the helpers' shares, keeping the run's heartbeat and passing on a stop (this
+    run's, or this process's), and add up what they did; whether the run stopped."""
+    waiting = set(helping)
+    while waiting:
+        if stopped or batches.stopping.is_set():
+            helpers.stop.set()
+        _, waiting = futures.wait(waiting, timeout=batches.TICK_SECONDS)
+        execution.beat()
+    for future in helping:
+        try:
+            share = future.result()
+        except Exception:
+            log.exception("run %s: a helper failed; its states are asked again", execution.run.pk)
+            execution.lost = True
+            continue
+        if share is not None:
+            execution.add(share)
+            stopped = stopped or share.stopped
+    return stopped
+
+
+def batch_execute_share(run_id: int, concurrency: int) -> Share | None:
+    """In a helper process (`_execute`): claim, ask and write `concurrency` calls at a time of a
+    run another process executes, until none is left to claim, the run is cancelled or that
+    process stops; what it added up. None when it cannot ask as that process does: the run
+    is no longer running, or its calls would not go over HTTP here."""
+    run = BatchRun.objects.filter(pk=run_id, status=BatchRun.Status.RUNNING).first()
+    parsed = run and spec.validate(run.version.document, limits=limits(), lints=False).document
+    if parsed is None:
+        return None
+    execution = _Execution(run, parsed.questions, None)
+    if not execution.asynchronous:
+        return None
+    stopped = execution.pipeline(concurrency, tick=execution.helping)
+    return Share(execution.tally, execution.calls, execution.failed_calls, stopped)
 
 
 def _hand_back(run: BatchRun) -> BatchRun:

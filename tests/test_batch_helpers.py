@@ -1,0 +1,269 @@
+"""A wide run spread over helper processes (`questions.processes`, `services.batches._execute`):
+on PostgreSQL a run that asks more than `batches.PROCESS_CALLS` at a time has a helper process
+claim, ask and write a share of its calls. The run's concurrency holds across the processes,
+every state is asked once, the helper's tally comes back; a cancel and a stopping worker stop
+both; a helper that dies leaves its states to the executor. A helper runs with the settings
+and the database of the process that asked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from questions import batches, processes, selectors, services, spec
+from questions.models import BatchItem, BatchRun, Decision
+from questions.services import batches as batch_services
+from tests import factories
+from tests.helpers import execute_closing
+from tests.providers import DOC, FlakyProvider
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STATES = 160
+WIDE = 64  # two processes of 32 calls
+
+
+class Gate:
+    """Holds every call until `wanted` are in flight at once, then (`opens_itself`) lets them
+    all go, or holds them until the test `open`s it."""
+
+    def __init__(self, wanted: int, *, opens_itself: bool = False):
+        self.wanted, self.opens_itself = wanted, opens_itself
+        self.reached, self.opened = threading.Event(), threading.Event()
+
+    def __call__(self, provider: FlakyProvider) -> None:
+        with provider.lock:
+            in_flight = provider.in_flight
+        if in_flight >= self.wanted:
+            self.reached.set()
+            if self.opens_itself:
+                self.opened.set()
+        self.opened.wait(60)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+@pytest.fixture(autouse=True)
+def key(settings):
+    settings.TYPESAFE_API_KEY = "k-helpers-test"
+
+
+@pytest.fixture
+def postgres():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: a helper claims beside its executor (SKIP LOCKED)")
+
+
+@pytest.fixture
+def gated(settings):
+    made: list[tuple[FlakyProvider, Gate]] = []
+
+    def make(*, opens_itself: bool = False) -> tuple[FlakyProvider, Gate]:
+        gate = Gate(WIDE, opens_itself=opens_itself)
+        provider = FlakyProvider(latency=0.01, hold=gate)
+        settings.TYPESAFE_BASE_URL = provider.url
+        settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+        made.append((provider, gate))
+        return provider, gate
+
+    yield make
+    batches.stopping.clear()
+    for provider, gate in made:
+        gate.open()  # a failed test leaves no call held
+        provider.close()
+
+
+def a_run(states: int = STATES, *, concurrency: int = WIDE) -> tuple[BatchRun, object]:
+    writer = factories.author()
+    qs = factories.question_set(owner=writer, doc=DOC)
+    for i in range(states):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"s{i:03d}",
+            state={"n": i},
+            author=writer,
+            expected={"urgent": i % 2 == 0},
+        )
+    run = services.batch_create(
+        version=services.open_draft(qs),
+        backend="typesafe",
+        user=writer,
+        concurrency=concurrency,
+        enqueue=False,
+    )
+    return run, writer
+
+
+def executing(run: BatchRun) -> threading.Thread:
+    thread = threading.Thread(target=execute_closing, args=(run.pk,), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(postgres, gated, monkeypatch):
+    provider, gate = gated(opens_itself=True)
+    run, _ = a_run()
+    tallies = []
+    stored = batch_services.store_summary
+
+    def store_summary(run, tally=None, **kw):
+        tallies.append(tally)
+        return stored(run, tally=tally, **kw)
+
+    monkeypatch.setattr(batch_services, "store_summary", store_summary)
+    thread = executing(run)
+    # this process makes 32 calls at a time: 64 at once means the helper makes the others
+    assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    thread.join(120)
+    assert not thread.is_alive()
+    run.refresh_from_db()
+    assert run.status == "done", run.detail
+    assert provider.max_in_flight == WIDE  # the run's concurrency, across both processes
+    assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
+    assert Decision.objects.count() == STATES
+    assert selectors.run_counts(run)["answered"] == STATES
+    # the helper's tally came back and was added to this process's: it covers every answer
+    [tally] = tallies
+    assert set(tally.misses) == set(run.items.values_list("pk", flat=True))
+    summed = (run.checked, run.passed, run.failed_states)
+    batch_services.store_summary(run)  # worked out again from the database
+    run.refresh_from_db()
+    assert (run.checked, run.passed, run.failed_states) == summed
+    assert run.checked == STATES
+
+
+def test_a_cancel_stops_every_process_of_a_spread_run(postgres, gated):
+    provider, gate = gated()
+    run, writer = a_run()
+    thread = executing(run)
+    assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    services.batch_cancel(run=run, user=writer)
+    gate.open()
+    thread.join(120)
+    assert not thread.is_alive()
+    run.refresh_from_db()
+    counts = selectors.run_counts(run)
+    assert run.status == "cancelled"
+    assert counts["answered"] >= WIDE  # the calls in flight finished and were kept
+    assert counts["answered"] + counts["cancelled"] == STATES
+    assert not run.items.filter(status__in=["pending", "running"]).exists()
+    assert set(provider.calls.values()) == {1}
+    assert sum(provider.calls.values()) == counts["answered"] == Decision.objects.count()
+
+
+def test_a_stopping_worker_stops_its_helper_and_hands_the_run_back(postgres, gated):
+    provider, gate = gated()
+    run, _ = a_run()
+    thread = executing(run)
+    assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    batches.stopping.set()  # SIGTERM in a worker
+    # this process's next tick tells the helper (which stops at its own next tick)
+    wait_for(lambda: processes.pool(1).stop.is_set(), 60, "the helper to be told to stop")
+    gate.open()
+    thread.join(120)
+    assert not thread.is_alive()
+    run.refresh_from_db()
+    answered = selectors.run_counts(run)["answered"]
+    assert run.status == "queued"
+    assert not run.items.filter(status="running").exists()  # claimed ahead, given back
+    assert run.items.filter(status="pending").count() == STATES - answered
+    assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was recorded
+
+    batches.stopping.clear()  # another worker takes it over
+    run = services.batch_execute(run.pk)
+    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
+
+
+def test_a_helper_that_dies_leaves_its_states_to_the_executor(postgres, gated):
+    provider, gate = gated()
+    run, _ = a_run()
+    thread = executing(run)
+    assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    [helper] = processes.helper_pids()
+    os.kill(helper, signal.SIGKILL)  # its 32 calls went out and are never recorded
+    gate.open()
+    thread.join(120)
+    assert not thread.is_alive()
+    run.refresh_from_db()
+    assert run.status == "done", run.detail
+    assert selectors.run_counts(run)["answered"] == STATES
+    assert len(provider.calls) == STATES
+    asked_twice = [state for state, n in provider.calls.items() if n == 2]
+    assert len(asked_twice) == WIDE // 2 and set(provider.calls.values()) == {1, 2}
+    assert Decision.objects.count() == STATES  # the dead helper recorded nothing
+    # the summary counts the answers the helper wrote before it died, from the database
+    assert run.checked == STATES
+    assert processes.pool(1).broken is False  # the next wide run gets a new helper
+
+
+def _shares(run: BatchRun) -> list[int]:
+    parsed = spec.validate(run.version.document, limits=spec.DEFAULT_LIMITS).document
+    return batch_services._shares(batch_services._Execution(run, parsed.questions, None))
+
+
+def test_how_a_run_is_shared_out(settings):
+    run, _ = a_run(100, concurrency=128)
+    postgres = connection.vendor == "postgresql"
+    assert _shares(run) == ([64, 64] if postgres else [128])  # SQLite: one writer
+    settings.DECISIONS_BATCH_PROCESSES = 3
+    assert _shares(run) == ([43, 43, 42] if postgres else [128])
+    run.items.filter(pk__in=run.items.values("pk")[:60]).update(status=BatchItem.Status.ANSWERED)
+    assert _shares(run) == ([64, 64] if postgres else [128])  # 40 left: two processes of 32
+    settings.DECISIONS_BATCH_PROCESSES = 1
+    assert _shares(run) == [128]
+    settings.DECISIONS_BATCH_PROCESSES = 2
+    small, _ = a_run(20, concurrency=128)
+    assert _shares(small) == [128]  # 20 states: one process asks them all at once
+    narrow, _ = a_run(100, concurrency=32)
+    assert _shares(narrow) == [32]  # one process makes up to 32 calls at a time
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_run_in_an_open_transaction_is_not_spread(settings):
+    run, _ = a_run(40, concurrency=128)
+    assert _shares(run) == [128]  # a helper would see none of its rows
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    until = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < until, f"waited {timeout} s for {what}"
+        time.sleep(0.05)
+
+
+def _told_to_stop() -> bool:
+    """In a helper: wait (up to a minute) until its parent tells it to stop."""
+    until = time.monotonic() + 60
+    while not processes.stopping():
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _setting(name: str):
+    return getattr(__import__("django.conf").conf.settings, name)
+
+
+def _runs() -> list[int]:
+    return list(BatchRun.objects.order_by("pk").values_list("pk", flat=True))
+
+
+def test_a_helper_runs_with_the_settings_and_the_database_of_its_parent(postgres, settings):
+    settings.DECISIONS_TIMEOUT_SECONDS = 12.5
+    run, _ = a_run(3, concurrency=1)
+    helpers = processes.pool(1)
+    assert helpers.submit(_setting, "DECISIONS_TIMEOUT_SECONDS").result(60) == 12.5
+    assert helpers.submit(_runs).result(60) == [run.pk]  # the test database, as this process's
+    assert not processes.stopping()  # this process is nobody's helper
+    helpers.stop.clear()
+    told = helpers.submit(_told_to_stop)
+    helpers.stop.set()  # what an executor does when it stops (`services.batches._execute`)
+    assert told.result(90) is True
