@@ -106,7 +106,9 @@ def executing(run: BatchRun) -> threading.Thread:
     return thread
 
 
-def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(postgres, gated, monkeypatch):
+def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(
+    postgres, gated, monkeypatch, caplog
+):
     provider, gate = gated(opens_itself=True)
     run, _ = a_run()
     tallies = []
@@ -117,8 +119,15 @@ def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(postgres, 
         return stored(run, tally=tally, **kw)
 
     monkeypatch.setattr(batch_services, "store_summary", store_summary)
+    shares, add = [], batch_services._Execution.add
+
+    def added(execution, share):
+        shares.append(share)
+        add(execution, share)
+
+    monkeypatch.setattr(batch_services._Execution, "add", added)
     thread = executing(run)
-    # this process makes 32 calls at a time: 64 at once means the helper makes the others
+    # each process makes 32 calls at a time: the helper's and this one's go out side by side
     assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
     thread.join(120)
     assert not thread.is_alive()
@@ -128,7 +137,9 @@ def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(postgres, 
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
     assert Decision.objects.count() == STATES
     assert selectors.run_counts(run)["answered"] == STATES
-    # the helper's tally came back and was added to this process's: it covers every answer
+    # the helper asked its share, and what it added up came back: the tally covers every answer
+    [share] = shares
+    assert 0 < share.calls < STATES and not share.stopped
     [tally] = tallies
     assert set(tally.misses) == set(run.items.values_list("pk", flat=True))
     summed = (run.checked, run.passed, run.failed_states)
@@ -136,6 +147,8 @@ def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(postgres, 
     run.refresh_from_db()
     assert (run.checked, run.passed, run.failed_states) == summed
     assert run.checked == STATES
+    [line] = [r.getMessage() for r in caplog.records if r.name == "questions.batches"]
+    assert f"; {STATES} calls (0 failed) from 2 processes in " in line
 
 
 def test_a_cancel_stops_every_process_of_a_spread_run(postgres, gated):

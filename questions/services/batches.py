@@ -386,6 +386,7 @@ class _Execution:
         self.variants: dict[int, dict[str, spec.Question]] = {}  # `_questions`
         self.started = time.monotonic()
         self.lost = False  # a helper died: what it held is asked again (`_execute`)
+        self.processes = 1  # this one, and the helpers that took a share (`_joined`)
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
         except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
@@ -737,7 +738,7 @@ def batch_execute(
     store_summary(run, tally=execution.tally)  # a dead helper's answers: read from the database
     counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
     log.info(
-        "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed) in %.1f s",
+        "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed)%s in %.1f s",
         run.pk,
         run.status,
         counts.get(BatchItem.Status.ANSWERED, 0),
@@ -745,6 +746,7 @@ def batch_execute(
         counts.get(BatchItem.Status.CANCELLED, 0),
         execution.calls,
         execution.failed_calls,
+        f" from {execution.processes} processes" if execution.processes > 1 else "",
         time.monotonic() - execution.started,
     )
     if on_progress:
@@ -846,6 +848,7 @@ def _joined(
             continue
         if share is not None:
             execution.add(share)
+            execution.processes += 1
             stopped = stopped or share.stopped
     return stopped
 
