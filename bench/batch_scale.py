@@ -15,10 +15,15 @@ concurrency, rounds alternate (engine first in odd rounds, bare loop first in ev
   response.) The engine's own calls go straight through httpx's transport on asyncio's streams
   (`questions.backends.streams`), which costs less CPU than the client does.
 
+On PostgreSQL a run at K > 32 is spread over a helper process (`questions.processes`,
+DECISIONS__BATCH_PROCESSES): an untimed engine run at the widest K starts it first, as a
+worker's first wide run does, and the engine's CPU counts the helper's.
+
 Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
-engine's and the bare loop's CPU per state (the whole process's but for the bench's own
-connection poller; "of it DB": the thread that claims and writes), the engine's SQL statements
-per state (those through Django: a COPY of recordings is not counted), (PostgreSQL) the most
+engine's and the bare loop's CPU per state (the whole process's, its helpers' included, but for
+the bench's own connection poller; "of it DB": this process's thread that claims and writes;
+"helpers": the helper processes'), this process's SQL statements per state (those through
+Django: a COPY of recordings is not counted; a helper's are not either), (PostgreSQL) the most
 connections the database saw from the run and the CPU per state of the database's process
 serving the run ("PG CPU", when PostgreSQL runs on this machine: the bare loop records nothing),
 and the stand-in's CPU per request ("provider CPU");

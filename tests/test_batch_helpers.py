@@ -216,6 +216,21 @@ def test_a_helper_that_dies_leaves_its_states_to_the_executor(postgres, gated):
     assert processes.pool(1).broken is False  # the next wide run gets a new helper
 
 
+def test_a_run_goes_on_alone_when_no_helper_can_be_started(postgres, gated, monkeypatch, caplog):
+    provider, _gate = gated(opens_itself=True)
+    run, _ = a_run()
+
+    def no_pool(size):
+        raise OSError("no process can be spawned here")
+
+    monkeypatch.setattr(processes, "pool", no_pool)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
+    assert provider.max_in_flight == WIDE  # this process asked them all, 64 at a time
+    assert f"run {run.pk}: no helper process could be started" in caplog.text
+
+
 def _shares(run: BatchRun) -> list[int]:
     parsed = spec.validate(run.version.document, limits=spec.DEFAULT_LIMITS).document
     return batch_services._shares(batch_services._Execution(run, parsed.questions, None))

@@ -9,6 +9,8 @@ run whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` belongs to a 
 died: idle workers look for such runs (`batch_sweep_stale`, from the console's `db_worker`) and
 queue them, and the next executor takes it over: its half-done items go back to pending and
 the run goes on. A worker asked to stop (SIGTERM) hands its run back at once (`_hand_back`).
+On PostgreSQL a wide run is spread over the worker's helper processes (`_execute`,
+`questions.processes`): each claims, asks and writes its share of the concurrency, the same way.
 One state's failure, however unexpected, fails that item alone. The concurrency and retry
 engine is `questions.batches`.
 """
@@ -803,10 +805,14 @@ def _execute(execution: _Execution, sleep: Callable[[float], Any] | None) -> boo
     if len(shares) < 2 or not _spreading.acquire(blocking=False):
         return execution.pipeline(execution.run.concurrency, sleep=sleep)
     try:
-        helpers = processes.pool(len(shares) - 1)
-        helpers.stop.clear()
-        helping = [helpers.submit(batch_execute_share, execution.run.pk, k) for k in shares[1:]]
-        stopped = False
+        try:
+            helpers = processes.pool(settings.DECISIONS_BATCH_PROCESSES - 1)
+            helpers.stop.clear()
+            helping = [helpers.submit(batch_execute_share, execution.run.pk, k) for k in shares[1:]]
+        except Exception:  # e.g. no process can be spawned here: this one asks them all
+            log.exception("run %s: no helper process could be started", execution.run.pk)
+            return execution.pipeline(execution.run.concurrency, sleep=sleep)
+        stopped = True  # until this process's share has ended: its failure stops the helpers
 
         def tick() -> bool:  # this process's, passing a stop on to the helpers at once
             stopped = execution.tick()
