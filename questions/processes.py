@@ -19,13 +19,17 @@ import os
 import pickle
 import signal
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from django.conf import settings
 from django.db import connections
 
+ORPHAN_CHECK_SECONDS = 1.0  # how often an idle helper looks whether its parent is gone
+
 _lock = threading.Lock()
+_working = threading.Lock()  # held by a helper while it runs a function
 _pool: Pool | None = None
 
 # in a helper: what its parent tells it
@@ -85,9 +89,7 @@ def helper_pids() -> list[int]:
 
 def stopping() -> bool:
     """In a helper: whether its parent asked it to stop (`Pool.stop`) or is gone."""
-    return (_stop is not None and _stop.is_set()) or (
-        _parent is not None and os.getppid() != _parent
-    )
+    return (_stop is not None and _stop.is_set()) or _gone()
 
 
 def _settings() -> dict[str, Any]:
@@ -119,6 +121,21 @@ def _start(stop: Any, module: str, parent: int) -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: batches.stopping.set())
     _stop, _parent = stop, parent
     batches.collect_fewer()
+    threading.Thread(target=_orphaned, daemon=True).start()
+
+
+def _orphaned() -> None:
+    """In a helper: end the process once its parent is gone and it has no work in hand (work
+    in hand sees `stopping()`, ends, and the process ends after it, `_call`). An idle helper
+    would otherwise wait for work forever."""
+    while not _gone():
+        time.sleep(ORPHAN_CHECK_SECONDS)
+    with _working:
+        os._exit(0)
+
+
+def _gone() -> bool:
+    return _parent is not None and os.getppid() != _parent
 
 
 def _call(values: dict[str, Any], fn, *args: Any) -> Any:
@@ -131,7 +148,10 @@ def _call(values: dict[str, Any], fn, *args: Any) -> Any:
             wrapper.settings_dict.update(conf)
     for name, value in values.items():
         setattr(settings, name, value)
-    try:
-        return fn(*args)
-    finally:
-        connections.close_all()
+    with _working:
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+            if _gone():  # nobody reads what it did: end here
+                os._exit(0)

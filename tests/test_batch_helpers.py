@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -24,6 +27,7 @@ from tests.providers import DOC, FlakyProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+ROOT = Path(__file__).resolve().parents[1]
 STATES = 160
 WIDE = 64  # two processes of 32 calls
 
@@ -274,6 +278,54 @@ def _told_to_stop() -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _wait_until_told(path: str) -> None:
+    """In a helper: write to `path` why it stopped waiting: told (its parent stopped or is
+    gone) or a minute passed; `path`.started once it has begun."""
+    Path(f"{path}.started").touch()
+    Path(path).write_text("told" if _told_to_stop() else "a minute passed")
+
+
+ORPHAN = """
+import os, sys, time, django
+django.setup()
+from questions import processes
+from tests import test_batch_helpers
+helpers = processes.pool(1)
+helpers.submit(test_batch_helpers._wait_until_told, sys.argv[1])
+while not os.path.exists(sys.argv[1] + ".started"):  # the helper has the work in hand
+    time.sleep(0.05)
+print(processes.helper_pids()[0], flush=True)
+os._exit(0)  # the worker dies: no shutdown, no stop set
+"""
+
+
+def _ended(pid: int) -> bool:
+    """Whether a process is gone (or a zombie nobody reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_helper_whose_worker_died_stops_and_ends(tmp_path):
+    told, out = tmp_path / "told", tmp_path / "out"
+    with out.open("w") as stdout:
+        worker = subprocess.run(
+            [sys.executable, "-c", ORPHAN, str(told)],
+            cwd=ROOT,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        )
+    assert worker.returncode == 0, out.read_text()
+    helper = int(out.read_text().split()[0])
+    wait_for(told.exists, 90, "the orphaned helper to stop")
+    assert told.read_text() == "told"  # its work saw the worker gone
+    wait_for(lambda: _ended(helper), 90, "the orphaned helper to end")
 
 
 def _setting(name: str):
