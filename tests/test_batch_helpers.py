@@ -24,6 +24,7 @@ from questions.services import batches as batch_services
 from tests import factories
 from tests.helpers import execute_closing
 from tests.providers import DOC, FlakyProvider
+from tests.test_batch_workers import workers  # noqa: F401  (a fixture: real db_worker processes)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -233,6 +234,60 @@ def test_a_run_goes_on_alone_when_no_helper_can_be_started(postgres, gated, monk
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
     assert provider.max_in_flight == WIDE  # this process asked them all, 64 at a time
     assert f"run {run.pk}: no helper process could be started" in caplog.text
+
+
+@pytest.fixture
+def provider(settings):
+    """The gated provider of the real workers' test (`workers` asks for it by this name)."""
+    made = FlakyProvider(latency=0.2, hold=Gate(WIDE))
+    settings.TYPESAFE_API_KEY = "k-workers-test"
+    settings.TYPESAFE_BASE_URL = made.url
+    yield made
+    made.hold.open()
+    made.close()
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    found = []
+    for task in tasks.glob("*/children"):
+        found += [int(child) for child in task.read_text().split()]
+    return found
+
+
+@pytest.mark.slow
+def test_a_real_worker_spreads_a_wide_run_and_hands_it_over_on_sigterm(workers, provider):  # noqa: F811
+    gate = provider.hold
+    started = workers("w1")
+    run, _ = a_run(200, concurrency=WIDE)
+    services.batch_run_task.enqueue(run.pk)
+    # the worker's process and its helper make 32 calls each, side by side
+    assert gate.reached.wait(90), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    worker = started["w1"]
+    [helper] = [pid for pid in _children(worker.pid) if "spawn_main" in _command(pid)]
+    worker.send_signal(signal.SIGTERM)  # the worker alone, as a platform stops it
+    gate.open()
+    assert worker.wait(60) == 0, worker.stderr.read().decode()[-2000:]
+    wait_for(lambda: _ended(helper), 30, "the worker's helper to end with it")
+    run.refresh_from_db()
+    # it handed the run back (or finished it before its next tick saw the signal)
+    assert run.status in ("queued", "done") and not run.items.filter(status="running").exists()
+    answered = selectors.run_counts(run)["answered"]
+    assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was kept
+    if not run.finished:
+        workers("w2")  # another worker goes on with it
+        wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the other to finish")
+    run.refresh_from_db()
+    assert run.status == "done", run.detail
+    assert len(provider.calls) == 200 and set(provider.calls.values()) == {1}
+    assert Decision.objects.count() == 200
 
 
 def _shares(run: BatchRun) -> list[int]:
