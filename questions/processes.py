@@ -9,7 +9,8 @@ this process's settings module, and then, for each function it is handed, takes 
 settings and database first (a test's overrides and its test database included). It ignores
 Ctrl-C (the terminal's signal goes to the whole group: this process decides); SIGTERM sets its
 own `batches.stopping`. `stopping()` tells a helper's work to stop: this process set
-`Pool.stop` (it is stopping itself) or is gone.
+`Pool.stop` (its run stopped, or it is stopping itself) or is gone; a helper whose parent is
+gone ends once its work in hand has stopped, or within ORPHAN_CHECK_SECONDS when it has none.
 """
 
 from __future__ import annotations
