@@ -688,3 +688,24 @@ ROUTING = {
     },
 }
 ROUTING_STATE = {"ticket": "Please refund the invoice today.", "note": "charged twice on my card"}
+
+
+class Gate:
+    """Holds every call until `wanted` are in flight at once, then (`opens_itself`) lets them
+    all go, or holds them until the test `open`s it."""
+
+    def __init__(self, wanted: int, *, opens_itself: bool = False):
+        self.wanted, self.opens_itself = wanted, opens_itself
+        self.reached, self.opened = threading.Event(), threading.Event()
+
+    def __call__(self, provider: FlakyProvider) -> None:
+        with provider.lock:
+            in_flight = provider.in_flight
+        if in_flight >= self.wanted:
+            self.reached.set()
+            if self.opens_itself:
+                self.opened.set()
+        self.opened.wait(60)
+
+    def open(self) -> None:
+        self.opened.set()

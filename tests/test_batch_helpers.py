@@ -22,36 +22,14 @@ from questions import batches, processes, selectors, services, spec
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import batches as batch_services
 from tests import factories
-from tests.helpers import execute_closing
-from tests.providers import DOC, FlakyProvider
-from tests.test_batch_workers import workers  # noqa: F401  (a fixture: real db_worker processes)
+from tests.helpers import execute_closing, process_ended
+from tests.providers import DOC, FlakyProvider, Gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = 160
 WIDE = 64  # two processes of 32 calls
-
-
-class Gate:
-    """Holds every call until `wanted` are in flight at once, then (`opens_itself`) lets them
-    all go, or holds them until the test `open`s it."""
-
-    def __init__(self, wanted: int, *, opens_itself: bool = False):
-        self.wanted, self.opens_itself = wanted, opens_itself
-        self.reached, self.opened = threading.Event(), threading.Event()
-
-    def __call__(self, provider: FlakyProvider) -> None:
-        with provider.lock:
-            in_flight = provider.in_flight
-        if in_flight >= self.wanted:
-            self.reached.set()
-            if self.opens_itself:
-                self.opened.set()
-        self.opened.wait(60)
-
-    def open(self) -> None:
-        self.opened.set()
 
 
 @pytest.fixture(autouse=True)
@@ -236,60 +214,6 @@ def test_a_run_goes_on_alone_when_no_helper_can_be_started(postgres, gated, monk
     assert f"run {run.pk}: no helper process could be started" in caplog.text
 
 
-@pytest.fixture
-def provider(settings):
-    """The gated provider of the real workers' test (`workers` asks for it by this name)."""
-    made = FlakyProvider(latency=0.2, hold=Gate(WIDE))
-    settings.TYPESAFE_API_KEY = "k-workers-test"
-    settings.TYPESAFE_BASE_URL = made.url
-    yield made
-    made.hold.open()
-    made.close()
-
-
-def _command(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-    except OSError:
-        return ""
-
-
-def _children(pid: int) -> list[int]:
-    tasks = Path(f"/proc/{pid}/task")
-    found = []
-    for task in tasks.glob("*/children"):
-        found += [int(child) for child in task.read_text().split()]
-    return found
-
-
-@pytest.mark.slow
-def test_a_real_worker_spreads_a_wide_run_and_hands_it_over_on_sigterm(workers, provider):  # noqa: F811
-    gate = provider.hold
-    started = workers("w1")
-    run, _ = a_run(200, concurrency=WIDE)
-    services.batch_run_task.enqueue(run.pk)
-    # the worker's process and its helper make 32 calls each, side by side
-    assert gate.reached.wait(90), f"never {WIDE} calls at once (most {provider.max_in_flight})"
-    worker = started["w1"]
-    [helper] = [pid for pid in _children(worker.pid) if "spawn_main" in _command(pid)]
-    worker.send_signal(signal.SIGTERM)  # the worker alone, as a platform stops it
-    gate.open()
-    assert worker.wait(60) == 0, worker.stderr.read().decode()[-2000:]
-    wait_for(lambda: _ended(helper), 30, "the worker's helper to end with it")
-    run.refresh_from_db()
-    # it handed the run back (or finished it before its next tick saw the signal)
-    assert run.status in ("queued", "done") and not run.items.filter(status="running").exists()
-    answered = selectors.run_counts(run)["answered"]
-    assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was kept
-    if not run.finished:
-        workers("w2")  # another worker goes on with it
-        wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the other to finish")
-    run.refresh_from_db()
-    assert run.status == "done", run.detail
-    assert len(provider.calls) == 200 and set(provider.calls.values()) == {1}
-    assert Decision.objects.count() == 200
-
-
 def _shares(run: BatchRun) -> list[int]:
     parsed = spec.validate(run.version.document, limits=spec.DEFAULT_LIMITS).document
     return batch_services._shares(batch_services._Execution(run, parsed.questions, None))
@@ -356,14 +280,6 @@ os._exit(0)  # the worker dies: no shutdown, no stop set
 """
 
 
-def _ended(pid: int) -> bool:
-    """Whether a process is gone (or a zombie nobody reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.django_db(transaction=False)
 def test_a_helper_whose_worker_died_stops_and_ends(tmp_path):
     told, out = tmp_path / "told", tmp_path / "out"
@@ -380,7 +296,7 @@ def test_a_helper_whose_worker_died_stops_and_ends(tmp_path):
     helper = int(out.read_text().split()[0])
     wait_for(told.exists, 90, "the orphaned helper to stop")
     assert told.read_text() == "told"  # its work saw the worker gone
-    wait_for(lambda: _ended(helper), 90, "the orphaned helper to end")
+    wait_for(lambda: process_ended(helper), 90, "the orphaned helper to end")
 
 
 def _setting(name: str):

@@ -1,7 +1,7 @@
 """Batch runs and the processes that execute them: a process asked to stop releases what it has
 not sent and queues the run again; on PostgreSQL, two real `db_worker` processes share one run of
 200 states and every state is asked exactly once — also when the worker holding it gets SIGTERM
-mid-run."""
+mid-run, and when that worker had spread the run over its helper process."""
 
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ from django_tasks_db.models import DBTaskResult
 from questions import batches, selectors, services
 from questions.models import BatchItem, BatchRun, Decision
 from tests import factories
-from tests.helpers import execute_closing
-from tests.providers import DOC, FlakyProvider
+from tests.helpers import execute_closing, process_children, process_command, process_ended
+from tests.providers import DOC, FlakyProvider, Gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS_APP = "db_worker-under-test"
+WIDE = 64  # a run its worker spreads over a helper process: 32 calls each
 
 
 @pytest.fixture
@@ -202,3 +203,31 @@ def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provi
     _exactly_once(run, provider, 200)
     other = "w2" if holder == "w1" else "w1"
     assert processes[other].poll() is None  # still serving
+
+
+@pytest.mark.slow
+def test_a_real_worker_spreads_a_wide_run_and_hands_it_over_on_sigterm(workers, provider, request):
+    provider.latency, provider.hold = 0.2, (gate := Gate(WIDE))
+    request.addfinalizer(gate.open)  # a failed test leaves no call held
+    started = workers("w1")
+    run = a_run(200, concurrency=WIDE, enqueue=True)
+    # the worker's process and its helper make 32 calls each, side by side
+    assert gate.reached.wait(90), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    worker = started["w1"]
+    [helper] = [pid for pid in process_children(worker.pid) if "spawn_main" in process_command(pid)]
+    worker.send_signal(signal.SIGTERM)  # the worker alone, as a platform stops it
+    gate.open()
+    assert worker.wait(60) == 0, worker.stderr.read().decode()[-2000:]
+    wait_for(lambda: process_ended(helper), 30, "the worker's helper to end with it")
+    run.refresh_from_db()
+    # it handed the run back (or finished it before its next tick saw the signal)
+    assert run.status in ("queued", "done") and not run.items.filter(status="running").exists()
+    answered = selectors.run_counts(run)["answered"]
+    assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was kept
+    if not run.finished:
+        workers("w2")  # another worker goes on with it
+        wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the other to finish")
+    run.refresh_from_db()
+    assert run.status == "done", run.detail
+    assert len(provider.calls) == 200 and set(provider.calls.values()) == {1}
+    assert Decision.objects.count() == 200
