@@ -214,6 +214,29 @@ def test_a_run_goes_on_alone_when_no_helper_can_be_started(postgres, gated, monk
     assert f"run {run.pk}: no helper process could be started" in caplog.text
 
 
+def test_helpers_started_before_one_fails_to_start_stop_first(
+    postgres, gated, settings, monkeypatch
+):
+    settings.DECISIONS_BATCH_PROCESSES = 3
+    provider, _gate = gated(opens_itself=True)
+    run, _ = a_run(concurrency=96)  # three processes of 32
+    submit, submitted = processes.Pool.submit, []
+
+    def second_fails(pool, fn, *args):
+        if submitted:
+            raise RuntimeError("the second helper cannot be handed its share")
+        submitted.append(submit(pool, fn, *args))
+        return submitted[-1]
+
+    monkeypatch.setattr(processes.Pool, "submit", second_fails)
+    run = services.batch_execute(run.pk)
+    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    [first] = submitted
+    assert first.done()  # waited for before this process asked the rest alone
+    assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
+    assert provider.max_in_flight <= 96
+
+
 def _shares(run: BatchRun) -> list[int]:
     parsed = spec.validate(run.version.document, limits=spec.DEFAULT_LIMITS).document
     return batch_services._shares(batch_services._Execution(run, parsed.questions, None))

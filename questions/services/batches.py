@@ -805,12 +805,16 @@ def _execute(execution: _Execution, sleep: Callable[[float], Any] | None) -> boo
     if len(shares) < 2 or not _spreading.acquire(blocking=False):
         return execution.pipeline(execution.run.concurrency, sleep=sleep)
     try:
+        helping: list[Future] = []
         try:
             helpers = processes.pool(settings.DECISIONS_BATCH_PROCESSES - 1)
             helpers.stop.clear()
-            helping = [helpers.submit(batch_execute_share, execution.run.pk, k) for k in shares[1:]]
+            for k in shares[1:]:
+                helping.append(helpers.submit(batch_execute_share, execution.run.pk, k))
         except Exception:  # e.g. no process can be spawned here: this one asks them all
             log.exception("run %s: no helper process could be started", execution.run.pk)
+            if helping:  # those started stop first (what they did stands)
+                _joined(execution, helpers, helping, True)
             return execution.pipeline(execution.run.concurrency, sleep=sleep)
         stopped = True  # until this process's share has ended: its failure stops the helpers
 
