@@ -332,7 +332,7 @@ DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECO
 #: the processes a wide batch run's calls go out from: its worker's and up to this many less one
 #: helpers (`questions.processes`), when it asks more than `batches.PROCESS_CALLS` at a time on
 #: PostgreSQL; 1 keeps every run in its worker
-DECISIONS_BATCH_PROCESSES = max(1, int(_number("DECISIONS__BATCH_PROCESSES", 2)))
+DECISIONS_BATCH_PROCESSES = int(_number("DECISIONS__BATCH_PROCESSES", 2))
 #: a running batch whose worker has not been heard from for this long is resumed
 DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)
 

@@ -57,10 +57,6 @@ class Pool:
         its exception) comes back pickled."""
         return self.executor.submit(_call, _settings(), fn, *args)
 
-    def pids(self) -> list[int]:
-        """The helpers' process ids (those started so far), e.g. to measure their CPU."""
-        return list(getattr(self.executor, "_processes", None) or {})
-
     @property
     def broken(self) -> bool:
         return bool(getattr(self.executor, "_broken", False))
@@ -85,7 +81,9 @@ def pool(size: int) -> Pool:
 def helper_pids() -> list[int]:
     """The process ids of this process's helpers, started so far (e.g. to measure them)."""
     kept = _pool
-    return kept.pids() if kept is not None and kept.pid == os.getpid() else []
+    if kept is None or kept.pid != os.getpid():
+        return []
+    return list(getattr(kept.executor, "_processes", None) or {})
 
 
 def stopping() -> bool:

@@ -6,6 +6,7 @@ export's JSON Schema; hand-made answers and runs; and the task worker run until 
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
@@ -698,6 +699,18 @@ def scorecard_world() -> dict:
         qs, v2, revisions, kind="orders", count=1, variants=2, answers_of=orders_answers
     )
     return {"set": qs, "v1": v1, "v2": v2, **{f"run_{k}": r for k, r in runs.items()}}
+
+
+def wait_for(condition, timeout: float, what: str):
+    """What `condition()` gives once it is truthy, polled until `timeout` seconds have passed;
+    an AssertionError naming `what` after that."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"waited {timeout} s for {what}")
 
 
 def process_ended(pid: int) -> bool:

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from questions import batches, processes, selectors, services, spec
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import batches as batch_services
 from tests import factories
-from tests.helpers import execute_closing, process_ended
+from tests.helpers import execute_closing, process_ended, wait_for
 from tests.providers import DOC, FlakyProvider, Gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -265,21 +264,12 @@ def test_a_run_in_an_open_transaction_is_not_spread(settings):
     assert _shares(run) == [128]  # a helper would see none of its rows
 
 
-def wait_for(condition, timeout: float, what: str) -> None:
-    until = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < until, f"waited {timeout} s for {what}"
-        time.sleep(0.05)
-
-
 def _told_to_stop() -> bool:
     """In a helper: wait (up to a minute) until its parent tells it to stop."""
-    until = time.monotonic() + 60
-    while not processes.stopping():
-        if time.monotonic() > until:
-            return False
-        time.sleep(0.05)
-    return True
+    try:
+        return wait_for(processes.stopping, 60, "its parent to tell it to stop")
+    except AssertionError:
+        return False
 
 
 def _wait_until_told(path: str) -> None:
@@ -290,14 +280,15 @@ def _wait_until_told(path: str) -> None:
 
 
 ORPHAN = """
-import os, sys, time, django
+import os, sys, django
 django.setup()
 from questions import processes
 from tests import test_batch_helpers
+from tests.helpers import wait_for
 helpers = processes.pool(1)
 helpers.submit(test_batch_helpers._wait_until_told, sys.argv[1])
-while not os.path.exists(sys.argv[1] + ".started"):  # the helper has the work in hand
-    time.sleep(0.05)
+started = sys.argv[1] + ".started"
+wait_for(lambda: os.path.exists(started), 60, "the helper to have the work in hand")
 print(processes.helper_pids()[0], flush=True)
 os._exit(0)  # the worker dies: no shutdown, no stop set
 """

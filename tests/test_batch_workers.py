@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,13 @@ from django_tasks_db.models import DBTaskResult
 from questions import batches, selectors, services
 from questions.models import BatchItem, BatchRun, Decision
 from tests import factories
-from tests.helpers import execute_closing, process_children, process_command, process_ended
+from tests.helpers import (
+    execute_closing,
+    process_children,
+    process_command,
+    process_ended,
+    wait_for,
+)
 from tests.providers import DOC, FlakyProvider, Gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,16 +64,6 @@ def a_run(states: int, *, concurrency: int, enqueue: bool = False) -> BatchRun:
         concurrency=concurrency,
         enqueue=enqueue,
     )
-
-
-def wait_for(condition, timeout: float, what: str):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"waited {timeout} s for {what}")
 
 
 def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_again(
