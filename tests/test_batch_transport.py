@@ -1,6 +1,7 @@
-"""The batch engine's calls: one loop per process, its connections kept from run to run, httpx's
-transport on asyncio's streams (`questions.backends.streams`) — the same bytes and headers a
-client sends, the same errors when the network fails — and the recordings written in bulk
+"""The batch engine's calls: one loop per process, its connections kept from run to run, its
+httpx transport (HTTP/1.1 through h11 on asyncio's streams, `questions.backends.streams`) —
+the same bytes and headers a client sends, the same errors when the network or the server
+fails, kept alive as httpcore keeps a connection — and the recordings written in bulk
 (`questions.services.bulk`), on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
@@ -204,6 +205,191 @@ def test_the_transport_raises_httpx_errors_when_the_network_fails():
             )
     finally:
         silent.close()
+
+
+class Scripted:
+    """A server on 127.0.0.1 that reads each request (head and Content-Length body) and sends
+    the next of `answers` as raw bytes; an answer of None hangs up without answering, one
+    given as (bytes,) hangs up once it is sent. Counts the connections it accepted."""
+
+    def __init__(self, answers: list[bytes | tuple[bytes] | None]):
+        self.answers, self.accepted = list(answers), 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._talk, args=(sock,), daemon=True).start()
+
+    def _talk(self, sock: socket.socket) -> None:
+        data = b""
+        with sock:
+            while self.answers:
+                while b"\r\n\r\n" not in data:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, data = data.partition(b"\r\n\r\n")
+                length = int(next(
+                    (line.split(b":")[1] for line in head.split(b"\r\n")
+                     if line.lower().startswith(b"content-length:")), b"0",
+                ))  # fmt: skip
+                while len(data) < length:
+                    data += sock.recv(65536)
+                data = data[length:]
+                answer = self.answers.pop(0)
+                if answer is None:
+                    return
+                sock.sendall(answer[0] if isinstance(answer, tuple) else answer)
+                if isinstance(answer, tuple):
+                    return
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def _posts(transport, url: str, n: int, timeout: float = 5.0) -> list:
+    """`n` POSTs in turn through one transport: each response (read) or the error it raised."""
+
+    async def go():
+        results = []
+        try:
+            for _ in range(n):
+                request = httpx.Request(
+                    "POST", url, content=b"{}",
+                    extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+                )  # fmt: skip
+                try:
+                    response = await transport.handle_async_request(request)
+                    await response.aread()
+                    await response.aclose()
+                    results.append(response)
+                except httpx.HTTPError as exc:
+                    results.append(exc)
+        finally:
+            await transport.aclose()
+        return results
+
+    return batches._Loop.shared().run(go())
+
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+def test_the_transport_keeps_its_connection_alive_between_calls():
+    server = Scripted([OK, OK, OK])
+    try:
+        results = _posts(streams.Transport(verify=ssl.create_default_context()),
+                         f"http://127.0.0.1:{server.port}/", 3)  # fmt: skip
+        assert [r.content for r in results] == [b"ok"] * 3
+        assert server.accepted == 1
+    finally:
+        server.close()
+
+
+def test_the_transport_opens_a_new_connection_when_the_server_closes_or_it_idled(monkeypatch):
+    closing = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    server = Scripted([closing, OK, OK])
+    try:
+        url = f"http://127.0.0.1:{server.port}/"
+        results = _posts(streams.Transport(verify=ssl.create_default_context()), url, 2)
+        assert [r.status_code for r in results] == [200, 200]
+        assert server.accepted == 2  # the server asked to close the first
+        monkeypatch.setattr(streams, "KEEPALIVE_SECONDS", 0.0)  # every connection too old
+        again = Scripted([OK, OK])
+        try:
+            url = f"http://127.0.0.1:{again.port}/"
+            results = _posts(streams.Transport(verify=ssl.create_default_context()), url, 2)
+            assert [r.status_code for r in results] == [200, 200]
+            assert again.accepted == 2
+        finally:
+            again.close()
+    finally:
+        server.close()
+
+
+def test_the_transport_reads_chunked_and_compressed_answers_as_httpx_does():
+    import gzip
+
+    packed = gzip.compress(b'{"answers": {}}')
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Request-Id: r-1\r\n\r\n"
+        b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
+    zipped = (
+        b"HTTP/1.1 429 Too Many Requests\r\nContent-Encoding: gzip\r\n"
+        + f"Content-Length: {len(packed)}\r\n\r\n".encode()
+        + packed
+    )
+    informational = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
+    server = Scripted([chunked, zipped, informational])
+    try:
+        first, second, third = _posts(
+            streams.Transport(verify=ssl.create_default_context()),
+            f"http://127.0.0.1:{server.port}/", 3,
+        )  # fmt: skip
+        assert first.content == b"hello world" and first.headers["x-request-id"] == "r-1"
+        assert second.status_code == 429 and second.content == b'{"answers": {}}'
+        assert third.status_code == 200 and third.content == b"ok"
+        assert first.http_version == "HTTP/1.1" and first.reason_phrase == "OK"
+        assert server.accepted == 1
+    finally:
+        server.close()
+
+
+def test_the_transport_raises_httpx_errors_when_the_server_misbehaves():
+    half = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"
+    server = Scripted([None, b"NOT HTTP AT ALL\r\n\r\n", (half,), OK])
+    try:
+        results = _posts(streams.Transport(verify=ssl.create_default_context()),
+                         f"http://127.0.0.1:{server.port}/", 4)  # fmt: skip
+        hung_up, garbled, cut, fine = results
+        assert isinstance(hung_up, httpx.RemoteProtocolError)  # no answer at all
+        assert isinstance(garbled, httpx.RemoteProtocolError)
+        assert isinstance(cut, httpx.RemoteProtocolError)  # hung up mid-body
+        assert fine.status_code == 200
+        assert server.accepted == 4  # each failure closed its connection
+    finally:
+        server.close()
+    with pytest.raises(httpx.UnsupportedProtocol):
+        _post(streams.Transport(verify=ssl.create_default_context()), "ftp://127.0.0.1/")
+
+
+def test_a_cancelled_call_closes_its_connection():
+    import asyncio
+
+    server = Scripted([OK])
+    silent = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+    transport = streams.Transport(verify=ssl.create_default_context())
+
+    async def go():
+        request = httpx.Request("POST", f"http://127.0.0.1:{silent.getsockname()[1]}/",
+                                content=b"{}")  # fmt: skip
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):  # the wire's deadline, as `Wire.acall` sets it
+                await transport.handle_async_request(request)
+        assert transport._connection is None
+        response = await transport.handle_async_request(
+            httpx.Request("POST", f"http://127.0.0.1:{server.port}/", content=b"{}")
+        )
+        await transport.aclose()
+        return response
+
+    try:
+        response = batches._Loop.shared().run(go())
+        assert response.status_code == 200 and server.accepted == 1
+    finally:
+        silent.close()
+        server.close()
 
 
 # --- recordings in bulk ---------------------------------------------------------------------
