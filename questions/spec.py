@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
@@ -256,9 +256,22 @@ def wire_json(value: Any) -> bytes:
     )
 
 
+def json_object(members: Iterable[tuple[str, bytes]]) -> bytes:
+    """A JSON object from its members, each a name and its value already encoded, in the
+    order given. With each value's `wire_json` it is the mapping's `wire_json`; with the
+    members sorted by name and each value's `canonical_json`, its `canonical_json`: a value
+    that many objects share is encoded once."""
+    return b"{" + b",".join(wire_json(name) + b":" + value for name, value in members) + b"}"
+
+
+def canonical_sha256(canonical: bytes) -> str:
+    """SHA-256 (hex) of canonical JSON already encoded (`canonical_json`)."""
+    return hashlib.sha256(canonical).hexdigest()
+
+
 def sha256_of(value: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of any JSON value."""
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    return canonical_sha256(canonical_json(value))
 
 
 def questions_sha256(questions: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ from questions.backends.base import _secret_pattern, scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import KEY, Provider, point_every_wire_at
+from tests.strategies import json_values, question_maps
 
 pytestmark = pytest.mark.django_db
 
@@ -573,3 +574,38 @@ def test_the_preview_never_retries(provider):
     provider.reply(200, GOOD)
     assert ask().error.status == 502
     assert len(provider.requests) == 1
+
+
+# --- the request's bytes and hash, the questions encoded once ----------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    questions=question_maps, state=json_values, model=st.text(max_size=12), wire=st.sampled_from(
+        ["typesafe", "runtime", "openrouter", "llm"]
+    )
+)  # fmt: skip
+def test_a_request_is_the_bytes_and_hash_of_its_body_however_it_was_encoded(
+    questions, state, model, wire
+):
+    """`prepare` encodes the questions once per map and the state once per ask
+    (`encoded_body`): what goes out is still `wire_json` of the body, and the recorded hash
+    `sha256_of` it, for any questions, any JSON state and every wire."""
+    from questions import backends, spec
+
+    validation = spec.validate(questions, limits=spec.DEFAULT_LIMITS)
+    if not validation.valid:
+        return
+    parsed = validation.document.questions
+    chosen = backends.get(wire).wire()
+    for _ in range(2):  # the second ask of the same map takes its encodings as kept
+        ask = backends.Ask(questions=parsed, state=state, model=model)
+        try:
+            outcome, payload, _headers = chosen.prepare(ask)
+        except (ValueError, UnicodeEncodeError) as exc:  # what JSON text cannot hold
+            with pytest.raises(type(exc)):
+                spec.canonical_json(chosen.body(ask))
+            return
+        assert payload == spec.wire_json(outcome.request_body)
+        assert outcome.request_sha256 == spec.sha256_of(outcome.request_body)
+        assert ask.state_sha256 == spec.state_sha256(state)

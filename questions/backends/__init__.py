@@ -16,7 +16,7 @@ live like the wires but asked in process, with no `aask` (a batch run asks it in
 
 from __future__ import annotations
 
-from questions.backends.base import Ask, Backend, DecisionError, Outcome
+from questions.backends.base import Ask, Backend, DecisionError, Outcome, encoded_questions
 from questions.backends.http import LIVE
 from questions.backends.recorded import DEFAULT_SOURCE, RecordedBackend
 
@@ -65,5 +65,6 @@ __all__ = [
     "Outcome",
     "available",
     "calibrated",
+    "encoded_questions",
     "get",
 ]

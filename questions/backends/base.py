@@ -260,6 +260,37 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class EncodedQuestions:
+    """A questions map as JSON, with its wire and canonical encodings and its hash."""
+
+    json: dict[str, Any]
+    wire: bytes
+    canonical: bytes
+    sha256: str
+
+
+#: the encodings of the questions maps asked lately, by the map's identity (the map kept, so
+#: its id is not reused): a batch run asks the same map about every state
+_ENCODED: dict[int, tuple[dict[str, spec.Question], EncodedQuestions]] = {}
+
+
+def encoded_questions(questions: dict[str, spec.Question]) -> EncodedQuestions:
+    """The questions map's JSON and encodings, worked out once per map."""
+    kept = _ENCODED.get(id(questions))
+    if kept is not None and kept[0] is questions:
+        return kept[1]
+    as_json = {qid: q.to_json() for qid, q in questions.items()}
+    canonical = spec.canonical_json(as_json)
+    encoded = EncodedQuestions(
+        as_json, spec.wire_json(as_json), canonical, spec.canonical_sha256(canonical)
+    )
+    if len(_ENCODED) >= 64:
+        _ENCODED.clear()
+    _ENCODED[id(questions)] = (questions, encoded)
+    return encoded
+
+
 @dataclass
 class Ask:
     """What is asked: the parsed questions, the state, the model."""
@@ -270,12 +301,39 @@ class Ask:
 
     @property
     def questions_json(self) -> dict[str, Any]:
-        return {qid: q.to_json() for qid, q in self.questions.items()}
+        """The questions as JSON (one object per map: read it, never change it)."""
+        return encoded_questions(self.questions).json
+
+    @functools.cached_property
+    def state_canonical(self) -> bytes:
+        """The state's canonical JSON, worked out once (its hash, the request's)."""
+        return spec.canonical_json(self.state)
 
     @functools.cached_property
     def state_sha256(self) -> str:
-        """The state's canonical hash, worked out once (a recording keys each answer by it)."""
-        return spec.state_sha256(self.state)
+        """The state's canonical hash (`spec.state_sha256`); a recording keys each answer by
+        it."""
+        return spec.canonical_sha256(self.state_canonical)
+
+
+def encoded_body(body: Any, ask: Ask) -> tuple[bytes, bytes]:
+    """A request body's wire bytes (`spec.wire_json`) and canonical bytes (`spec.canonical_json`),
+    the questions and the state, which every call of a run repeats, taken as already encoded."""
+    if not isinstance(body, dict) or not all(isinstance(k, str) for k in body):
+        return spec.wire_json(body), spec.canonical_json(body)
+    questions = encoded_questions(ask.questions)
+    wire, canonical = [], []
+    for name, value in body.items():
+        if value is questions.json:
+            wire.append((name, questions.wire))
+            canonical.append((name, questions.canonical))
+        elif value is ask.state:
+            wire.append((name, spec.wire_json(value)))
+            canonical.append((name, ask.state_canonical))
+        else:
+            wire.append((name, spec.wire_json(value)))
+            canonical.append((name, spec.canonical_json(value)))
+    return spec.json_object(wire), spec.json_object(sorted(canonical))
 
 
 @dataclass
@@ -287,6 +345,7 @@ class Outcome:
     checked: answers.CheckedDecision | None = None
     error: DecisionError | None = None
     request_body: dict[str, Any] | None = None  # what went on the wire (no key), for the record
+    request_sha256: str = ""  # the canonical hash of `request_body`, once worked out
     request_text: str = ""  # the exact body sent (UTF-8 text of the wire bytes; never the key)
     response_text: str = ""
     provider_status_code: int | None = None
@@ -421,8 +480,9 @@ class Wire:
         outcome = Outcome(backend=self.name, model_asked=ask.model, calibrated=self.calibrated)
         body = self.body(ask)
         outcome.request_body = body
-        payload = spec.wire_json(body)
+        payload, canonical = encoded_body(body, ask)
         outcome.request_text = payload.decode("utf-8")
+        outcome.request_sha256 = spec.canonical_sha256(canonical)
         headers = {
             "Authorization": f"Bearer {self.secret}",
             "Content-Type": "application/json",

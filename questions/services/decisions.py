@@ -178,22 +178,6 @@ def decision_record(
     return decision
 
 
-#: the hash of the questions maps asked lately, by the map's identity (the map kept, so its id
-#: is not reused): a batch run asks the same map about every state
-_QUESTIONS_SHA: dict[int, tuple[dict[str, spec.Question], str]] = {}
-
-
-def _questions_sha256(questions: dict[str, spec.Question]) -> str:
-    kept = _QUESTIONS_SHA.get(id(questions))
-    if kept is not None and kept[0] is questions:
-        return kept[1]
-    sha = spec.sha256_of({qid: q.to_json() for qid, q in questions.items()})
-    if len(_QUESTIONS_SHA) >= 64:
-        _QUESTIONS_SHA.clear()
-    _QUESTIONS_SHA[id(questions)] = (questions, sha)
-    return sha
-
-
 #: one call's records, unsaved: its Decision row and its DecisionAnswer rows, as field values
 Rows = tuple[dict[str, Any], list[dict[str, Any]]]
 
@@ -217,9 +201,9 @@ def decision_rows(
         "model_asked": ask.model,
         "model_answered": model_answered,
         "request_text": outcome.request_text,
-        "request_sha256": spec.sha256_of(outcome.request_body),
+        "request_sha256": outcome.request_sha256 or spec.sha256_of(outcome.request_body),
         "state_sha256": ask.state_sha256,
-        "questions_sha256": _questions_sha256(ask.questions),
+        "questions_sha256": backends.encoded_questions(ask.questions).sha256,
         "response_text": _storable(outcome.response_text),
         "status": outcome.status,
         "provider_status_code": outcome.provider_status_code,
