@@ -456,6 +456,34 @@ def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
     assert min(d.pk for d in stored) > max(ids)
 
 
+def test_bulk_update_keeps_every_value_as_the_orm_reads_it(provider):
+    from questions.models import BatchItem
+
+    version, writer = a_set(2)
+    created = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=1, enqueue=False
+    )
+    first, second = created.items.order_by("pk")
+    answers = {"desk": {"choice": AWKWARD, "probabilities": {"a": 0.5, "b": 0.5}}, "n": [1.5, None]}
+    bulk.update(
+        BatchItem,
+        ["status", "answers", "error_detail", "misses"],
+        [
+            {"id": first.pk, "status": "answered", "answers": answers, "error_detail": AWKWARD,
+             "misses": 2},
+            {"id": second.pk, "status": "failed", "answers": None, "error_detail": "",
+             "misses": None},
+        ],
+    )  # fmt: skip
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, first.answers, first.error_detail, first.misses) == (
+        "answered", answers, AWKWARD, 2,
+    )  # fmt: skip
+    assert (second.status, second.answers, second.misses) == ("failed", None, None)
+    assert BatchItem.objects.filter(pk=second.pk, answers__isnull=True).exists()  # SQL NULL
+
+
 def test_a_batch_records_what_a_single_ask_records(provider):
     version, writer = a_set(2)
     state = version.question_set.sample_states.order_by("name").first()

@@ -14,6 +14,8 @@ CASE per field and row).
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,9 +103,14 @@ def update(model: type[models.Model], attnames: Sequence[str], rows: Sequence[di
 
 def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
     """How a value of `field` becomes the database's: itself for plain text, numbers, booleans
-    and ids; otherwise as the field prepares it (JSON, dates…)."""
+    and ids; JSON as its text, None as NULL (what the field's preparing ends in: on PostgreSQL
+    through psycopg's JSON adapter, which cost twice the encoding); otherwise as the field
+    prepares it (dates…)."""
     if isinstance(field, (*_PLAIN, models.ForeignKey)):
         return lambda value: value
+    if isinstance(field, models.JSONField):
+        dumps = functools.partial(json.dumps, cls=field.encoder)
+        return lambda value: None if value is None else dumps(value)
     return lambda value: field.get_db_prep_save(value, connection)
 
 
