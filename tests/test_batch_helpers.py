@@ -139,6 +139,8 @@ def test_a_cancel_stops_every_process_of_a_spread_run(postgres, gated):
     thread = executing(run)
     assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
     services.batch_cancel(run=run, user=writer)
+    # the executor's tick sees the cancel and stops the helper before any call comes back
+    wait_for(lambda: processes.pool(1).stop.is_set(), 60, "the cancel to reach the helper")
     gate.open()
     thread.join(120)
     assert not thread.is_alive()

@@ -336,6 +336,18 @@ def test_a_queued_run_cancels_at_once():
     assert services.batch_execute(run.pk) is None
 
 
+def test_a_cancel_from_a_page_that_still_says_queued_leaves_a_taken_run_to_its_worker():
+    """The page read the run as queued; a worker took it before the cancel arrived. The cancel
+    is a request to that worker: the run is not ended under it, nor its states cancelled."""
+    version, writer = a_set(3)
+    seen = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
+    batch_services._take(seen.pk)  # a worker takes it: running in the database
+    assert seen.status == "queued"  # what the page still holds
+    run = services.batch_cancel(run=seen, user=roles.OPERATOR)
+    assert (run.status, run.cancel_requested, run.finished_at) == ("running", True, None)
+    assert run.items.filter(status="pending").count() == 3
+
+
 def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
     provider_factory, settings
 ):

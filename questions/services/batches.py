@@ -245,16 +245,19 @@ def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     if not run.finished:
         BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-        if run.status == BatchRun.Status.QUEUED:
-            BatchRun.objects.filter(pk=run.pk).update(
+        # still queued in the database (`run` may be older: a worker may have taken it since,
+        # and then its executor ends it, with what its calls in flight bring back)
+        with transaction.atomic():
+            queued = BatchRun.objects.filter(pk=run.pk, status=BatchRun.Status.QUEUED).update(
                 status=BatchRun.Status.CANCELLED, finished_at=timezone.now()
             )
-            run.items.filter(status=BatchItem.Status.PENDING).update(
-                status=BatchItem.Status.CANCELLED
-            )
-            run.refresh_from_db()
-            store_summary(run)  # finished before it started: its (empty) summary, stored now
+            if queued:
+                run.items.filter(status=BatchItem.Status.PENDING).update(
+                    status=BatchItem.Status.CANCELLED
+                )
         run.refresh_from_db()
+        if queued:
+            store_summary(run)  # finished before it started: its (empty) summary, stored now
     return run
 
 
