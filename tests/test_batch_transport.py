@@ -153,23 +153,37 @@ def standin_answer(body):
 # --- the transport, by itself ---------------------------------------------------------------
 
 
-def _post(transport: httpx.AsyncBaseTransport, url: str, timeout: float = 5.0) -> httpx.Response:
+def _posts(transport, url: str, n: int, timeout: float = 5.0) -> list:
+    """`n` POSTs in turn through one transport: each response (read) or the error it raised."""
+
     async def go():
-        request = httpx.Request(
-            "POST",
-            url,
-            content=b"{}",
-            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
-        )
+        results = []
         try:
-            response = await transport.handle_async_request(request)
-            await response.aread()
-            await response.aclose()
-            return response
+            for _ in range(n):
+                request = httpx.Request(
+                    "POST", url, content=b"{}",
+                    extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+                )  # fmt: skip
+                try:
+                    response = await transport.handle_async_request(request)
+                    await response.aread()
+                    await response.aclose()
+                    results.append(response)
+                except httpx.HTTPError as exc:
+                    results.append(exc)
         finally:
             await transport.aclose()
+        return results
 
     return batches._Loop.shared().run(go())  # the engine's loop (a test may hold this thread's)
+
+
+def _post(transport: httpx.AsyncBaseTransport, url: str, timeout: float = 5.0) -> httpx.Response:
+    """One POST through the transport: its response, or the httpx error it raised."""
+    [result] = _posts(transport, url, 1, timeout)
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def test_the_transport_speaks_tls_and_checks_the_certificate(tmp_path):
@@ -253,31 +267,6 @@ class Scripted:
 
     def close(self) -> None:
         self.server.close()
-
-
-def _posts(transport, url: str, n: int, timeout: float = 5.0) -> list:
-    """`n` POSTs in turn through one transport: each response (read) or the error it raised."""
-
-    async def go():
-        results = []
-        try:
-            for _ in range(n):
-                request = httpx.Request(
-                    "POST", url, content=b"{}",
-                    extensions={"timeout": httpx.Timeout(timeout).as_dict()},
-                )  # fmt: skip
-                try:
-                    response = await transport.handle_async_request(request)
-                    await response.aread()
-                    await response.aclose()
-                    results.append(response)
-                except httpx.HTTPError as exc:
-                    results.append(exc)
-        finally:
-            await transport.aclose()
-        return results
-
-    return batches._Loop.shared().run(go())
 
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
