@@ -10,10 +10,12 @@ import math
 import socket
 import ssl
 import threading
+from datetime import timedelta
 from types import SimpleNamespace
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from questions import batches, selectors, services, spec
 from questions.backends import streams
@@ -443,6 +445,48 @@ def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
     stored = Decision.objects.filter(request_id__startswith="u").order_by("pk")
     assert [{k: getattr(d, k) for k in row} for d in stored] == unnumbered
     assert min(d.pk for d in stored) > max(ids)
+
+
+def test_bulk_insert_of_rows_that_give_different_fields_gives_each_its_own():
+    version, writer = a_set(1)
+    made = timezone.now() - timedelta(days=3)
+    base = {
+        "backend": "typesafe", "model_asked": "jev-latest", "request_text": "{}",
+        "request_sha256": "a" * 64, "state_sha256": "b" * 64, "questions_sha256": "c" * 64,
+        "status": 200, "total_ms": 1.0, "version_id": version.pk, "user_id": writer.pk,
+    }  # fmt: skip
+    rows = [
+        {**base, "request_id": "given", "usage": {"n": 1}, "created_at": made},
+        {**base, "request_id": "left out"},  # usage, created_at: its default, the time now
+        {**base, "request_id": "none", "usage": None, "created_at": None},
+    ]
+    ids = bulk.insert(Decision, rows)
+    given, left, none = (Decision.objects.get(pk=pk) for pk in ids)
+    assert (given.usage, given.created_at) == ({"n": 1}, made)
+    assert left.usage is None and left.model_answered == "" and left.created_at > made
+    assert none.usage is None and none.created_at == left.created_at  # None: the time now
+    # the same rows, each alone: every row giving the same fields takes the quick way
+    alone = [Decision.objects.get(pk=bulk.insert(Decision, [row])[0]) for row in rows]
+    assert [(d.usage, d.request_id, d.model_answered) for d in alone] == [
+        (d.usage, d.request_id, d.model_answered) for d in (given, left, none)
+    ]
+    assert alone[0].created_at == made and alone[1].created_at > made
+
+
+def test_bulk_update_of_one_field_or_none_to_take_as_it_is(provider):
+    from questions.models import BatchItem
+
+    version, writer = a_set(2)
+    created = services.batch_create(
+        version=version, backend="typesafe", user=writer, concurrency=1, enqueue=False
+    )
+    first, second = created.items.order_by("pk")
+    bulk.update(BatchItem, ["status"], [{"id": first.pk, "status": "failed"}])
+    bulk.update(BatchItem, ["answers"], [{"id": second.pk, "answers": {"a": [AWKWARD]}}])
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, first.answers) == ("failed", None)
+    assert (second.status, second.answers) == ("pending", {"a": [AWKWARD]})
 
 
 def test_bulk_update_keeps_every_value_as_the_orm_reads_it(provider):
