@@ -1,6 +1,6 @@
 """A wide run spread over helper processes (`questions.processes`, `services.batches._execute`):
-on PostgreSQL a run that asks more than `batches.PROCESS_CALLS` at a time has a helper process
-claim, ask and write a share of its calls. The run's concurrency holds across the processes,
+on PostgreSQL a run that asks more than DECISIONS__BATCH_PROCESS_CALLS at a time has a helper
+process claim, ask and write a share of its calls. The run's concurrency holds across the processes,
 every state is asked once, the helper's tally comes back; a cancel and a stopping worker stop
 both; a helper that dies leaves its states to the executor. A helper runs with the settings
 and the database of the process that asked."""
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from console import settings as console_settings
 from questions import batches, processes, selectors, services, spec
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import batches as batch_services
@@ -34,6 +35,8 @@ WIDE = 64  # two processes of 32 calls
 @pytest.fixture(autouse=True)
 def key(settings):
     settings.TYPESAFE_API_KEY = "k-helpers-test"
+    # runs of 64 calls at a time are spread, as 32 + 32: the default (64) would spread 128
+    settings.DECISIONS_BATCH_PROCESS_CALLS = WIDE // 2
 
 
 @pytest.fixture
@@ -244,20 +247,34 @@ def _shares(run: BatchRun) -> list[int]:
 
 
 def test_how_a_run_is_shared_out(settings):
+    settings.DECISIONS_BATCH_PROCESS_CALLS = console_settings.DECISIONS_BATCH_PROCESS_CALLS
+    assert settings.DECISIONS_BATCH_PROCESS_CALLS == 64  # the default
     run, _ = a_run(100, concurrency=128)
     postgres = connection.vendor == "postgresql"
     assert _shares(run) == ([64, 64] if postgres else [128])  # SQLite: one writer
     settings.DECISIONS_BATCH_PROCESSES = 3
+    assert _shares(run) == ([64, 64] if postgres else [128])  # 100 states: two of 64 ask them
+    settings.DECISIONS_BATCH_PROCESS_CALLS = 32
     assert _shares(run) == ([43, 43, 42] if postgres else [128])
-    run.items.filter(pk__in=run.items.values("pk")[:60]).update(status=BatchItem.Status.ANSWERED)
-    assert _shares(run) == ([64, 64] if postgres else [128])  # 40 left: two processes of 32
+    settings.DECISIONS_BATCH_PROCESSES, settings.DECISIONS_BATCH_PROCESS_CALLS = 2, 64
+
+    def answer(n: int) -> None:
+        pending = run.items.filter(status=BatchItem.Status.PENDING)
+        pending.filter(pk__in=pending.values("pk")[:n]).update(status=BatchItem.Status.ANSWERED)
+
+    answer(30)
+    assert _shares(run) == ([64, 64] if postgres else [128])  # 70 left: more than 64 at once
+    answer(10)
+    assert _shares(run) == [128]  # 60 left: one process asks them all at once
     settings.DECISIONS_BATCH_PROCESSES = 1
     assert _shares(run) == [128]
     settings.DECISIONS_BATCH_PROCESSES = 2
     small, _ = a_run(20, concurrency=128)
     assert _shares(small) == [128]  # 20 states: one process asks them all at once
-    narrow, _ = a_run(100, concurrency=32)
-    assert _shares(narrow) == [32]  # one process makes up to 32 calls at a time
+    narrow, _ = a_run(100, concurrency=64)
+    assert _shares(narrow) == [64]  # one process makes up to 64 calls at a time
+    settings.DECISIONS_BATCH_PROCESS_CALLS = 32  # a slower host's, say
+    assert _shares(narrow) == ([32, 32] if postgres else [64])
 
 
 @pytest.mark.django_db(transaction=False)

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS_APP = "db_worker-under-test"
-WIDE = 64  # a run its worker spreads over a helper process: 32 calls each
+WIDE = 64  # a run its worker spreads over a helper process: 32 calls each (PROCESS_CALLS)
+PROCESS_CALLS = 32  # the workers' DECISIONS__BATCH_PROCESS_CALLS: 64 calls, not 128, are spread
 
 
 @pytest.fixture
@@ -108,6 +109,7 @@ def _workers_env(provider: FlakyProvider) -> dict[str, str]:
         "TYPESAFE_API_KEY": "k-workers-test",
         "TYPESAFE_BASE_URL": provider.url,
         "PGAPPNAME": WORKERS_APP,  # their sessions, told apart from this process's
+        "DECISIONS__BATCH_PROCESS_CALLS": str(PROCESS_CALLS),
     }
 
 

@@ -607,10 +607,10 @@ class _Execution:
 
     @functools.cached_property
     def cancel_query(self) -> tuple[str, tuple[Any, ...]]:
-        """The query `cancelled` sends, compiled once a run: a run looks for a cancel four
-        times a second, and compiling the query cost six times the CPU of sending it (0.57
-        against 0.09 ms): at K = 8 that was 0.2 ms a state, a sixth of the database thread's
-        work."""
+        """The query `cancelled` sends, compiled once a run: a run looks for a cancel every
+        tick (`batches.TICK_SECONDS`), and compiling the query cost six times the CPU of
+        sending it (0.57 against 0.09 ms): at K = 8 and four ticks a second that was 0.2 ms a
+        state, a sixth of the database thread's work."""
         asked = BatchRun.objects.filter(pk=self.run.pk, cancel_requested=True).values("pk")[:1]
         return asked.query.sql_with_params()
 
@@ -778,22 +778,22 @@ class Share:
 def _shares(execution: _Execution) -> list[int]:
     """How many calls at a time each process makes for a run: its executor's first, then each
     helper's (`questions.processes`). A run is spread when one process would make more than
-    `batches.PROCESS_CALLS` calls at a time (its concurrency, or its pending states when
+    DECISIONS__BATCH_PROCESS_CALLS calls at a time (its concurrency, or its pending states when
     fewer), over up to DECISIONS__BATCH_PROCESSES processes, when its calls go over HTTP,
     the database lets executors claim side by side (PostgreSQL's SKIP LOCKED; SQLite has one
     writer) and the run's rows are committed (a helper sees nothing of an open transaction)."""
     run, most = execution.run, settings.DECISIONS_BATCH_PROCESSES
-    alone = [run.concurrency]
+    calls, alone = settings.DECISIONS_BATCH_PROCESS_CALLS, [run.concurrency]
     if (
         most < 2
-        or run.concurrency <= batches.PROCESS_CALLS
+        or run.concurrency <= calls
         or not execution.asynchronous
         or not connection.features.has_select_for_update_skip_locked
         or connection.in_atomic_block
     ):
         return alone
     wide = min(run.concurrency, run.items.filter(status=BatchItem.Status.PENDING).count())
-    n = min(most, math.ceil(wide / batches.PROCESS_CALLS))
+    n = min(most, math.ceil(wide / calls))
     if n < 2:
         return alone
     return [run.concurrency // n + (i < run.concurrency % n) for i in range(n)]
