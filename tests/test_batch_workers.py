@@ -72,11 +72,13 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
 ):
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     run = a_run(20, concurrency=2)
+    # the first four states are answered; the calls after them wait for the stop
+    provider.hold = lambda p: len(p.calls) > 4 and batches.stopping.wait(60)
     thread = threading.Thread(target=execute_closing, args=(run.pk,))
     thread.start()
-    wait_for(lambda: run.items.filter(status="answered").count() >= 2, 10, "two answers")
+    wait_for(lambda: run.items.filter(status="answered").count() >= 2, 60, "two answers")
     batches.stopping.set()
-    thread.join(10)
+    thread.join(60)
     assert not thread.is_alive()
     run.refresh_from_db()
     counts = selectors.run_counts(run)
@@ -88,6 +90,7 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
     assert services.batch_execute(run.pk) is None  # a stopping process takes no run
 
     batches.stopping.clear()  # another worker takes it over
+    provider.hold = None
     run = services.batch_execute(run.pk)
     assert run.status == "done" and selectors.run_counts(run)["answered"] == 20
     assert len(provider.calls) == 20 and set(provider.calls.values()) == {1}
