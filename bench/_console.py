@@ -35,3 +35,24 @@ def start_django() -> None:
     settings.STORAGES["staticfiles"]["BACKEND"] = (
         "django.contrib.staticfiles.storage.StaticFilesStorage"
     )
+
+
+def migrate() -> None:
+    """Migrate the bench's database (after `start_django`). A PostgreSQL database that
+    DATABASE_URL names but that does not exist yet is made first, as the test runner makes
+    its own; any other failure to connect says what DATABASE_URL names, in one line."""
+    import sys
+
+    from django.core.management import call_command
+    from django.db import OperationalError, connection
+
+    try:
+        connection.ensure_connection()
+    except OperationalError as exc:
+        name = connection.settings_dict["NAME"]
+        if connection.vendor != "postgresql" or "does not exist" not in str(exc):
+            sys.exit(f"bench: cannot connect to the database DATABASE_URL names ({name}): {exc}")
+        with connection._nodb_cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+        print(f"bench: made the PostgreSQL database {name}", file=sys.stderr)
+    call_command("migrate", verbosity=0)

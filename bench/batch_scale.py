@@ -57,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 QUESTIONS = {
     "route": {
@@ -282,7 +282,6 @@ def main() -> None:
     import logging
 
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
     from questions import backends, batches, services, spec, standin
@@ -290,7 +289,7 @@ def main() -> None:
     from tests import factories
 
     logging.getLogger("questions").setLevel(logging.WARNING)
-    call_command("migrate", verbosity=0)
+    migrate()
     provider = StandIn(args.latency_ms)
     port = provider.port.value
     settings.TYPESAFE_API_KEY = standin.KEY

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def _serve(latency: float, port, now, most, calls) -> None:
@@ -95,13 +95,12 @@ def bench_world(prefix: str, latency: float, states: int):
 
     start_django()
     from django.conf import settings
-    from django.core.management import call_command
 
     from questions import services
     from tests import factories
 
     logging.getLogger("questions").setLevel(logging.WARNING)
-    call_command("migrate", verbosity=0)
+    migrate()
     process, seen = counting_stand_in(latency)
     settings.TYPESAFE_API_KEY = "bench"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{seen['port'].value}"

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def p(samples: list[float], q: float) -> float:
@@ -73,7 +73,6 @@ def main() -> None:
     start_django()
     import httpx
     from django.conf import settings
-    from django.core.management import call_command
     from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
     from django.core.wsgi import get_wsgi_application
     from django.test import Client
@@ -81,7 +80,7 @@ def main() -> None:
     from questions import roles, services, spec, standin
     from tests import factories
 
-    call_command("migrate", verbosity=0)
+    migrate()
     import logging
 
     logging.getLogger("questions").setLevel(logging.WARNING)

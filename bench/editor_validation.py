@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 
 def percentile(samples: list[float], p: float) -> float:
@@ -52,7 +52,6 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="bench-editor-")
     bench_environment(f"sqlite:///{workdir}/bench.sqlite3")
     start_django()
-    from django.core.management import call_command
     from django.test import Client
     from django.test.utils import setup_test_environment
     from django.urls import reverse
@@ -63,7 +62,7 @@ def main() -> None:
     from tests.helpers import as_post, fields_of, opened
 
     setup_test_environment()
-    call_command("migrate", verbosity=0)
+    migrate()
     user = factories.author("bench")
     document = factories.document(32, options=255)
     for question in document.values():

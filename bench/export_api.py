@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 SLUG = "bench-export"
 
@@ -46,7 +46,6 @@ SLUG = "bench-export"
 def setup_django(database_url: str) -> None:
     bench_environment(database_url)
     start_django()
-    from django.core.management import call_command
 
     if database_url.startswith("postgres"):
         from django.db import connection
@@ -59,7 +58,7 @@ def setup_django(database_url: str) -> None:
             base, _, name = database_url.rpartition("/")
             with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
                 admin.execute(f'CREATE DATABASE "{name}"')
-    call_command("migrate", verbosity=0)
+    migrate()
 
 
 def big_document(questions: int = 32, options: int = 255) -> dict:

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 QUESTIONS = {
     "route": {
@@ -53,7 +53,6 @@ def main() -> None:
     start_django()
 
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
     from questions import gate, roles, services, standin
@@ -61,7 +60,7 @@ def main() -> None:
     from questions.services import gates
     from tests import factories
 
-    call_command("migrate", verbosity=0)
+    migrate()
     server = standin.serve_in_thread()
     settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"

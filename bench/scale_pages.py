@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _console import bench_environment, start_django  # noqa: E402  (bench/ is the script's own folder)
+from _console import bench_environment, migrate, start_django  # noqa: E402  (bench/ is the script's own folder)
 
 BIG = "big-catalogue"
 STATES = "states-big"
@@ -290,13 +290,12 @@ def build_filler_sets(count: int, author) -> None:
 
 def build(scale: float, sets: int = 0) -> None:
     from django.conf import settings
-    from django.core.management import call_command
 
     from questions import services, standin
     from questions.models import QuestionSet
     from tests import factories
 
-    call_command("migrate", verbosity=0)
+    migrate()
     if QuestionSet.objects.filter(slug__in=[BIG, STATES]).count() == 2:
         print("data set: reused", flush=True)
         return
