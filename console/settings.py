@@ -50,6 +50,14 @@ def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
     return value
 
 
+def _count(name: str, default: int) -> int:
+    """A whole number from 1 (`_number`'s, without a fraction)."""
+    value = _number(name, default)
+    if value != int(value):
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {_env(name)!r}")
+    return int(value)
+
+
 DEBUG = _flag("DJANGO_DEBUG")
 
 SECRET_KEY = _env("DJANGO_SECRET_KEY")
@@ -326,24 +334,24 @@ TASKS = {
         "QUEUES": ["default", WEBHOOK_QUEUE],
     }
 }
-DECISIONS_BATCH_ATTEMPTS = int(_number("DECISIONS__BATCH_ATTEMPTS", 4))
+DECISIONS_BATCH_ATTEMPTS = _count("DECISIONS__BATCH_ATTEMPTS", 4)
 DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.5)
 DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
 #: the processes a wide batch run's calls go out from: its worker's and up to this many less one
 #: helpers (`questions.processes`), when it asks more than DECISIONS_BATCH_PROCESS_CALLS at a
 #: time on PostgreSQL; 1 keeps every run in its worker
-DECISIONS_BATCH_PROCESSES = int(_number("DECISIONS__BATCH_PROCESSES", 2))
+DECISIONS_BATCH_PROCESSES = _count("DECISIONS__BATCH_PROCESSES", 2)
 #: the calls one process makes at a time, at most, before a run is spread over helpers: a second
 #: process costs CPU (its own claims, writes and ticks, smaller batches each) and pays only where
 #: one process's calls, answer checks and recordings need more than its core (docs/benchmarks.md)
-DECISIONS_BATCH_PROCESS_CALLS = int(_number("DECISIONS__BATCH_PROCESS_CALLS", 64))
+DECISIONS_BATCH_PROCESS_CALLS = _count("DECISIONS__BATCH_PROCESS_CALLS", 64)
 #: a running batch whose worker has not been heard from for this long is resumed
 DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)
 
 # --- change webhooks: signed POSTs on approval and label moves, sent by the task worker --------
 #: where the console is reached, for the export URL in an event (no trailing slash)
 CONSOLE_PUBLIC_URL = (_env("CONSOLE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
-DECISIONS_WEBHOOK_ATTEMPTS = int(_number("DECISIONS__WEBHOOK_ATTEMPTS", 5))
+DECISIONS_WEBHOOK_ATTEMPTS = _count("DECISIONS__WEBHOOK_ATTEMPTS", 5)
 DECISIONS_WEBHOOK_BACKOFF_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_SECONDS", 2.0)
 DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS", 300.0)
 #: one attempt's total deadline: resolving, connecting, TLS, sending and the answer's status
