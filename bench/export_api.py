@@ -46,19 +46,7 @@ SLUG = "bench-export"
 def setup_django(database_url: str) -> None:
     bench_environment(database_url)
     start_django()
-
-    if database_url.startswith("postgres"):
-        from django.db import connection
-
-        try:
-            connection.ensure_connection()
-        except Exception:  # the database is missing: make it through the server's own
-            import psycopg
-
-            base, _, name = database_url.rpartition("/")
-            with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
-                admin.execute(f'CREATE DATABASE "{name}"')
-    migrate()
+    migrate()  # a PostgreSQL database that is missing is made first
 
 
 def big_document(questions: int = 32, options: int = 255) -> dict:

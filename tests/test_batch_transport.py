@@ -465,7 +465,7 @@ def test_bulk_insert_of_rows_that_give_different_fields_gives_each_its_own():
     assert (given.usage, given.created_at) == ({"n": 1}, made)
     assert left.usage is None and left.model_answered == "" and left.created_at > made
     assert none.usage is None and none.created_at == left.created_at  # None: the time now
-    # the same rows, each alone: every row giving the same fields takes the quick way
+    # the same rows, each inserted alone, are stored the same
     alone = [Decision.objects.get(pk=bulk.insert(Decision, [row])[0]) for row in rows]
     assert [(d.usage, d.request_id, d.model_answered) for d in alone] == [
         (d.usage, d.request_id, d.model_answered) for d in (given, left, none)

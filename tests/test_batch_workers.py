@@ -32,8 +32,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS_APP = "db_worker-under-test"
-WIDE = 64  # a run its worker spreads over a helper process: 32 calls each (PROCESS_CALLS)
 PROCESS_CALLS = 32  # the workers' DECISIONS__BATCH_PROCESS_CALLS: 64 calls, not 128, are spread
+WIDE = 2 * PROCESS_CALLS  # a run its worker spreads over a helper process: 32 calls each
 
 
 @pytest.fixture
