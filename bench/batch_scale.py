@@ -12,8 +12,8 @@ concurrency, rounds alternate (engine first in odd rounds, bare loop first in ev
   `httpx.AsyncClient` of one connection each (one TLS context for all, as the engine has),
   each status checked — no database, no answer checks: the floor. (One pooled `AsyncClient` of
   K connections is slower at K = 64: httpcore scans every connection on every request and
-  response.) The engine's own calls go through its own httpx transport, HTTP/1.1 through h11
-  on asyncio's streams (`questions.backends.streams`), which costs less CPU than the client does.
+  response.) The engine's own calls go through its own transport, HTTP/1.1 on an asyncio
+  protocol (`questions.backends.streams`), which costs less CPU than the client does.
 
 On PostgreSQL a run at K > 32 is spread over a helper process (`questions.processes`,
 DECISIONS__BATCH_PROCESSES): an untimed engine run at the widest K starts it first, as a

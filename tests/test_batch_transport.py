@@ -1,7 +1,7 @@
 """The batch engine's calls: one loop per process, its connections kept from run to run, its
-httpx transport (HTTP/1.1 through h11 on asyncio's streams, `questions.backends.streams`) —
-the same bytes and headers a client sends, the same errors when the network or the server
-fails, kept alive as httpcore keeps a connection — and the recordings written in bulk
+transport (HTTP/1.1 on an asyncio protocol, `questions.backends.streams`) — the same bytes
+and headers a client sends, an answer read as h11 reads it, the same errors when the network
+or the server fails, kept alive as httpcore keeps a connection — and the recordings written in bulk
 (`questions.services.bulk`), on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from types import SimpleNamespace
 import httpx
 import pytest
 from django.utils import timezone
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from questions import batches, selectors, services, spec
 from questions.backends import streams
@@ -381,6 +383,150 @@ def test_a_cancelled_call_closes_its_connection():
     finally:
         silent.close()
         server.close()
+
+
+# what a server may answer, for the transport and h11 to read alike
+_REASONS = st.sampled_from([b" OK", b" Too Many Requests", b"", b" ", b" d\xe9j\xe0 vu", b" a\tb"])
+_NAMES = st.sampled_from([b"X-Request-Id", b"Retry-After", b"Content-Type", b"x-y"] * 3 + [b"A B"])
+_VALUES = st.sampled_from([b"r-1", b"  spaced  ", b"", b"a, b", b"\xff\xfe"] * 2 + [b"ctl\x00"])
+
+
+@st.composite
+def _answers(draw) -> bytes:
+    """An HTTP/1.x answer, mostly well formed: its status line, headers (folded lines, odd
+    values, Connection, repeated or conflicting Content-Length, Transfer-Encoding) and a body
+    framed by length, by chunks (extensions, a trailer) or by the server's close."""
+    version = draw(st.sampled_from([b"1.1"] * 6 + [b"1.0"] * 2 + [b"2"]))
+    status = draw(st.sampled_from([200, 200, 204, 304, 404, 429, 500, 503]))
+    head = [b"HTTP/" + version + b" %d" % status + draw(_REASONS)]
+    if draw(st.booleans()) and draw(st.booleans()):
+        head = [b"HTTP/1.1 100 Continue", b"", *head]  # an informational answer first
+    for name, value in draw(st.lists(st.tuples(_NAMES, _VALUES), max_size=3)):
+        head.append(name + b":" + draw(st.sampled_from([b" ", b"", b"\t"])) + value)
+        if draw(st.integers(0, 9)) == 0:
+            head.append(b" folded on")
+    if draw(st.booleans()):
+        head.append(b"Connection: " + draw(st.sampled_from([b"close", b"keep-alive", b"Close, x"])))
+    body = draw(st.binary(max_size=40))
+    framing = draw(st.sampled_from(["length"] * 3 + ["chunked"] * 2 + ["close", "odd"]))
+    if framing == "length":
+        head.append(b"Content-Length: %d" % (len(body) + draw(st.sampled_from([0, 0, 0, -1, 2]))))
+        content = body
+    elif framing == "chunked":
+        head.append(b"Transfer-Encoding: " + draw(st.sampled_from([b"chunked", b"Chunked"])))
+        cut = draw(st.integers(0, len(body)))
+        content = (
+            b"".join(
+                b"%x" % len(part)
+                + draw(st.sampled_from([b"", b";ext=1", b" "]))
+                + b"\r\n"
+                + part
+                + b"\r\n"
+                for part in (body[:cut], body[cut:])
+                if part
+            )
+            + b"0\r\n"
+            + draw(st.sampled_from([b"", b"Trailer: t\r\n"]))
+            + b"\r\n"
+        )
+    elif framing == "odd":
+        head.append(draw(st.sampled_from([
+            b"Content-Length: 3, 3", b"Content-Length: 3, 4", b"Content-Length: -3",
+            b"Transfer-Encoding: gzip", b"Content-Length: 0x3",
+        ])))  # fmt: skip
+        content = body[:3]
+    else:
+        content = body
+    if draw(st.integers(0, 14)) == 0:  # a byte lost or garbled anywhere
+        answer = b"\r\n".join(head) + b"\r\n\r\n" + content
+        at = draw(st.integers(0, len(answer) - 1))
+        return answer[:at] + draw(st.sampled_from([b"", b"\n", b"\x00", b":"])) + answer[at + 1 :]
+    newline = b"\n" if draw(st.integers(0, 9)) == 0 else b"\r\n"
+    return newline.join(head) + newline + newline + content
+
+
+def _h11_reads(pieces: list[bytes], closed: bool):
+    """What h11 makes of an answer arriving in `pieces` (then the server's close, if
+    `closed`): (status, version, reason, headers, body, whether the next request may go on
+    the connection), "error" or "incomplete"."""
+    import h11
+
+    connection = h11.Connection(h11.CLIENT)
+    connection.send(h11.Request(method="POST", target="/", headers=[("Host", "h")]))
+    connection.send(h11.EndOfMessage())
+    feed, head, body = [*pieces, *([b""] if closed else [])], None, []
+    try:
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                if not feed:
+                    return "incomplete"
+                connection.receive_data(feed.pop(0))
+            elif isinstance(event, h11.Response):
+                head = event
+            elif isinstance(event, h11.Data):
+                body.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                done = connection.their_state is h11.DONE and connection.our_state is h11.DONE
+                kept = done and not closed  # a closed connection is not used again
+                return (head.status_code, head.http_version, head.reason,
+                        list(head.headers.raw_items()), b"".join(body), kept)  # fmt: skip
+            elif isinstance(event, h11.ConnectionClosed):
+                return "error"
+    except h11.ProtocolError:
+        return "error"
+
+
+def _transport_reads(pieces: list[bytes], closed: bool):
+    """What the transport's connection makes of the same, in `_h11_reads`'s terms."""
+    import asyncio
+
+    class Socket:
+        def write(self, data):
+            pass
+
+        def close(self):
+            pass
+
+    async def go():
+        connection = streams._Connection((b"http", b"h", 80))
+        connection.connection_made(Socket())
+        exchange = asyncio.ensure_future(connection.exchange(b"POST / HTTP/1.1\r\n\r\n", 5, 5))
+        for piece in pieces:
+            await asyncio.sleep(0)
+            connection.data_received(piece)
+        if closed:
+            await asyncio.sleep(0)
+            connection.eof_received()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        if not exchange.done():
+            exchange.cancel()
+            return "incomplete"
+        if exchange.exception() is not None:
+            assert isinstance(exchange.exception(), httpx.RemoteProtocolError)
+            return "error"
+        return (*exchange.result(), connection.kept and not connection.ended)
+
+    return asyncio.run(go())
+
+
+@settings(max_examples=400)
+@given(_answers(), st.data())
+def test_the_transport_reads_an_answer_as_h11_does_however_it_arrives(answer, data):
+    """Status, version, reason, headers (a repeated Content-Length given once), body and
+    whether the connection may be kept; an answer h11 refuses is refused, one it waits for is
+    waited for, cut into pieces anywhere, with or without the server's close after it."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(answer)), max_size=4)))
+    pieces = [answer[a:b] for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
+    pieces = [piece for piece in pieces if piece]  # to h11, no data is the server's close
+    closed = data.draw(st.booleans())
+    assert _transport_reads(pieces, closed) == _h11_reads(pieces, closed)
+
+
+def test_the_transport_refuses_a_head_h11_would_find_too_large():
+    huge = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (streams.HEAD_LIMIT + 10)
+    assert _transport_reads([huge], closed=False) == _h11_reads([huge], closed=False) == "error"
 
 
 # --- recordings in bulk ---------------------------------------------------------------------

@@ -207,13 +207,6 @@ def _lowered_forms(secret: str) -> tuple[str, ...]:
     return tuple(form.lower() for form in [secret, *_base64_forms(secret)])
 
 
-@functools.cache
-def _client_headers() -> dict[str, str]:
-    """The headers an httpx client sends with every request (Accept, Accept-Encoding,
-    Connection, User-Agent), so that a call straight through a transport reads the same."""
-    return dict(httpx.AsyncClient(verify=False, trust_env=False).headers)
-
-
 @functools.lru_cache(maxsize=64)
 def _parsed(url: str) -> httpx.URL:
     """A wire's URL, parsed once (an httpx.URL is immutable; parsing it costs ~40 µs a call)."""
@@ -585,21 +578,8 @@ class Wire:
             ) as response:
                 raw = await response.aread()
             return response, raw
-        sent = httpx.Headers(_client_headers())
-        sent.update(headers)  # the wire's own (Accept among them) over the client's
-        request = httpx.Request(
-            "POST",
-            _parsed(self.url),
-            content=payload,
-            headers=sent,
-            extensions={"timeout": httpx.Timeout(self.timeout).as_dict()},
-        )
-        response = await slot.handle_async_request(request)
-        try:
-            raw = await response.aread()
-        finally:
-            await response.aclose()
-        return response, raw
+        reply = await slot.post(_parsed(self.url), headers, payload, self.timeout)
+        return reply, reply.content
 
     def _read(
         self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float
