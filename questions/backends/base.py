@@ -25,6 +25,9 @@ from questions import answers, spec
 if TYPE_CHECKING:
     from questions.backends import streams
 
+    #: what a wire reads of an answer: an httpx client's response, or the engine's reply
+    Response = httpx.Response | streams.Reply
+
 log = logging.getLogger("questions.backends")
 
 PROVIDER_DETAIL_LIMIT = 500
@@ -435,7 +438,7 @@ class Wire:
         read (pure; may raise `answers.AnswerError`). The native wires answer so already."""
         return parsed
 
-    def request_id(self, response: httpx.Response, body: Any) -> str:
+    def request_id(self, response: Response, body: Any) -> str:
         if self.request_id_header and response.headers.get(self.request_id_header):
             return response.headers[self.request_id_header][:200]
         if isinstance(body, Mapping) and isinstance(body.get("id"), str):
@@ -504,7 +507,7 @@ class Wire:
     def answered(
         self,
         outcome: Outcome,
-        response: httpx.Response,
+        response: Response,
         raw: bytes,
         ask: Ask,
         sent: float,
@@ -567,7 +570,7 @@ class Wire:
 
     async def _astream(
         self, slot: streams.Slot, payload: bytes, headers: dict
-    ) -> tuple[httpx.Response, bytes]:
+    ) -> tuple[Response, bytes]:
         """The exchange through a batch slot: straight through its transport (a client's layers —
         cookies, redirects, hooks — cost a fifth of the call's CPU and do nothing here), with
         the headers a client would add; or through a client, which finds the proxy the
@@ -582,7 +585,7 @@ class Wire:
         return reply, reply.content
 
     def _read(
-        self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float
+        self, outcome: Outcome, response: Response, raw: bytes, ask: Ask, started: float
     ) -> Outcome:
         text = raw.decode("utf-8", errors="replace")  # JSON is UTF-8 (RFC 8259)
         problem = ""
