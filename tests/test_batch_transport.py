@@ -6,6 +6,7 @@ or the server fails, kept alive as httpcore keeps a connection — and the recor
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import ssl
@@ -534,6 +535,20 @@ def test_the_transport_refuses_a_head_h11_would_find_too_large():
 AWKWARD = 'tab\there, newline\nthere, back\\slash, "quotes", \\N, NUL-free ünïcode ✓ \r end'
 
 
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(), _JSON, max_size=5))
+def test_an_object_of_encoded_answers_is_the_text_json_gives_the_object(members):
+    """A call's answers are encoded once, for its answer rows and for its item's answers."""
+    text = bulk.json_object({key: bulk.json_text(value) for key, value in members.items()})
+    assert text == json.dumps(members) and type(text) is bulk.JSONText
+
+
 def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
     version, writer = a_set(1)
     rows = [
@@ -584,6 +599,18 @@ def test_bulk_insert_keeps_every_value_as_the_orm_reads_it():
     stored = DecisionAnswer.objects.get(pk=answers[0])
     assert stored.answer["choice"] == AWKWARD
     assert stored.model_answered == ""  # left out: its default
+    # JSON already encoded is written as it is; any other text is a JSON string
+    given = {"choice": AWKWARD, "probabilities": {"a": 0.5}}
+    encoded, plain = bulk.insert(
+        DecisionAnswer,
+        [
+            {"decision_id": ids[0], "question_id": "e", "question_sha256": "d" * 64,
+             "state_sha256": "b" * 64, "model": "m", "answer": answer}
+            for answer in (bulk.json_text(given), json.dumps(given))
+        ],
+    )  # fmt: skip
+    assert DecisionAnswer.objects.get(pk=encoded).answer == given
+    assert DecisionAnswer.objects.get(pk=plain).answer == json.dumps(given)
     assert bulk.insert(Decision, []) == []
     # without their ids: the database numbers them, and they are stored the same
     unnumbered = [{**row, "request_id": f"u{i}"} for i, row in enumerate(rows)]

@@ -539,19 +539,20 @@ class _Execution:
         """Write a batch's calls and items; what its answered items add up to (`metrics.Tally`:
         it gives each its misses), for the run's tally once the batch is written."""
         rows, outcomes = [], []
+        encoded: dict[int, dict[str, str]] = {}  # item id -> its last call's answers, encoded
         for done in batch:
             for outcome in done.tried:
                 if outcome.request_body is not None:
-                    rows.append(
-                        decision_rows(
-                            outcome=outcome,
-                            ask=outcome.ask,
-                            user=self.user,
-                            version=self.run.version,
-                            sample_state=done.item[1],
-                        )
+                    row = decision_rows(
+                        outcome=outcome,
+                        ask=outcome.ask,
+                        user=self.user,
+                        version=self.run.version,
+                        sample_state=done.item[1],
                     )
+                    rows.append(row)
                     outcomes.append(outcome)
+                    encoded[done.item[0]] = {a["question_id"]: a["answer"] for a in row[1]}
         for outcome, decision in zip(outcomes, decisions_record(rows), strict=True):
             outcome.decision_id = decision
         written = [d for d in batch if d.error is None and not d.released and d.tried]
@@ -566,6 +567,12 @@ class _Execution:
             if item["status"] == BatchItem.Status.ANSWERED and variant == 0:  # a real call
                 item["misses"] = tally.add(
                     item["id"], revision.tags, revision.expected, item["answers"]
+                )
+        for item in answered:
+            if item["answers"] is not None:  # each answer encoded once (`bulk.json_object`)
+                texts = encoded.get(item["id"], {})
+                item["answers"] = bulk.json_object(
+                    {q: texts.get(q) or bulk.json_text(a) for q, a in item["answers"].items()}
                 )
         if answered:
             _update_items(answered)

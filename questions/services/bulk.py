@@ -9,14 +9,15 @@ dates, anything but plain text, numbers, booleans and ids). On PostgreSQL it sen
 COPY (psycopg formats the rows in C), after taking their ids from the table's sequence in one
 query when the caller wants them; elsewhere with one multi-row INSERT … RETURNING per chunk.
 `update` writes rows back by id in one `executemany` of a plain UPDATE (`bulk_update` builds a
-CASE per field and row).
+CASE per field and row). A JSON value already encoded (`JSONText`) is written as it is: a
+call's answers are encoded once, for its answer rows and its item's answers (`json_object`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.db import connections, models, router
@@ -30,6 +31,23 @@ _PLAIN = (
     models.FloatField,
     models.BooleanField,
 )
+
+
+class JSONText(str):
+    """A value of JSON's own types already encoded as `json.dumps` encodes it: written to a JSON
+    field as it is (any other str is a JSON string, and encoded)."""
+
+
+def json_text(value: Any) -> JSONText:
+    return JSONText(json.dumps(value))
+
+
+def json_object(members: Mapping[str, str]) -> JSONText:
+    """The object of these keys and values, each value already encoded: the text `json.dumps`
+    gives the object of the decoded values."""
+    return JSONText(
+        "{" + ", ".join(f"{json.dumps(key)}: {text}" for key, text in members.items()) + "}"
+    )
 
 
 def insert(
@@ -103,14 +121,16 @@ def update(model: type[models.Model], attnames: Sequence[str], rows: Sequence[di
 
 def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
     """How a value of `field` becomes the database's: itself for plain text, numbers, booleans
-    and ids; JSON as its text, None as NULL (what the field's preparing ends in: on PostgreSQL
-    through psycopg's JSON adapter, which cost twice the encoding); otherwise as the field
-    prepares it (dates…)."""
+    and ids; JSON as its text (`JSONText` as it is), None as NULL (what the field's preparing
+    ends in: on PostgreSQL through psycopg's JSON adapter, which cost twice the encoding);
+    otherwise as the field prepares it (dates…)."""
     if isinstance(field, (*_PLAIN, models.ForeignKey)):
         return lambda value: value
     if isinstance(field, models.JSONField):
         dumps = functools.partial(json.dumps, cls=field.encoder)
-        return lambda value: None if value is None else dumps(value)
+        return lambda value: (
+            None if value is None else value if type(value) is JSONText else dumps(value)
+        )
     return lambda value: field.get_db_prep_save(value, connection)
 
 

@@ -226,7 +226,7 @@ def decision_rows(
             "state_sha256": ask.state_sha256,
             "model": ask.model,
             "model_answered": model_answered,
-            "answer": answer,
+            "answer": bulk.json_text(answer),  # encoded once: the run's item reuses it
         }
         for qid, answer in (checked.answers.items() if checked else ())
     ]
