@@ -509,7 +509,7 @@ def _transport_reads(pieces: list[bytes], closed: bool):
             return "error"
         return (*exchange.result(), connection.kept and not connection.ended)
 
-    return asyncio.run(go())
+    return batches._Loop.shared().run(go())  # the engine's loop (a test may hold this thread's)
 
 
 @settings(max_examples=400)
