@@ -78,8 +78,6 @@ class Reply:
     status_code: int
     raw_headers: list[tuple[bytes, bytes]]
     content: bytes
-    http_version: str = "HTTP/1.1"
-    reason_phrase: str = ""
 
     @functools.cached_property
     def headers(self) -> httpx.Headers:
@@ -374,20 +372,20 @@ def _head_of(url: httpx.URL, headers: tuple[tuple[str, str], ...]) -> tuple[byte
     sent = httpx.Headers(_client_headers())
     sent.update(dict(headers))  # the wire's own (Accept among them) over the client's
     request = httpx.Request("POST", url, content=b"-", headers=sent)
-    raw = request.headers.raw
-    for name, value in raw:
+    head = _head(b"POST", url.raw_path, request.headers.raw)
+    before, found, after = head.partition(b"\r\nContent-Length: 1\r\n")  # httpx's, for b"-"
+    assert found, "httpx gives a POST with content its Content-Length"
+    return before + b"\r\nContent-Length: ", b"\r\n" + after
+
+
+def _head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A request's head: its line, its header fields as given, the blank line."""
+    lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+    for name, value in headers:
         if b"\r" in name + value or b"\n" in name + value:
             raise httpx.LocalProtocolError("A header holds a line break.")
-    before, after, found = [b"POST " + url.raw_path + b" HTTP/1.1\r\n"], [], False
-    for name, value in raw:
-        if not found and name.lower() == b"content-length":
-            before.append(name + b": ")
-            after.append(b"\r\n")
-            found = True
-        else:
-            (after if found else before).append(name + b": " + value + b"\r\n")
-    after.append(b"\r\n")
-    return b"".join(before), b"".join(after)
+        lines.append(name + b": " + value + b"\r\n")
+    return b"".join(lines) + b"\r\n"
 
 
 class Transport(httpx.AsyncBaseTransport):
@@ -405,10 +403,8 @@ class Transport(httpx.AsyncBaseTransport):
         write and read within `timeout` seconds; the answer, read whole and decoded."""
         before, after = _head_of(url, tuple(headers.items()))
         request = before + str(len(content)).encode() + after + content
-        status, version, reason, raw, body = await self._exchange(
-            url, request, timeout, timeout, timeout
-        )
-        reply = Reply(status, raw, body, f"HTTP/{version.decode()}", reason.decode("latin-1"))
+        status, _, _, raw, body = await self._exchange(url, request, timeout, timeout, timeout)
+        reply = Reply(status, raw, body)
         if any(name.lower() == b"content-encoding" for name, _ in raw):
             reply.content = await _decoded(status, raw, body)
         return reply
@@ -416,14 +412,9 @@ class Transport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
         body = await request.aread()
-        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), request.url.raw_path)]
-        for name, value in request.headers.raw:
-            if b"\r" in name + value or b"\n" in name + value:
-                raise httpx.LocalProtocolError("A header holds a line break.")
-            head.append(name + b": " + value + b"\r\n")
-        head.append(b"\r\n")
+        head = _head(request.method.encode(), request.url.raw_path, request.headers.raw)
         status, version, reason, raw, content = await self._exchange(
-            request.url, b"".join(head) + body,
+            request.url, head + body,
             timeouts.get("connect"), timeouts.get("write"), timeouts.get("read"),
         )  # fmt: skip
         return httpx.Response(
