@@ -32,7 +32,7 @@ run: $(VENV)/.synced
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
 	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)} \
 	        DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1} \
-	        DECISIONS__CUSTOM_BACKEND=$${DECISIONS__CUSTOM_BACKEND:-questions.demo_rules:answer}; \
+	        DECISIONS__CUSTOM_BACKEND=$${DECISIONS__CUSTOM_BACKEND:-questions.dev.demo_rules:answer}; \
 	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
 	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
 	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
@@ -86,7 +86,7 @@ bench: $(VENV)/.synced
 
 # docs/cli.md from the argument parsers (a test fails when it is stale)
 docs: $(VENV)/.synced
-	$(VENV)/bin/python -m questions.cli_reference
+	$(VENV)/bin/python -m questions.cli.reference
 
 # docs/img/*.png from a console running the demo (make run in another terminal first)
 screenshots: $(VENV)/.synced

@@ -13,7 +13,7 @@ concurrency, rounds alternate (engine first in odd rounds, bare loop first in ev
   each status checked — no database, no answer checks: the floor. (One pooled `AsyncClient` of
   K connections is slower at K = 64: httpcore scans every connection on every request and
   response.) The engine's own calls go through its own transport, HTTP/1.1 on an asyncio
-  protocol (`questions.backends.streams`), which costs less CPU than the client does.
+  protocol (`questions.engine.backends.streams`), which costs less CPU than the client does.
 
 On PostgreSQL a run at K > 32 is spread over a helper process (`questions.processes`,
 DECISIONS__BATCH_PROCESSES): an untimed engine run at the widest K starts it first, as a
@@ -90,7 +90,7 @@ def _serve(port, latency_ms: float, worked) -> None:
     import dataclasses
     import json
 
-    from questions import standin
+    from questions.dev import standin
 
     route = standin.ROUTES["/v1/systemone"]
     kept: dict[str, tuple] = {}
@@ -137,7 +137,7 @@ async def _bare(url: str, bodies: list[bytes], concurrency: int, timeout: float)
     httpx.AsyncClient of one connection each); the number that did not answer 200."""
     import httpx
 
-    from questions import standin
+    from questions.dev import standin
 
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     headers = {"Authorization": f"Bearer {standin.KEY}", "Content-Type": "application/json"}
@@ -184,7 +184,7 @@ def _process_cpu(pid: int | None) -> float | None:
 def _helpers_cpu() -> dict[int, float]:
     """CPU seconds of each helper process the engine spread runs over (`questions.processes`),
     by pid: an engine's CPU is its own and its helpers'."""
-    from questions import processes
+    from questions.engine import processes
 
     cpu = {pid: _process_cpu(pid) for pid in processes.helper_pids()}
     return {pid: seconds for pid, seconds in cpu.items() if seconds is not None}
@@ -237,7 +237,7 @@ class Connections:
 def insert_states(qs, user, count: int) -> None:
     """The sample states through bulk inserts, as `sample_state_create` would store them (the
     services take about 12 ms a state: two minutes for 10,000)."""
-    from questions import spec
+    from questions.core import spec
     from questions.models import SampleState, SampleStateRevision
     from questions.services.versions import document_text
 
@@ -284,7 +284,10 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    from questions import backends, batches, services, spec, standin
+    from questions import services
+    from questions.core import spec
+    from questions.dev import standin
+    from questions.engine import backends, batches
     from questions.models import BatchRun
     from tests import factories
 

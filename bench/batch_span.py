@@ -31,7 +31,7 @@ from _console import bench_environment, migrate, start_django  # noqa: E402  (be
 def _serve(latency: float, port, now, most, calls) -> None:
     """The stand-in's answers after `latency` seconds, counting requests in flight; in its own
     process, as a provider is, so that it takes no share of the console's interpreter."""
-    from questions import standin
+    from questions.dev import standin
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -129,7 +129,8 @@ def main() -> None:
     import httpx
     from django.conf import settings
 
-    from questions import selectors, services, spec
+    from questions import selectors, services
+    from questions.core import spec
 
     ideal = args.states / args.concurrency * latency
 

@@ -37,7 +37,8 @@ def main() -> None:
 
     latency = args.latency_ms / 1000
     process, seen, version, user, _ = bench_world("bench-control-", latency, args.states)
-    from questions import control_reports, controls, selectors, services
+    from questions import control_reports, selectors, services
+    from questions.core import controls
     from questions.services import controls as control_services
 
     calls = args.states * controls.variants(controls.SHUFFLE, args.shuffles)

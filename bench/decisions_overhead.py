@@ -77,7 +77,9 @@ def main() -> None:
     from django.core.wsgi import get_wsgi_application
     from django.test import Client
 
-    from questions import roles, services, spec, standin
+    from questions import roles, services
+    from questions.core import spec
+    from questions.dev import standin
     from tests import factories
 
     migrate()
@@ -114,7 +116,7 @@ def main() -> None:
     url = f"{settings.TYPESAFE_BASE_URL}/v1/systemone"
     payload = spec.canonical_json(body)
     if backend == "llm":
-        from questions.backends import llm
+        from questions.engine.backends import llm
 
         parsed = spec.parse(questions, limits=spec.DEFAULT_LIMITS).questions
         url = f"{settings.LLM_BASE_URL}/chat/completions"

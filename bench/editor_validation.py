@@ -57,7 +57,8 @@ def main() -> None:
     from django.urls import reverse
     from django.utils.datastructures import MultiValueDict
 
-    from questions import forms, services, spec
+    from questions import forms, services
+    from questions.core import spec
     from tests import factories
     from tests.helpers import as_post, fields_of, opened
 

@@ -55,7 +55,9 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    from questions import gate, roles, services, standin
+    from questions import roles, services
+    from questions.core import gate
+    from questions.dev import standin
     from questions.models import Version
     from questions.services import gates
     from tests import factories

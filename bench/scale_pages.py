@@ -153,7 +153,9 @@ def build_states_bulk(count: int, author, reviewer) -> None:
     finishes a run (its summary and reports stored)."""
     from django.utils import timezone
 
-    from questions import services, spec, standin
+    from questions import services
+    from questions.core import spec
+    from questions.dev import standin
     from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision
     from questions.services.summaries import store_summary
     from questions.services.versions import document_text
@@ -250,9 +252,9 @@ def build_states_bulk(count: int, author, reviewer) -> None:
 
 def build_filler_sets(count: int, author) -> None:
     """`count` more sets, one draft each, through bulk inserts (the set list's load)."""
+    from questions.core.spec import sha256_of
     from questions.models import QuestionSet, Version
     from questions.services.versions import document_text
-    from questions.spec import sha256_of
 
     have = QuestionSet.objects.count()
     document = {"q": {"type": "noul", "instructions": "Is it so?"}}
@@ -291,7 +293,8 @@ def build_filler_sets(count: int, author) -> None:
 def build(scale: float, sets: int = 0) -> None:
     from django.conf import settings
 
-    from questions import services, standin
+    from questions import services
+    from questions.dev import standin
     from questions.models import QuestionSet
     from tests import factories
 

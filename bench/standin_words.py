@@ -1,7 +1,7 @@
 """The word-reading stand-in on the demo: described options vs bare ids vs shuffled descriptions.
 
-For every demo set (whatever `questions.demo.SETS` holds), every version and every labelled
-sample state, the stand-in (`questions.standin.respond`, the code its HTTP server runs) answers
+For every demo set (whatever `questions.dev.demo.SETS` holds), every version and every labelled
+sample state, the stand-in (`questions.dev.standin.respond`, the code its HTTP server runs) answers
 three variants of the questions:
 
 - described — the questions as written;
@@ -29,7 +29,8 @@ from _console import start_django
 
 start_django()
 
-from questions import answers, controls, demo, demo_rules, metrics, spec, standin  # noqa: E402
+from questions.core import answers, controls, metrics, spec  # noqa: E402
+from questions.dev import demo, demo_rules, standin  # noqa: E402
 
 
 def bare(questions: dict[str, spec.Question]) -> dict[str, spec.Question]:

@@ -17,7 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from questions import workers
+from questions.engine import workers
 
 log = logging.getLogger("console.health")
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from django.http import HttpRequest, HttpResponse
 
-from questions.backends.base import scrub
+from questions.engine.backends.base import scrub
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.template.defaultfilters import pprint
 from django.views.debug import SafeExceptionReporterFilter
 
-from questions.backends.base import scrub
+from questions.engine.backends.base import scrub
 
 SECRET_SETTINGS = ("SECRET_KEY", "TYPESAFE_API_KEY", "RUNTIME_TOKEN", "OPENROUTER_API_KEY")
 SECRET_LOCALS = re.compile(r"secret|authori[sz]ation|headers|password|token|api_?key", re.I)

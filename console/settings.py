@@ -13,8 +13,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from questions.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
-from questions.spec import Limits
+from questions.core.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
+from questions.core.spec import Limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -317,7 +317,7 @@ LLM_PRICE_PER_MILLION_INPUT_TOKENS = (
     if _env("LLM_PRICE_PER_MILLION_INPUT_TOKENS")
     else None
 )
-#: `custom`: your own function as a backend, package.module:function (questions/backends/custom.py)
+#: `custom`: your own function as a backend, package.module:function (questions/engine/backends/custom.py)
 DECISIONS_CUSTOM_BACKEND = _env("DECISIONS__CUSTOM_BACKEND")
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")
@@ -356,6 +356,6 @@ DECISIONS_WEBHOOK_BACKOFF_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_SECONDS"
 DECISIONS_WEBHOOK_BACKOFF_CAP_SECONDS = _number("DECISIONS__WEBHOOK_BACKOFF_CAP_SECONDS", 300.0)
 #: one attempt's total deadline: resolving, connecting, TLS, sending and the answer's status
 DECISIONS_WEBHOOK_TIMEOUT_SECONDS = _number("DECISIONS__WEBHOOK_TIMEOUT_SECONDS", 5.0)
-#: let webhooks reach loopback and private networks (questions/addresses.py says which), for a
+#: let webhooks reach loopback and private networks (questions/core/addresses.py says which), for a
 #: runtime on the console's own network; never the cloud metadata or link-local addresses
 DECISIONS_WEBHOOK_ALLOW_PRIVATE = _flag("DECISIONS__WEBHOOK_ALLOW_PRIVATE")

@@ -69,7 +69,7 @@ def side_by_side() -> list[int]:
     import django
 
     django.setup()
-    from questions import demo
+    from questions.dev import demo
     from questions.models import BatchRun
 
     runs = BatchRun.objects.filter(question_set__slug="support-routing", kind=BatchRun.PLAIN)

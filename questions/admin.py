@@ -6,7 +6,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 
-from questions import services, spec
+from questions import services
+from questions.core import spec
 from questions.models import (
     Decision,
     DecisionAnswer,

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import charts, metrics, selectors, spec
+from questions import selectors
+from questions.core import charts, metrics, spec
 from questions.models import BatchRun, Version
 
 WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}

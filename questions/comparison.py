@@ -15,18 +15,11 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import F, QuerySet
 
-from questions import (
-    backends,
-    control_reports,
-    controls,
-    metrics,
-    roles,
-    selectors,
-    services,
-    spec,
-    stats,
-)
-from questions.answers import NOUL_THRESHOLD
+from questions import control_reports, roles, selectors, services
+from questions.core import controls, metrics, spec, stats
+from questions.core.answers import NOUL_THRESHOLD
+from questions.core.numbers import whole_number
+from questions.engine import backends
 from questions.models import (
     BatchItem,
     BatchRun,
@@ -35,7 +28,6 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
-from questions.numbers import whole_number
 from questions.services.errors import model_name
 
 COLUMN = re.compile(

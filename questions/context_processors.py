@@ -4,7 +4,8 @@ name may be), from the code that owns them."""
 
 from django.conf import settings
 
-from questions import roles, standin
+from questions import roles
+from questions.dev import standin
 from questions.models import BatchRun, Label, QuestionSet
 from questions.services.versions import SLUG
 

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Case, When
 
-from questions import controls, invariance, metrics, selectors, spec
+from questions import selectors
+from questions.core import controls, invariance, metrics, spec
 from questions.models import BatchItem, BatchRun
 
 

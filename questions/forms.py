@@ -26,7 +26,7 @@ from typing import Any
 
 from django.utils.datastructures import MultiValueDict
 
-from questions import spec
+from questions.core import spec
 from questions.services.errors import Invalid
 
 ENTRY_SHAPES = ("text", "object", "json", "null")  # a noul case may also be "absent"

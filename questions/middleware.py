@@ -14,7 +14,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from questions import backends
+from questions.engine import backends
 from questions.models import QuestionSet
 from questions.services import NotAllowed, Refusal
 

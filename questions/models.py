@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import answers, spec
+from questions.core import answers, spec
 
 
 class QuestionSet(models.Model):
@@ -483,7 +483,7 @@ class BatchRun(models.Model):
         default=0, help_text="shuffles, orders or repeats of a control"
     )
     control_seed = models.PositiveIntegerField(default=0)
-    #: an attribution run's plan (`questions.attribution.Plan.as_json`): the questions
+    #: an attribution run's plan (`questions.core.attribution.Plan.as_json`): the questions
     #: attributed, the unchanged repeats and the parts left out, one variant each
     attribution = models.JSONField(
         null=True, blank=True, help_text="an attribution run's plan: what each variant leaves out"

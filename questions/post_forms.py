@@ -11,9 +11,9 @@ from typing import Any
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
-from questions.backends import DEFAULT as DEFAULT_BACKEND
+from questions.core.numbers import whole_number
+from questions.engine.backends import DEFAULT as DEFAULT_BACKEND
 from questions.models import BatchRun
-from questions.numbers import whole_number
 
 
 class WholeNumberField(forms.Field):

@@ -34,7 +34,8 @@ from django.db.models import (
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce
 
-from questions import backends, controls, labelling, lints, metrics, spec, state_files, stats
+from questions.core import controls, labelling, lints, metrics, spec, state_files, stats
+from questions.engine import backends
 from questions.models import (
     BatchItem,
     BatchRun,

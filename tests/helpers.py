@@ -20,7 +20,8 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
-from questions import attribution, selectors, services, spec
+from questions import selectors, services
+from questions.core import attribution, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
 from questions.services import attribution as attribution_services
 from tests import factories

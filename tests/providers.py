@@ -28,7 +28,8 @@ from typing import Any
 
 from django.core.management import call_command
 
-from questions import spec, standin
+from questions.core import spec
+from questions.dev import standin
 
 KEY = "sk-test-4f9c2a7e1b"
 
@@ -398,9 +399,9 @@ class Listener:
 
 @contextlib.contextmanager
 def resolving(table: dict[str, list[str]]):
-    """The console's name lookups (`questions.addresses.getaddrinfo`) answer from `table` (a
+    """The console's name lookups (`questions.core.addresses.getaddrinfo`) answer from `table` (a
     name → its addresses); any other name does not resolve. The calls are recorded."""
-    from questions import addresses
+    from questions.core import addresses
 
     calls: list[str] = []
 

@@ -7,7 +7,7 @@ from urllib.parse import quote_plus
 
 from hypothesis import strategies as st
 
-from questions import spec
+from questions.core import spec
 
 #: Field names the console's forms and query strings read (the editor's card `k` and row `r1`).
 FIELD_NAMES = (

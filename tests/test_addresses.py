@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from questions import addresses
+from questions.core import addresses
 from tests.providers import resolving
 
 PUBLIC_RULE = "webhooks reach only public addresses unless DECISIONS__WEBHOOK_ALLOW_PRIVATE=1"

@@ -10,7 +10,9 @@ import jsonschema
 import pytest
 from django.test import Client
 
-from questions import roles, selectors, services, spec, standin
+from questions import roles, selectors, services
+from questions.core import spec
+from questions.dev import standin
 from questions.models import Version
 from tests import factories
 from tests.helpers import ADVICE_DOC as DOC
@@ -203,7 +205,7 @@ def test_advice_never_reaches_a_provider(team, settings):
 
 
 def test_the_curve_counts_precision_recall_and_coverage():
-    from questions import metrics
+    from questions.core import metrics
 
     cases = [
         metrics.Case(n, "urgent", "noul", {"noul": p}, urgent) for n, urgent, p, *_ in LABELLED

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from questions import answers, spec
+from questions.core import answers, spec
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 PROVIDER_REQUEST = spec.parse(

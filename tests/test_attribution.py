@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from questions import attribution, services, spec
+from questions import services
+from questions.core import attribution, spec
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import attribution as attribution_services
 from questions.services import errors

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from questions import roles, services
-from questions.backends.base import _secret_pattern, scrub
+from questions.engine.backends.base import _secret_pattern, scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import KEY, Provider, point_every_wire_at
@@ -591,7 +591,8 @@ def test_a_request_is_the_bytes_and_hash_of_its_body_however_it_was_encoded(
     """`prepare` encodes the questions once per map and the state once per ask
     (`encoded_body`): what goes out is still `wire_json` of the body, and the recorded hash
     `sha256_of` it, for any questions, any JSON state and every wire."""
-    from questions import backends, spec
+    from questions.core import spec
+    from questions.engine import backends
 
     validation = spec.validate(questions, limits=spec.DEFAULT_LIMITS)
     if not validation.valid:

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from questions import services, spec
+from questions import services
+from questions.core import spec
 from questions.models import (
     APIToken,
     BatchRun,

@@ -184,7 +184,7 @@ def test_a_worker_collects_less_often_and_leaves_what_it_loaded_alone(monkeypatc
     from django.core.management import call_command
     from django_tasks_db.management.commands import db_worker
 
-    from questions import batches
+    from questions.engine import batches
 
     before = gc.get_threshold(), gc.get_freeze_count()
     seen = []

@@ -18,7 +18,9 @@ import pytest
 from django.db import connection
 
 from console import settings as console_settings
-from questions import batches, processes, selectors, services, spec
+from questions import selectors, services
+from questions.core import spec
+from questions.engine import batches, processes
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import batches as batch_services
 from tests import factories
@@ -301,7 +303,7 @@ def _wait_until_told(path: str) -> None:
 ORPHAN = """
 import os, sys, django
 django.setup()
-from questions import processes
+from questions.engine import processes
 from tests import test_batch_helpers
 from tests.helpers import wait_for
 helpers = processes.pool(1)

@@ -1,5 +1,5 @@
 """The batch engine's calls: one loop per process, its connections kept from run to run, its
-transport (HTTP/1.1 on an asyncio protocol, `questions.backends.streams`) — the same bytes
+transport (HTTP/1.1 on an asyncio protocol, `questions.engine.backends.streams`) — the same bytes
 and headers a client sends, an answer read as h11 reads it, the same errors when the network
 or the server fails, kept alive as httpcore keeps a connection — and the recordings written in bulk
 (`questions.services.bulk`), on SQLite and PostgreSQL alike."""
@@ -20,8 +20,10 @@ from django.utils import timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from questions import batches, selectors, services, spec
-from questions.backends import streams
+from questions import selectors, services
+from questions.core import spec
+from questions.engine import batches
+from questions.engine.backends import streams
 from questions.models import Decision, DecisionAnswer
 from questions.services import batches as batch_services
 from questions.services import bulk
@@ -150,7 +152,7 @@ def test_the_batch_sends_the_bytes_and_headers_a_single_ask_sends(settings):
 
 
 def standin_answer(body):
-    from questions import standin
+    from questions.dev import standin
 
     return standin.respond(body)[1]
 

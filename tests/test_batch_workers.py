@@ -16,7 +16,8 @@ import pytest
 from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
-from questions import batches, selectors, services
+from questions import selectors, services
+from questions.engine import batches
 from questions.models import BatchItem, BatchRun, Decision
 from tests import factories
 from tests.helpers import (

@@ -14,7 +14,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from questions import backends, batches, roles, selectors, services, stats
+from questions import roles, selectors, services
+from questions.core import stats
+from questions.engine import backends, batches
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from questions.services import batches as batch_services
 from tests import factories

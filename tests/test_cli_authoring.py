@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from questions import spec, standin
+from questions.core import spec
+from questions.dev import standin
 from questions.models import BatchRun, Decision, LabelMove, QuestionSet, SampleState, Version
 from tests import factories
 from tests.helpers import write

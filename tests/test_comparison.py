@@ -247,7 +247,7 @@ def test_the_csv_writes_true_and_false_as_the_contract_does_and_no_flip_without_
 
 @pytest.fixture
 def live_provider(settings):
-    from questions import standin
+    from questions.dev import standin
     from tests.providers import Provider, point_every_wire_at
 
     p = Provider(default=lambda body: standin.respond(body)[1])

@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from questions import control_reports, controls, services, stats
+from questions import control_reports, services
+from questions.core import controls, stats
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import controls as control_services
 from tests import factories

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from questions import controls, metrics, spec
+from questions.core import controls, metrics, spec
 from tests.providers import DOC
 
 DOCUMENT = {

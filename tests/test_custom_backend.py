@@ -11,7 +11,10 @@ import logging
 import pytest
 from django.urls import reverse
 
-from questions import backends, demo, demo_rules, metrics, services, spec
+from questions import services
+from questions.core import metrics, spec
+from questions.dev import demo, demo_rules
+from questions.engine import backends
 from questions.models import BatchItem, Decision
 from tests import factories
 from tests.providers import ADVICE_DOC_STATES, run_cli
@@ -88,7 +91,7 @@ def test_an_invalid_answer_is_refused_as_a_502_naming_the_rule(settings):
 
 def test_an_answer_that_is_not_an_object_is_a_502_too(settings, monkeypatch):
     monkeypatch.setattr(demo_rules, "answer", lambda state, questions, model: ["no"])
-    settings.DECISIONS_CUSTOM_BACKEND = "questions.demo_rules:answer"
+    settings.DECISIONS_CUSTOM_BACKEND = "questions.dev.demo_rules:answer"
     outcome = ask()
     assert outcome.status == 502 and "not an object" in outcome.error.detail
 
@@ -171,7 +174,7 @@ def test_the_demo_rules_route_the_support_set():
 
 
 def spec_checked(questions, body):
-    from questions import answers
+    from questions.core import answers
 
     return answers.check_response(questions, body, price_per_million=0).answers
 

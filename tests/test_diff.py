@@ -1,6 +1,6 @@
 """The semantic diff: per question and field."""
 
-from questions import diff
+from questions.core import diff
 
 
 def changes(before, after, qid="q"):

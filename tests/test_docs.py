@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from questions import cli_reference, spec
+from questions.cli import reference as cli_reference
+from questions.core import spec
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

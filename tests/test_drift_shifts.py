@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from questions import controls, metrics, services
+from questions import services
+from questions.core import controls, metrics
 from questions.models import BatchRun
 from questions.services import controls as control_services
 from tests import factories

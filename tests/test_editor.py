@@ -10,7 +10,9 @@ from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 
-from questions import services, spec, standin
+from questions import services
+from questions.core import spec
+from questions.dev import standin
 from questions.models import Decision, Version
 from tests import factories
 from tests.helpers import as_post, draft_with, editor_url, fields_of, opened

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from questions import services, spec
+from questions import services
+from questions.core import spec
 from tests import factories
 from tests.helpers import as_post, draft_with, editor_url, fields_of
 

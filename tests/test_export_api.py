@@ -17,7 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from questions import roles, selectors, services, spec, standin
+from questions import roles, selectors, services
+from questions.core import spec
+from questions.dev import standin
 from questions.models import APIToken
 from tests import factories
 from tests.helpers import make_world

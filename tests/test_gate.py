@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from questions import gate, selectors, services
+from questions import selectors, services
+from questions.core import gate
 from questions.models import BatchRun, Decision, Version
 from questions.services import gates as gate_services
 from tests import factories

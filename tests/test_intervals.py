@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from questions import controls, metrics, selectors, stats
+from questions import selectors
+from questions.core import controls, metrics, stats
 from questions.models import BatchItem, BatchRun
 from tests import factories
 from tests.helpers import ADVICE_DOC, desk, paired_runs

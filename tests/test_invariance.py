@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from questions import control_reports, invariance, services, spec
+from questions import control_reports, services
+from questions.core import invariance, spec
 from questions.models import BatchRun
 from questions.services import controls as control_services
 from tests import factories

@@ -13,7 +13,8 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import metrics, roles, selectors, services
+from questions import roles, selectors, services
+from questions.core import metrics
 from questions.models import BatchItem, BatchRun, RunReport
 from questions.services.summaries import store_summary
 from tests import factories

@@ -11,7 +11,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from questions import controls, labelling, services, state_files
+from questions import services
+from questions.core import controls, labelling, state_files
 from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision
 from tests import factories
 from tests.helpers import body

@@ -1,4 +1,4 @@
-"""The semantic lints (questions/lints.py): each fires on questions written to show it and stays
+"""The semantic lints (questions/core/lints.py): each fires on questions written to show it and stays
 quiet on well-written ones; the false-positive rate docs/authoring.md states is the one measured
 here."""
 
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from questions import demo, lints, spec
+from questions.core import lints, spec
+from questions.dev import demo
 from tests import strategies
 
 HERE = Path(__file__).parent

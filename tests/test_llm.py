@@ -10,8 +10,11 @@ import logging
 
 import pytest
 
-from questions import backends, roles, services, spec, standin
-from questions.backends import llm
+from questions import roles, services
+from questions.core import spec
+from questions.dev import standin
+from questions.engine import backends
+from questions.engine.backends import llm
 from questions.models import Decision, DecisionAnswer
 from tests.providers import KEY, TIMEOUT, Provider, run_cli, stand_in_serving
 

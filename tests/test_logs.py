@@ -146,7 +146,7 @@ def test_a_run_through_every_path_logs_json_lines_without_secrets(captured, prov
 
 
 def test_a_batch_run_logs_one_line_for_the_run_and_none_per_answered_state(captured, settings):
-    from questions import standin
+    from questions.dev import standin
     from tests.providers import DOC
 
     server = standin.serve_in_thread()

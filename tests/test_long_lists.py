@@ -8,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import roles, selectors, services, standin
+from questions import roles, selectors, services
+from questions.dev import standin
 from tests import factories
 from tests.providers import DOC
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from questions import charts, metrics
-from questions.metrics import Case
+from questions.core import charts, metrics
+from questions.core.metrics import Case
 
 
 def choice(chosen, **p):

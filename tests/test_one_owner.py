@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from questions import answers, context_processors, metrics
+from questions import context_processors
+from questions.core import answers, metrics
 from questions.models import BatchRun, Label
 from questions.services import batches
 

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import comparison, services, standin
+from questions import comparison, services
+from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC

@@ -9,7 +9,7 @@ from django.contrib.messages import WARNING, get_messages
 from django.db import transaction
 from django.test import Client, override_settings
 
-from questions import standin
+from questions.dev import standin
 from questions.models import Version
 from tests.helpers import (
     AU,

@@ -21,7 +21,7 @@ from django_tasks import task
 from django_tasks_db.compat import task_finished, task_started
 
 from console import limits
-from questions import workers
+from questions.engine import workers
 from questions.models import WorkerHeartbeat
 from tests import factories
 

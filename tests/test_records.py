@@ -19,7 +19,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from jevkit_core import canonical as jevkit_canonical
 
-from questions import records, roles, services, spec, standin
+from questions import roles, services
+from questions.core import records, spec
+from questions.dev import standin
 from questions.models import BatchItem, Decision, DecisionAnswer
 from questions.services import records as record_services
 from tests import factories

@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
-from questions import roles, selectors, services, spec
+from questions import roles, selectors, services
+from questions.core import spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
 from tests.helpers import SCHEMA, token_form, validate_export, write

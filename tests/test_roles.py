@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from questions import roles, services, spec
+from questions import roles, services
+from questions.core import spec
 from questions.models import BatchRun, Decision, QuestionSet, ReviewEvent, Version
 from tests import factories
 

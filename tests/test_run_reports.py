@@ -10,7 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import metrics, roles, selectors, services
+from questions import roles, selectors, services
+from questions.core import metrics
 from questions.models import BatchRun, RunReport
 from tests import factories
 from tests.providers import stand_in_serving

@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
 
-from questions import metrics, roles, selectors, services
+from questions import roles, selectors, services
+from questions.core import metrics
 from questions.models import BatchRun
 from questions.services import tries
 from tests import factories

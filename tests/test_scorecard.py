@@ -12,7 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from questions import selectors, services, stats
+from questions import selectors, services
+from questions.core import stats
 from questions.models import BatchRun, QuestionSet, Version
 from tests import factories
 from tests.helpers import CARD_CALL_COST, CARD_STATES, _card_run, scorecard_world
@@ -262,7 +263,7 @@ def test_the_set_list_keeps_the_latest_run_that_checked_states(card):
 
 
 def test_a_score_chart_marks_the_level_it_reads_as_and_the_most_likely_apart():
-    from questions import charts
+    from questions.core import charts
 
     answer = {  # the walkthrough's "chargeback threat": 0.75 reads as level 1, a 4% bar
         "type": "score",
@@ -288,7 +289,7 @@ def test_a_score_chart_marks_the_level_it_reads_as_and_the_most_likely_apart():
 def test_a_refused_preview_shortens_the_path_and_renders_code_spans():
     from django.template.loader import render_to_string
 
-    from questions import backends
+    from questions.engine import backends
 
     writer = factories.author("writer")
     long_name = "refund_" + "x" * 193
@@ -323,7 +324,7 @@ def test_a_no_signal_verdict_on_the_run_page_links_to_the_card_and_the_states(ca
 def test_the_advice_curves_write_their_text_at_11_px_or_more_on_a_phone():
     import re as regex
 
-    from questions import charts, metrics
+    from questions.core import charts, metrics
 
     points = [metrics.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
     svg = str(charts.threshold_chart("desk", points, points[5]))

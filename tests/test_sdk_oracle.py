@@ -19,7 +19,8 @@ from typesafe_sdk._core.endpoints import prepare_system_one
 from typesafe_sdk._core.errors import TypeSafeError
 from typesafe_sdk._schemas.models import SystemOneRequest
 
-from questions import backends, spec
+from questions.core import spec
+from questions.engine import backends
 from tests.strategies import json_values, names, question_maps
 
 #: the warnings that say the provider's schema refuses what the console accepts

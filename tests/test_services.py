@@ -5,7 +5,8 @@ import threading
 import pytest
 from django.db import connection
 
-from questions import services, spec
+from questions import services
+from questions.core import spec
 from questions.models import ReviewEvent, SampleState, Version
 from tests import factories
 

@@ -183,8 +183,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.test import Client
 from django.urls import include, path
-from questions.backends.base import Ask
-from questions.backends.http import TypeSafeBackend
+from questions.engine.backends.base import Ask
+from questions.engine.backends.http import TypeSafeBackend
 
 def broken_transport(self, request):
     raise RuntimeError("the wire broke")
@@ -241,7 +241,7 @@ def test_a_debug_page_for_a_foreign_host_shows_no_secret(debug_pages):
 def test_a_debug_500_inside_the_wire_shows_no_secret_in_its_frames(debug_pages):
     status, page = debug_pages["wire_500"]
     assert status == 500
-    assert "the wire broke" in page and "questions/backends/base.py" in page
+    assert "the wire broke" in page and "questions/engine/backends/base.py" in page
     assert "headers" in page and "********************" in page  # the locals, cleansed
     assert [s for s in SECRETS if s in page] == []
 

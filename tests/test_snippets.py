@@ -18,7 +18,8 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import Client
 
-from questions import selectors, services, snippets
+from questions import selectors, services
+from questions.core import snippets
 from questions.models import Version
 from tests import factories
 from tests.providers import KEY, Provider, answer_all, run_cli

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from questions import spec
+from questions.core import spec
 
 # A copy of ../shared/examples, so that a clone anywhere runs the same checks.
 EXAMPLES = Path(__file__).resolve().parent / "examples"

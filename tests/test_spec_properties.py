@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from questions import spec
+from questions.core import spec
 from tests.strategies import documents, json_values
 
 

@@ -11,7 +11,9 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from questions import answers, charts, services, spec, standin
+from questions import services
+from questions.core import answers, charts, spec
+from questions.dev import standin
 from questions.models import Decision
 from tests import factories
 from tests.helpers import TYPESAFE_DOCUMENT as DOCUMENT

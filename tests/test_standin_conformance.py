@@ -20,8 +20,10 @@ from typesafe_sdk import TypeSafeClient
 from typesafe_sdk._core import compression as sdk_compression
 from typesafe_sdk._core.retry import RetryPolicy
 
-from questions import services, spec, standin
-from questions.backends import llm
+from questions import services
+from questions.core import spec
+from questions.dev import standin
+from questions.engine.backends import llm
 from tests import factories
 from tests.providers import DOC
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from questions import answers, controls, spec, standin
+from questions.core import answers, controls, spec
+from questions.dev import standin
 from tests.strategies import json_values, question_maps
 
 DESK = {

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from questions import stats
+from questions.core import stats
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from questions import services, standin
+from questions import services
+from questions.dev import standin
 from questions.models import BatchRun
 from questions.services import tries
 from tests import factories

@@ -3,7 +3,9 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, selectors, services, standin, stats
+from questions import roles, selectors, services
+from questions.core import stats
+from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
 from tests.providers import DOC
@@ -75,7 +77,7 @@ def test_start_a_run_and_watch_it(setup):
 
 
 def test_the_confusion_matrix_keeps_declared_order_with_zeros_and_the_diagonal(setup):
-    from questions import metrics
+    from questions.core import metrics
     from questions.views.runs import confusion_table
 
     q = metrics.QuestionReport("desk", "choice", confusion={"sales": {"billing": 2}})

@@ -18,7 +18,8 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from questions import roles, services, webhooks
+from questions import roles, services
+from questions.engine import webhooks
 from questions.models import BatchRun, Version, Webhook, WebhookDelivery
 from questions.services import webhooks as webhook_service
 from tests import factories

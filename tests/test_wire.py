@@ -13,7 +13,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from questions import answers, backends, roles, selectors, services, spec
+from questions import roles, selectors, services
+from questions.core import answers, spec
+from questions.engine import backends
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import STATE, UNSORTED, Provider, answer_all, point_every_wire_at

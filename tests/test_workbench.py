@@ -117,7 +117,7 @@ def test_backticks_in_a_message_become_code_and_the_rest_is_escaped():
 
 
 def test_an_issue_path_quotes_a_blank_or_odd_key_instead_of_ending_in_a_dot():
-    from questions import spec
+    from questions.core import spec
 
     doc = {"refund_action": {"type": "choice", "criteria": {"": "blank", "keep it": "x"}}}
     paths = {issue.path for issue in spec.validate(doc, limits=spec.DEFAULT_LIMITS).errors}
@@ -233,7 +233,7 @@ def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):
     ],
 )
 def test_the_two_statements_lint_spares_an_or_inside_one_statement(statement, two):
-    from questions import spec
+    from questions.core import spec
 
     doc = {"churn": {"type": "noul", "instructions": statement}}
     codes = [w.code for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from questions import attribution, roles, spec
+from questions import roles
+from questions.core import attribution, spec
 from questions.models import BatchItem, BatchRun, SampleState, Version
 from questions.services import tries
 from questions.services.batches import (

@@ -40,18 +40,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_tasks import task
 
-from questions import (
-    attribution,
-    backends,
-    batches,
-    controls,
-    invariance,
-    metrics,
-    processes,
-    roles,
-    spec,
-)
-from questions.backends import streams
+from questions import roles
+from questions.core import attribution, controls, invariance, metrics, spec
+from questions.engine import backends, batches, processes
+from questions.engine.backends import streams
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import bulk
 from questions.services.decisions import (

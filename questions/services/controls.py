@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import backends, controls, invariance, roles, spec
+from questions import roles
+from questions.core import controls, invariance, spec
+from questions.engine import backends
 from questions.models import BatchRun, Version
 from questions.services.batches import (
     DEFAULT_CONCURRENCY,

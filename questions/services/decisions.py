@@ -13,8 +13,10 @@ from typing import Any
 
 from django.db import transaction
 
-from questions import backends, roles, spec
-from questions.backends import Outcome
+from questions import roles
+from questions.core import spec
+from questions.engine import backends
+from questions.engine.backends import Outcome
 from questions.models import Decision, DecisionAnswer, SampleStateRevision, Version
 from questions.services import bulk
 from questions.services.errors import Invalid, model_name, require

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import answers, backends, gate, metrics, selectors, spec
-from questions.backends.http import TypeSafeBackend
-from questions.backends.recorded import RecordedBackend
+from questions import selectors
+from questions.core import answers, gate, metrics, spec
+from questions.engine import backends
+from questions.engine.backends.http import TypeSafeBackend
+from questions.engine.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
 from questions.services.batches import batch_create, batch_execute, labelled_for
 from questions.services.errors import Invalid

@@ -21,7 +21,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from questions import records, roles, spec
+from questions import roles
+from questions.core import records, spec
 from questions.models import (
     BatchItem,
     BatchRun,

@@ -14,7 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from questions import roles, selectors, standin, stats, webhooks
+from questions import roles, selectors
+from questions.core import stats
+from questions.dev import standin
+from questions.engine import webhooks
 from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid

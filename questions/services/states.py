@@ -10,7 +10,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from questions import labelling, roles, selectors, spec
+from questions import roles, selectors
+from questions.core import labelling, spec
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (

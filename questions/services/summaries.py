@@ -11,7 +11,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from questions import metrics
+from questions.core import metrics
 
 log = logging.getLogger("questions.batches")
 

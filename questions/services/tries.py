@@ -17,9 +17,11 @@ from typing import Any
 
 from django.db.models import Count
 
-from questions import backends, gate, metrics, roles, spec, stats
+from questions import roles
+from questions.core import gate, metrics, spec, stats
+from questions.core.numbers import whole_number
+from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, SampleState, Version
-from questions.numbers import whole_number
 from questions.services.batches import RUNNERS_ONLY, _runnable, batch_create
 from questions.services.errors import Invalid, model_name, require
 from questions.services.versions import InvalidContent, limits

@@ -16,7 +16,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from questions import roles, spec
+from questions import roles
+from questions.core import spec
 from questions.models import QuestionSet, ReviewEvent, Version
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, a_name, require, storable
 

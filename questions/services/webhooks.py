@@ -38,7 +38,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks import task
 
-from questions import addresses, roles, webhooks
+from questions import roles
+from questions.core import addresses
+from questions.engine import webhooks
 from questions.models import (
     QuestionSet,
     Version,

@@ -12,8 +12,8 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from questions import metrics, stats
-from questions.answers import NOUL_THRESHOLD
+from questions.core import metrics, stats
+from questions.core.answers import NOUL_THRESHOLD
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -104,7 +104,7 @@ def kib(size) -> str:
 @register.filter
 def uncalibrated(backend: str) -> bool:
     """Whether decisions through this backend (a run's, a recording's) are not calibrated."""
-    from questions import backends
+    from questions.engine import backends
 
     return not backends.calibrated(backend)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from questions import attribution, controls, gate, invariance
+from questions.core import attribution, controls, gate, invariance
 from questions.models import BatchRun
 
 register = template.Library()

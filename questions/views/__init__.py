@@ -1,5 +1,5 @@
 """Thin views: read the request, call one service or selector, render a template or partial."""
 
-from questions.numbers import whole_number  # the one reader of digits, for the views
+from questions.core.numbers import whole_number  # the one reader of digits, for the views
 
 __all__ = ["whole_number"]

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_http_methods
 
 from questions import roles, services
 from questions.advice import designer_items, labelled_runs
+from questions.core.numbers import whole_number
 from questions.models import Version
-from questions.numbers import whole_number
 
 
 @require_http_methods(["GET", "POST"])

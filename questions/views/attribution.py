@@ -9,7 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import attribution, backends, roles, selectors, services
+from questions import roles, selectors, services
+from questions.core import attribution
+from questions.engine import backends
 from questions.models import BatchRun, Version
 from questions.post_forms import AttributionForm, first_error
 from questions.services import attribution as attribution_services

@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from questions import spec
+from questions.core import spec
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,7 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from questions import backends, comparison
+from questions import comparison
+from questions.engine import backends
 from questions.models import QuestionSet
 
 TEMPLATE = "questions/set_compare.html"

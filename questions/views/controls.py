@@ -8,7 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import backends, controls, gate, invariance, roles, services
+from questions import roles, services
+from questions.core import controls, gate, invariance
+from questions.engine import backends
 from questions.models import BatchRun, QuestionSet
 from questions.post_forms import ControlStartForm, DriftStartForm, first_error
 from questions.services import controls as control_services

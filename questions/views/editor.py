@@ -11,9 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import backends, forms, roles, selectors, services, spec
+from questions import forms, roles, selectors, services
+from questions.core import spec
+from questions.core.numbers import whole_number
+from questions.engine import backends
 from questions.models import Version
-from questions.numbers import whole_number
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits

@@ -14,9 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import labelling, roles, selectors, services, state_files
+from questions import roles, selectors, services
+from questions.core import labelling, state_files
+from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState, Version
-from questions.numbers import whole_number
 from questions.post_forms import StateLabelForm, first_error
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY

@@ -7,9 +7,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from questions import backends, charts, forms, metrics, services, spec
+from questions import forms, services
+from questions.core import charts, metrics, spec
+from questions.core.numbers import whole_number
+from questions.engine import backends
 from questions.models import SampleState, Version
-from questions.numbers import whole_number
 from questions.views import editor
 
 TEMPLATE = "questions/_preview_result.html"

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import records
+from questions.core import records
 from questions.models import BatchRun, QuestionSet
 from questions.services import records as record_services
 

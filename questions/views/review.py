@@ -16,9 +16,10 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import advice, control_reports, controls, diff, roles, selectors, services, spec
+from questions import advice, control_reports, roles, selectors, services
+from questions.core import controls, diff, spec
+from questions.core.numbers import whole_number
 from questions.models import APIToken, Label, QuestionSet, Version
-from questions.numbers import whole_number
 from questions.post_forms import LabelMoveForm, first_error
 from questions.services.errors import require, storable
 from questions.services.reviews import REVIEWERS_ONLY

@@ -13,18 +13,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import (
-    attribution,
-    charts,
-    control_reports,
-    controls,
-    metrics,
-    roles,
-    selectors,
-    services,
-)
+from questions import control_reports, roles, selectors, services
+from questions.core import attribution, charts, controls, metrics
+from questions.core.numbers import whole_number
 from questions.models import BatchItem, BatchRun, Version
-from questions.numbers import whole_number
 from questions.post_forms import RunStartForm, first_error
 from questions.views import attribution as attribution_views
 

@@ -7,7 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from questions import controls, selectors
+from questions import selectors
+from questions.core import controls
 from questions.models import QuestionSet
 
 

@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import diff, roles, selectors, services
+from questions import roles, selectors, services
+from questions.core import diff
 from questions.models import QuestionSet, Version
 from questions.views import whole_number
 

@@ -8,7 +8,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from questions import selectors, snippets
+from questions import selectors
+from questions.core import snippets
 from questions.models import QuestionSet
 
 

@@ -11,9 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import labelling, roles, selectors, services, spec
+from questions import roles, selectors, services
+from questions.core import labelling, spec
+from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState
-from questions.numbers import whole_number
 from questions.post_forms import SampleStateForm, first_error
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY

@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from questions import roles, services, webhooks
+from questions import roles, services
+from questions.engine import webhooks
 from questions.models import QuestionSet, Webhook, WebhookDelivery
 from questions.post_forms import WebhookForm, first_error
 from questions.services.errors import require

@@ -5,7 +5,8 @@ decisive parts marked by colour, rank and change — at a laptop's width and at 
 import pytest
 from playwright.sync_api import expect
 
-from questions import attribution, roles, services
+from questions import roles, services
+from questions.core import attribution
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow

@@ -5,7 +5,8 @@ no signal), at a laptop's width and at a phone's."""
 import pytest
 from playwright.sync_api import expect
 
-from questions import controls, roles, services
+from questions import roles, services
+from questions.core import controls
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, overflow

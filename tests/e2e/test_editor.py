@@ -8,7 +8,8 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from questions import services, standin
+from questions import services
+from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import sign_in_user

@@ -5,7 +5,7 @@ frame) and no chart text falls outside its chart."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from questions import demo
+from questions.dev import demo
 from questions.models import BatchRun, QuestionSet, SampleState, Version
 from tests.e2e.conftest import CLIPPED_SVG_TEXT, WIDTHS
 

@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from questions import controls, roles, services
+from questions import roles, services
+from questions.core import controls
 from questions.models import QuestionSet, Version
 from questions.services import controls as control_services
 from tests import factories

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from questions import controls, stats
+from questions.core import controls, stats
 from questions.models import BatchItem, BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow, sign_in_user

@@ -4,7 +4,8 @@ run page, at a laptop's width and at a phone's."""
 import pytest
 from playwright.sync_api import expect
 
-from questions import invariance, roles, services
+from questions import roles, services
+from questions.core import invariance
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow

@@ -3,7 +3,8 @@
 import pytest
 from playwright.sync_api import expect
 
-from questions import roles, services, standin
+from questions import roles, services
+from questions.dev import standin
 from tests import factories
 from tests.helpers import TYPESAFE_DOCUMENT as DOCUMENT
 

@@ -8,7 +8,9 @@ import pytest
 from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
-from questions import charts, roles, services, standin
+from questions import roles, services
+from questions.core import charts
+from questions.dev import standin
 from tests import factories
 from tests.e2e.conftest import CLIPPED_SVG_TEXT, WIDTHS
 

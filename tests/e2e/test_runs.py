@@ -6,7 +6,8 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from questions import roles, services, standin
+from questions import roles, services
+from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
 from tests.helpers import COMPARE_DOC, answers, desk

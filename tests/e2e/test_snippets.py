@@ -6,7 +6,8 @@ screen."""
 import pytest
 from playwright.sync_api import expect
 
-from questions import roles, selectors, services, snippets
+from questions import roles, selectors, services
+from questions.core import snippets
 from questions.models import Version
 from tests import factories
 from tests.e2e.conftest import SHOTS, overflow

@@ -8,7 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from questions import roles, webhooks
+from questions import roles
+from questions.engine import webhooks
 from questions.models import Webhook
 from tests import factories
 from tests.e2e.conftest import SHOTS, overflow

@@ -28,7 +28,8 @@ from typing import Any
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands import db_worker
 
-from questions import batches, services, workers
+from questions import services
+from questions.engine import batches, workers
 
 log = logging.getLogger("questions.batches")
 

@@ -15,22 +15,25 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import backends, comparison, demo, diff, roles, selectors, services, spec, stats
-from questions.application_cli import ApplicationCommands
-from questions.application_cli import add_parsers as add_application_parsers
-from questions.attribution_cli import AttributionCommands
-from questions.attribution_cli import add_parsers as add_attribution_parsers
-from questions.control_cli import ControlCommands
-from questions.control_cli import add_parsers as add_control_parsers
-from questions.fetches_cli import FetchCommands
-from questions.fetches_cli import add_parsers as add_fetch_parsers
-from questions.labels_cli import LabelCommands
-from questions.labels_cli import add_parsers as add_label_parsers
+from questions import comparison, roles, selectors, services
+from questions.cli.application import ApplicationCommands
+from questions.cli.application import add_parsers as add_application_parsers
+from questions.cli.attribution import AttributionCommands
+from questions.cli.attribution import add_parsers as add_attribution_parsers
+from questions.cli.controls import ControlCommands
+from questions.cli.controls import add_parsers as add_control_parsers
+from questions.cli.fetches import FetchCommands
+from questions.cli.fetches import add_parsers as add_fetch_parsers
+from questions.cli.labels import LabelCommands
+from questions.cli.labels import add_parsers as add_label_parsers
+from questions.cli.records import RecordCommands
+from questions.cli.records import add_parsers as add_record_parsers
+from questions.cli.scorecard import ScorecardCommands
+from questions.cli.scorecard import add_parsers as add_scorecard_parsers
+from questions.core import diff, spec, stats
+from questions.dev import demo
+from questions.engine import backends
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
-from questions.records_cli import RecordCommands
-from questions.records_cli import add_parsers as add_record_parsers
-from questions.scorecard_cli import ScorecardCommands
-from questions.scorecard_cli import add_parsers as add_scorecard_parsers
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -842,7 +845,7 @@ class Command(
         return EXIT_OK
 
     def do_standin(self, *, port: int, latency_ms: float, **_: Any) -> int:
-        from questions import standin
+        from questions.dev import standin
 
         try:
             server = standin.make_server(port, latency_ms)

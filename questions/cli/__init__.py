@@ -1,0 +1,1 @@
+"""The command line: a module per command group; the management command dispatches."""

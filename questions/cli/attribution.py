@@ -1,0 +1,140 @@
+"""`questions attribute`: the subcommand of the console's command line
+(`questions.management.commands.questions`) that asks which words decide an answer — one
+state, one question or every question, each part left out in turn — in the foreground, and
+prints what moved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions import roles, selectors, services
+from questions.core import attribution
+from questions.engine import backends
+from questions.services import attribution as attribution_services
+from questions.services import batches as run_defaults
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def add_parsers(sub: Any) -> None:
+    """The `attribute` subcommand."""
+    cmd = sub.add_parser(
+        "attribute",
+        help="which words decide an answer: leave one part out at a time, see what moves",
+        description="Ask a version's question (or every question) about one sample state as "
+        "written, R more times unchanged (the noise floor), and once with each part left out "
+        "— each sentence of the instructions, each option's or level's description (and "
+        "within a structured entry its what, not_for and each example), a noul's true and "
+        "false cases, each top-level field of the state — live, and print per part the change "
+        "in the probability of the answer given as written (for a score, in the score). Parts "
+        "that move more than the floor are decisive. The calls and their estimated cost are "
+        "printed before asking. Exit 1 when the call as written failed.",
+    )
+    cmd.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    which = cmd.add_mutually_exclusive_group(required=True)
+    which.add_argument("--version", type=int, dest="number", metavar="N")
+    which.add_argument("--label", metavar="L")
+    cmd.add_argument("--state", required=True, metavar="NAME")
+    cmd.add_argument("--question", metavar="ID", help="default: every question")
+    cmd.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
+    cmd.add_argument(
+        "--repeats",
+        type=int,
+        default=attribution.DEFAULT_REPEATS,
+        metavar="R",
+        help=f"unchanged calls for the noise floor (default {attribution.DEFAULT_REPEATS}, "
+        f"at most {attribution.MAX_REPEATS})",
+    )
+    cmd.add_argument(
+        "--concurrency",
+        type=int,
+        default=run_defaults.DEFAULT_CONCURRENCY,
+        metavar="K",
+        help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
+    )
+    cmd.add_argument("--json", action="store_true")
+
+
+def _delta(value: float | None) -> str:
+    return "n/a (the call failed)" if value is None else f"{value:+.2f}"
+
+
+class AttributionCommands:
+    """The handler, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+
+    def do_attribute(
+        self,
+        *,
+        slug: str,
+        number: int | None,
+        label: str | None,
+        state: str,
+        question: str | None,
+        backend: str,
+        repeats: int,
+        concurrency: int,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        version = selectors.version_named(slug, number=number, label=label)
+        if version is None:
+            which = f"label {label}" if label else f"version {number}"
+            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+        plan = attribution_services.attribution_plan(
+            version=version,
+            state=state,
+            backend=backend,
+            user=roles.OPERATOR,
+            question=question,
+            repeats=repeats,
+        )
+        cost = plan.estimated_cost
+        self.stderr.write(
+            f"{plan.calls} calls via {backend} ({len(plan.plan.parts)} parts left out, "
+            f"{plan.plan.repeats} repeats), estimated cost "
+            + ("unknown" if cost is None else f"${cost:.6f}")
+        )
+        for skipped in plan.plan.skipped:
+            self.stderr.write(f"  not asked: {skipped.part.path}: {skipped.reason}")
+        run = attribution_services.attribution_start(
+            plan=plan, user=roles.OPERATOR, concurrency=concurrency, enqueue=False
+        )
+        services.batch_execute(run.pk)
+        run.refresh_from_db()
+        reports = attribution_services.attribution_report(run)
+        if json:
+            shapes = [r.as_json() for r in reports]
+            self.emit_json(shapes[0] if question is not None else shapes)
+        else:
+            self.stdout.write(
+                f"run {run.pk}: attribution of {slug} v{version.number} on {state} via "
+                f"{backend}: {plan.calls} calls"
+            )
+            for r in reports:
+                self.stdout.write(_report_text(r))
+        failed = any(r.answer is None for r in reports)
+        if failed and not json:
+            self.stderr.write("The call as written failed: nothing to attribute.")
+        return EXIT_FAILED if failed else EXIT_OK
+
+
+def _report_text(r: attribution.Report) -> str:
+    if r.answer is None:
+        return f"  {r.question}: the call as written failed"
+    lines = [
+        f"  {r.question} ({r.type}): answer {_answer(r)}, noise floor {r.noise_floor:.2f}, "
+        f"{len(r.decisive)} of {len(r.findings)} parts decisive"
+    ]
+    for f in r.findings:
+        mark = f"#{r.rank(f.part)} decisive" if f.decisive else "        "
+        lines.append(f"    {mark:<12} {_delta(f.delta):>7}  {f.part.path}: {f.part.text[:60]}")
+    return "\n".join(lines)
+
+
+def _answer(r: attribution.Report) -> str:
+    a = r.answer or {}
+    if r.type == "choice":
+        return f"{a['choice']} ({a['probabilities'][a['choice']]:.2f})"
+    if r.type == "score":
+        return f"score {a['score']}"
+    return f"P(true) {a['noul']}"

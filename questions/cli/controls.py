@@ -1,0 +1,320 @@
+"""`questions controls` and `questions drift`: the subcommands of the console's command line
+(`questions.management.commands.questions`) that run a control or a drift run in the
+foreground, print what it found, and gate on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from questions import control_reports, roles, selectors, services
+from questions.core import controls, stats
+from questions.engine import backends
+from questions.services import batches as run_defaults
+from questions.services import controls as control_services
+
+EXIT_OK, EXIT_FAILED = 0, 1
+#: an invariance check's verdict, as the CLI prints it
+_VERDICTS = {True: "holds", False: "BROKEN", None: "n/a"}
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _signed(value: float | None, percent: bool = True) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.1%}" if percent else f"{value:+.3f}"
+
+
+def add_parsers(sub: Any) -> None:
+    """The `controls` and `drift` subcommands."""
+    ctl = sub.add_parser(
+        "controls",
+        help="a shuffle control, order sensitivity or repeatability run, in the foreground",
+        description="Ask a version about every sample state as written and in K variants "
+        "(--shuffle K: option descriptions shuffled among a choice's options; --orders K: a "
+        "choice's options reordered; --repeat R: the same call R times), live, and print per "
+        "question what the control found. Exit 1 when a call failed or a shuffle control "
+        "finds a question whose words carry no signal.",
+        epilog="--shuffle K prints the real pass rate and the shuffled floor, --orders K the "
+        "flip rate and the largest distance, --repeat R (2 to 20) the flip rate and the largest "
+        "spread; K is 1 to 20, the seed 0 unless given. --json gives batch --json's summary of "
+        "the real calls and control: {kind, title, count, seed, calls, no_signal: [question "
+        "ids], questions: {id: {type, varied, real_pass_rate, real_checked, floor, "
+        "floor_checked, no_signal, flip_rate, compared, largest_distance, largest_spread, "
+        "mean_spread}}}.",
+    )
+    ctl.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    which = ctl.add_mutually_exclusive_group()
+    which.add_argument("--version", type=int, dest="number", metavar="N")
+    which.add_argument("--label", metavar="L")
+    ctl.add_argument("--backend", required=True, choices=list(backends.NAMES))
+    ctl.add_argument("--model", help="the model to ask (default: the backend's)")
+    kind = ctl.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--shuffle", type=int, metavar="K")
+    kind.add_argument("--orders", type=int, metavar="K")
+    kind.add_argument("--repeat", type=int, metavar="R")
+    kind.add_argument(
+        "--invariance",
+        action="store_true",
+        help="ids renamed, questions reordered, nouls negated, an option cloned, each question "
+        "alone: a verdict per question and check",
+    )
+    ctl.add_argument("--seed", type=int, default=0, metavar="X")
+    ctl.add_argument(
+        "--concurrency",
+        type=int,
+        default=run_defaults.DEFAULT_CONCURRENCY,
+        metavar="K",
+        help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
+    )
+    ctl.add_argument("--json", action="store_true")
+
+    drift = sub.add_parser(
+        "drift",
+        help="re-ask a label's approved version on another model and gate on the flips",
+        description="Re-ask the approved version a label points at about its sample states "
+        "on --model, and set the answers against the last finished run of that version on "
+        "another model: flips, shifts (the decision kept, its probability moved past the "
+        "noise floor), pass-rate and calibration deltas. Exit 1 when a call failed, the flip "
+        "rate is above --max-flip-rate or the share of shifted answers above --max-shift.",
+        epilog="--json gives the summary with model, baseline (run, model, pass_rate), "
+        "compared, flips, flip_rate, pass_rate_delta, calibration (noul_brier, noul_ece, "
+        "choice_brier, choice_ece, each before, after, delta) and per_question (compared, "
+        "flip_rate, flipped_states, pass rates before and after and their delta; shifts, "
+        "shift_rate and per question shifted_states and noise_floor). Exit 2 when "
+        "--max-flip-rate or --max-shift is not a fraction from 0 to 1. With no run on the "
+        "approved model yet it is refused (409): run the version on its model first.",
+    )
+    drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    drift.add_argument("--label", required=True, metavar="L")
+    drift.add_argument("--model", required=True, metavar="NEW")
+    drift.add_argument("--backend", choices=list(backends.NAMES), help="default: the baseline's")
+    drift.add_argument("--max-flip-rate", type=float, default=None, metavar="X")
+    drift.add_argument(
+        "--max-shift",
+        type=float,
+        default=None,
+        metavar="X",
+        help="the largest share (0 to 1) of compared answers that may shift",
+    )
+    drift.add_argument("--concurrency", type=int, metavar="K")
+    drift.add_argument("--json", action="store_true")
+
+
+class ControlCommands:
+    """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+
+    def progress(self, current) -> None:
+        counts = selectors.run_counts(current)
+        self.stderr.write(
+            f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
+        )
+
+    def do_controls(
+        self,
+        *,
+        slug: str,
+        number: int | None,
+        label: str | None,
+        backend: str,
+        model: str | None,
+        shuffle: int | None,
+        orders: int | None,
+        repeat: int | None,
+        invariance: bool = False,
+        seed: int = 0,
+        concurrency: int,
+        json: bool,
+        **_: Any,
+    ) -> int:
+        if invariance:
+            return self._invariance(slug, number, label, backend, model, concurrency, json)
+        kind, count = next(
+            (k, n)
+            for k, n in (
+                (controls.SHUFFLE, shuffle),
+                (controls.ORDERS, orders),
+                (controls.REPEAT, repeat),
+            )
+            if n is not None
+        )
+        version = selectors.version_named(slug, number=number, label=label)
+        if version is None:
+            which = f"label {label}" if label else f"version {number or ''}".strip()
+            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+        run = control_services.control_create(
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            kind=kind,
+            count=count,
+            seed=seed,
+            concurrency=concurrency,
+            model=model,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.control_summary(run)
+        control = summary["control"]
+        if json:
+            self.emit_json(summary)
+        else:
+            self.stdout.write(
+                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend} "
+                f"({kind} {count}, seed {seed}): {summary['states']} states, "
+                f"{control['calls']} calls, {summary['failed']} failed, "
+                f"{summary['duration_ms']} ms"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
+            )
+            for qid, q in control["questions"].items():
+                self.stdout.write(f"  {qid} ({q['type']}): " + _line(kind, q))
+        if control["no_signal"] and not json:
+            self.stderr.write(f"{', '.join(control['no_signal'])}: {controls.NO_SIGNAL}")
+        return EXIT_FAILED if summary["failed"] or control["no_signal"] else EXIT_OK
+
+    def _invariance(self, slug, number, label, backend, model, concurrency, as_json) -> int:
+        version = selectors.version_named(slug, number=number, label=label)
+        if version is None:
+            which = f"label {label}" if label else f"version {number or ''}".strip()
+            return self.fail(f"{slug} has no {which}.", as_json=as_json, status=404)
+        run = control_services.invariance_create(
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            concurrency=concurrency,
+            model=model,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.invariance_summary(run)
+        control = summary["control"]
+        if as_json:
+            self.emit_json(summary)
+        else:
+            self.stdout.write(
+                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend}: "
+                f"{summary['states']} states, {control['calls']} calls, "
+                f"{summary['failed']} failed"
+            )
+            for qid, q in control["questions"].items():
+                verdicts = ", ".join(
+                    f"{name} {_VERDICTS[c['holds']]}" for name, c in q["checks"].items()
+                )
+                self.stdout.write(f"  {qid} ({q['type']}): {verdicts}")
+        if control["broken"] and not as_json:
+            self.stderr.write(f"{', '.join(control['broken'])}: an invariance check is broken")
+        return EXIT_FAILED if summary["failed"] or control["broken"] else EXIT_OK
+
+    def do_drift(
+        self,
+        *,
+        slug: str,
+        label: str,
+        model: str,
+        backend: str | None,
+        max_flip_rate: float | None,
+        concurrency: int | None,
+        json: bool,
+        max_shift: float | None = None,
+        **_: Any,
+    ) -> int:
+        for name, bound in (("--max-flip-rate", max_flip_rate), ("--max-shift", max_shift)):
+            if bound is not None and not 0 <= bound <= 1:
+                from questions.management.commands.questions import Unusable  # (it imports this)
+
+                raise Unusable(f"{name} is a fraction from 0 to 1")
+        version = selectors.exportable_version(slug, label=label)
+        if version is None:
+            return self.fail(
+                f"{slug} has no label {label} on an approved version.", as_json=json, status=404
+            )
+        run = control_services.drift_create(
+            version=version,
+            model=model,
+            user=roles.OPERATOR,
+            backend=backend,
+            concurrency=concurrency,
+            enqueue=False,
+        )
+        services.batch_execute(run.pk, on_progress=self.progress)
+        run.refresh_from_db()
+        summary = control_reports.drift_summary(run)
+        rate = summary.get("flip_rate")
+        above = max_flip_rate is not None and rate is not None and rate > max_flip_rate
+        shifted = summary.get("shift_rate")
+        shifted_above = max_shift is not None and shifted is not None and shifted > max_shift
+        if json:
+            self.emit_json(summary)
+        else:
+            base = summary["baseline"]
+            self.stdout.write(
+                f"run {run.pk}: drift of {slug} {label} (v{version.number}) from "
+                f"{base['model']} (run {base['run']}) to {model}: "
+                f"{summary['flips']}/{summary['compared']} answers flipped "
+                f"({_rate(rate)}), {summary['shifts']} shifted ({_rate(shifted)}), "
+                f"pass rate {stats.rate_words(base['passed'], base['checked'])}"
+                f" → {stats.rate_words(summary['passed'], summary['checked'])}"
+                + ("" if summary["calibrated"] else " (calibrated: false)")
+            )
+            paired = selectors.paired_verdicts(run.baseline, run)["overall"]
+            self.stdout.write(f"  paired, per state: {paired.words()}")
+            for name, c in summary["calibration"].items():
+                if c["delta"] is not None:
+                    self.stdout.write(
+                        f"  {name}: {c['before']:.3f} → {c['after']:.3f} "
+                        f"({_signed(c['delta'], percent=False)})"
+                    )
+            for qid, q in summary["per_question"].items():
+                flipped = ", ".join(q["flipped_states"][:10])
+                moved = ", ".join(
+                    f"{s['state']} {s['before']:.2f}→{s['after']:.2f}"
+                    for s in q["shifted_states"][:10]
+                )
+                self.stdout.write(
+                    f"  {qid}: {len(q['flipped_states'])}/{q['compared']} flipped"
+                    + (
+                        f" ({flipped}{', …' if len(q['flipped_states']) > 10 else ''})"
+                        if flipped
+                        else ""
+                    )
+                    + f", {q['shifts']} shifted past {q['noise_floor']:.2f} "
+                    f"({q['noise_floor_source']})"
+                    + (f": {moved}{', …' if q['shifts'] > 10 else ''}" if moved else "")
+                )
+            if above:
+                self.stderr.write(f"flip rate {rate:.1%} is above {max_flip_rate:.1%}")
+            if shifted_above:
+                self.stderr.write(f"shifted share {shifted:.1%} is above {max_shift:.1%}")
+        failed = above or shifted_above or summary["failed"]
+        return EXIT_FAILED if failed else EXIT_OK
+
+
+def _line(kind: str, q: dict[str, Any]) -> str:
+    """One question's finding, as the CLI prints it."""
+    if not q["varied"]:
+        return "not varied by this control"
+    if kind == controls.SHUFFLE:
+        text = (
+            f"real pass rate {stats.rate_words(q['real_passed'], q['real_checked'])}, "
+            f"shuffled floor {stats.rate_words(q['floor_passed'], q['floor_checked'])}"
+        )
+        if q["no_signal"]:
+            text += f" — {controls.NO_SIGNAL}"
+        elif q["real_pass_rate"] is None:
+            text += " (no expected answers)"
+        if q["few_answers"]:
+            text += f" (only {q['real_checked']} labelled answers)"
+        return text
+    if kind == controls.ORDERS:
+        distance = q["largest_distance"]
+        return f"flip rate {_rate(q['flip_rate'])}, largest distance " + (
+            "n/a" if distance is None else f"{distance:.2f}"
+        )
+    spread = q["largest_spread"]
+    return f"flip rate {_rate(q['flip_rate'])}, largest spread " + (
+        "n/a" if spread is None else f"{spread:.2f}"
+    )

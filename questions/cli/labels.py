@@ -1,0 +1,108 @@
+"""`questions states-to-label` and `questions states-export`: the subcommands of the console's
+command line (`questions.management.commands.questions`) that list the sample states worth
+labelling next (`questions.labelling`, from recorded answers only) and write a set's states
+with their expected answers as CSV or JSON Lines (`questions.state_files`), the file a product
+owner labels in a spreadsheet and imports again."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from questions import selectors
+from questions.core import labelling, state_files
+from questions.models import QuestionSet
+
+EXIT_OK = 0
+
+
+def add_parsers(sub: Any) -> None:
+    """The `states-to-label` and `states-export` subcommands."""
+    ranked = sub.add_parser(
+        "states-to-label",
+        help="the sample states worth labelling next, and why",
+        description="List SLUG's sample states that lack an expected answer for some question "
+        "of version N (default: the newest valid version), the most telling first: the "
+        "recorded answers disagree, are of low confidence, or a control needs labels. Reads "
+        "recorded answers only; asks nothing.",
+    )
+    ranked.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    ranked.add_argument("--version", type=int, dest="number", metavar="N")
+    ranked.add_argument(
+        "--limit",
+        type=int,
+        default=labelling.DEFAULT_LIMIT,
+        metavar="K",
+        help=f"at most K states (default {labelling.DEFAULT_LIMIT})",
+    )
+    ranked.add_argument("--json", action="store_true", help='print {"states": [...]}')
+
+    export = sub.add_parser(
+        "states-export",
+        help="write a set's sample states with their expected answers (CSV or JSONL)",
+        description="Write SLUG's sample states, each with its name, state, expected answers "
+        "and tags, as CSV or JSON Lines: the file `states-import` and the set page's upload "
+        "read back.",
+    )
+    export.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    export.add_argument("--format", required=True, choices=state_files.FORMATS, dest="file_format")
+    export.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
+    export.add_argument("--json", action="store_true", help="on failure, print JSON")
+
+
+class LabelCommands:
+    """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+
+    def do_states_to_label(
+        self, *, slug: str, number: int | None, limit: int, json: bool, **_: Any
+    ) -> int:
+        from questions.management.commands.questions import Unusable
+
+        if limit < 1:
+            raise Unusable("--limit must be at least 1")
+        question_set = QuestionSet.objects.filter(slug=slug).first()
+        if question_set is None:
+            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
+        version = selectors.labelling_version(question_set, number)
+        if version is None:
+            which = f"version {number}" if number is not None else "version"
+            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+        states = selectors.states_to_label(question_set, version, limit=limit)
+        if json:
+            self.emit_json({"states": [c.as_json() for c in states]})
+            return EXIT_OK
+        if not states:
+            self.stdout.write(f"{slug} v{version.number}: every sample state is labelled")
+        for c in states:
+            self.stdout.write(f"{c.name}\t{', '.join(c.questions)}\t{c.reason}")
+        return EXIT_OK
+
+    def do_states_export(
+        self, *, slug: str, file_format: str, output: str | None, json: bool, **_: Any
+    ) -> int:
+        from questions.management.commands.questions import Unusable
+
+        question_set = QuestionSet.objects.filter(slug=slug).first()
+        if question_set is None:
+            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
+        write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
+        written = 0
+        with ExitStack() as stack:
+            try:
+                fh = (
+                    stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                    if output
+                    else None
+                )
+            except OSError as exc:
+                raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
+            for line in write(selectors.state_records(question_set)):
+                written += 1
+                if fh is None:
+                    self.stdout.write(line, ending="")
+                else:
+                    fh.write(line)
+        rows = written - (file_format == state_files.CSV)
+        where = f" to {output}" if output else ""
+        self.stderr.write(f"wrote {rows} sample states of {slug}{where}")
+        return EXIT_OK

@@ -1,0 +1,1 @@
+"""The contract and its analysis: pure Python, no ORM, no HTTP."""

@@ -1,0 +1,249 @@
+"""Which sample states are worth labelling next, and why (pure Python, no Django).
+
+A state is a candidate when it lacks an expected answer for some question of the version it is
+labelled for. Its questions are ranked by how much a label would tell, from the answers already
+recorded (never a new call):
+
+- **disagree** — the versions or backends that answered it read it differently (a different
+  option, level or side of the threshold): a label settles which one is right;
+- **unsure** — the latest answer is of low confidence (a choice or a score below
+  `LOW_CONFIDENCE`, a noul's P(true) within `UNSURE_MARGIN` of the threshold);
+- **control** — a control cannot judge the question for want of labels: the shuffle control
+  needs `controls.FEW_ANSWERS` labelled states of a choice;
+- **unlabelled** — none of these, only no expected answer yet.
+
+A state's rank is the sum of its questions' weights; its `reason` says the strongest ones in
+words. The views and the CLI only translate `rank`'s list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from questions.core import controls, metrics, spec
+from questions.core.answers import NOUL_THRESHOLD
+
+#: a choice's or a score's answer below this confidence is "unsure"
+LOW_CONFIDENCE = 0.6
+#: a noul's P(true) this close to the threshold, or closer, is "unsure"
+UNSURE_MARGIN = 0.15
+DISAGREE, UNSURE, CONTROL, UNLABELLED = "disagree", "unsure", "control", "unlabelled"
+#: how much each finding weighs in a state's rank
+WEIGHTS = {DISAGREE: 4.0, UNSURE: 2.0, CONTROL: 1.0, UNLABELLED: 0.5}
+#: how many states a list holds unless asked for another number
+DEFAULT_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as labelling needs it: its id, type and the expected answers it takes, in
+    declared order, each (the value as the form sends it, what a person reads)."""
+
+    id: str
+    type: str
+    choices: tuple[tuple[str, str], ...]
+
+    def value(self, raw: str) -> Any:
+        """The expected answer a choice's form value stands for (a level's number, a noul's
+        true/false, an option's name), or None when it is none of this question's."""
+        for place, (value, _) in enumerate(self.choices):
+            if value == raw:
+                if self.type == "score":
+                    return place
+                if self.type == "noul":
+                    return value == "true"
+                return value
+        return None
+
+    def stored(self, answer: Any) -> Any:
+        """`answer` as an expected answer of this question when it is one it takes (the shape
+        its type needs, and one of its options or levels: what `value` reads from the form),
+        else None — a file's or a stored expected answer, checked as the form checks."""
+        if not metrics.expected_fits(self.type, answer):
+            return None
+        return self.value(("true" if answer else "false") if self.type == "noul" else str(answer))
+
+    def refusal(self, given: Any, version: int) -> str:
+        """Why `given` (a form's text or a file's value) is none of this question's expected
+        answers, in the words the labelling page and the import both say."""
+        takes = ", ".join(value for value, _ in self.choices)
+        shown = repr(given[:32]) if isinstance(given, str) else json.dumps(given)[:32]
+        return f"{self.id} in v{version} takes {takes}, not {shown}"
+
+
+def _short(entry: Any, width: int = 60) -> str:
+    text = spec.entry_text(entry) or "(no description)"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def questions_of(document: Any) -> list[Question]:
+    """The questions of a document (valid or not) that take an expected answer, in declared
+    order: a choice's options, a score's levels ("0: calm"), a noul's true and false."""
+    out = []
+    if not isinstance(document, Mapping):
+        return out
+    for qid, q in document.items():
+        if not isinstance(q, Mapping):
+            continue
+        qtype, criteria = q.get("type"), q.get("criteria")
+        if qtype == "choice" and isinstance(criteria, Mapping):
+            choices = tuple((str(name), str(name)) for name in criteria)
+        elif qtype == "score" and isinstance(criteria, list):
+            choices = tuple((str(i), f"{i}: {_short(e)}") for i, e in enumerate(criteria))
+        elif qtype == "noul":
+            choices = (("true", "true"), ("false", "false"))
+        else:
+            continue
+        out.append(Question(str(qid), qtype, choices))
+    return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One recorded answer about a state: who gave it (e.g. "v2 typesafe"), to which question."""
+
+    source: str
+    question: str
+    answer: Mapping[str, Any]
+
+
+@dataclass
+class Candidate:
+    """A state worth labelling: its unlabelled questions, strongest first, and why."""
+
+    name: str
+    score: float
+    questions: list[str]
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason, "questions": self.questions}
+
+
+def reading(qtype: str, answer: Mapping[str, Any], threshold: float = NOUL_THRESHOLD) -> str:
+    """What an answer says, as a label would: the option, the nearest level, true or false."""
+    if qtype == "choice":
+        return str(answer.get("choice"))
+    if qtype == "score":
+        return str(metrics.nearest_level(float(answer["score"])))
+    return "true" if float(answer["noul"]) >= threshold else "false"
+
+
+def unsure(qtype: str, answer: Mapping[str, Any], threshold: float = NOUL_THRESHOLD) -> str:
+    """Words for a low-confidence answer, or "" when it is confident enough."""
+    if qtype == "noul":
+        p = float(answer["noul"])
+        return f"P(true) {p:.2f}, near the threshold" if abs(p - threshold) <= UNSURE_MARGIN else ""
+    confidence = answer.get("confidence")
+    if isinstance(confidence, int | float) and confidence < LOW_CONFIDENCE:
+        return f"confidence {float(confidence):.2f}"
+    return ""
+
+
+def label_counts(questions: Iterable[Question], expected: Iterable[Mapping[str, Any]]) -> dict:
+    """Per question, how many states carry an expected answer that fits its type."""
+    questions = list(questions)
+    counts = {q.id: 0 for q in questions}
+    for labels in expected:
+        for q in questions:
+            if q.id in labels and metrics.expected_fits(q.type, labels[q.id]):
+                counts[q.id] += 1
+    return counts
+
+
+def needs_labels(question: Question, count: int) -> int:
+    """How many more labels the shuffle control needs to judge `question` (0: it can)."""
+    if question.type != "choice":  # the shuffle control varies choices only
+        return 0
+    return max(0, controls.FEW_ANSWERS - count)
+
+
+def unlock(question: Question, count: int) -> str:
+    """What more labels on `question` would unlock, in words ("" when nothing is locked)."""
+    more = needs_labels(question, count)
+    if not more:
+        return ""
+    return (
+        f"{more} more label{'s' if more != 1 else ''} on `{question.id}` and the "
+        f"{controls.TITLES[controls.SHUFFLE]} can judge it"
+    )
+
+
+def unlocked(question: Question, count: int) -> str:
+    """Words for the label that just made `question` judgeable ("" when it did not)."""
+    if needs_labels(question, count) or not needs_labels(question, count - 1):
+        return ""
+    return f"The {controls.TITLES[controls.SHUFFLE]} can judge `{question.id}` now ({count} labels)"
+
+
+def unlocks(questions: Iterable[Question], counts: Mapping[str, int]) -> list[str]:
+    """What more labels would unlock, per question, in words."""
+    return [w for q in questions if (w := unlock(q, counts.get(q.id, 0)))]
+
+
+def rank(
+    questions: Iterable[Question],
+    states: Iterable[tuple[str, Mapping[str, Any]]],
+    readings: Mapping[str, list[Reading]],
+    *,
+    limit: int | None = DEFAULT_LIMIT,
+) -> list[Candidate]:
+    """The states lacking an expected answer for some question, most telling first (ties by
+    name). `states` is (name, expected answers); `readings` maps a state's name to its recorded
+    answers, newest first."""
+    questions = list(questions)
+    states = list(states)
+    counts = label_counts(questions, (labels for _, labels in states))
+    out = []
+    for name, labels in states:
+        missing = [
+            q
+            for q in questions
+            if not (q.id in labels and metrics.expected_fits(q.type, labels[q.id]))
+        ]
+        if not missing:
+            continue
+        found: list[tuple[float, int, str, str]] = []  # weight, declared place, id, words
+        for place, q in enumerate(missing):
+            mine = [r for r in readings.get(name, []) if r.question == q.id]
+            said = {}
+            for r in mine:
+                try:
+                    said.setdefault(reading(q.type, r.answer), r.source)
+                except (KeyError, TypeError, ValueError):
+                    continue  # an answer of another shape (the question changed type)
+            words: list[tuple[str, str]] = []
+            if len(said) > 1:
+                told = " vs ".join(f"{source}: {value}" for value, source in said.items())
+                words.append((DISAGREE, f"`{q.id}`: the answers disagree ({told})"))
+            if mine:
+                try:
+                    low = unsure(q.type, mine[0].answer)
+                except (KeyError, TypeError, ValueError):
+                    low = ""
+                if low:
+                    words.append((UNSURE, f"`{q.id}` answered with {low}"))
+            if needs_labels(q, counts[q.id]):
+                words.append((CONTROL, unlock(q, counts[q.id])))
+            if not words:
+                words.append((UNLABELLED, f"`{q.id}` has no expected answer"))
+            weight = sum(WEIGHTS[kind] for kind, _ in words)
+            found.append((weight, place, q.id, words[0][1]))
+        found.sort(key=lambda f: (-f[0], f[1]))
+        out.append(
+            Candidate(
+                name=name,
+                score=sum(f[0] for f in found),
+                questions=[f[2] for f in found],
+                reasons=[f[3] for f in found],
+            )
+        )
+    out.sort(key=lambda c: (-c.score, c.name))
+    return out if limit is None else out[:limit]

@@ -1,0 +1,781 @@
+"""What answers mean against each other and against expected answers (pure Python).
+
+Comparison: a choice *flips* when the chosen option differs; a score flips when its nearest
+level differs; a noul flips when it crosses the threshold (`answers.NOUL_THRESHOLD` unless
+set). A cell's *distance* from the baseline is the total variation distance for a choice or a
+score (half the summed absolute differences of the probabilities) and |Δp| for a noul; its
+*option deltas* say how each option's (level's, P(true)'s) probability moved (`option_deltas`).
+
+Tests: a choice passes when it equals the expected option; a score when its nearest level
+(`nearest_level`, halves going up, as the charts and the confusion read it) is the expected
+one; a noul when it is on the expected side of
+the threshold (p ≥ t counts as true). Calibration reads the noul's P(true) and the choice's
+probability of its chosen option: the Brier score is the mean of (p − outcome)²; the expected
+calibration error bins p in ten equal bins and sums, weighted by the bin's share, the gap
+between the bin's mean p and how often the outcome was true; the maximum calibration error
+(MCE) is the largest of those gaps over the bins that hold an answer; the log loss is the mean
+of −log(p) when the outcome was true and −log(1 − p) when not, p held within
+[`LOG_LOSS_EPSILON`, 1 − `LOG_LOSS_EPSILON`] so one certain miss costs about 13.8, not infinity.
+Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says little.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from questions.core import stats
+from questions.core.answers import NOUL_THRESHOLD
+
+SPARSE_BIN = 5
+BINS = 10
+LOG_LOSS_EPSILON = 1e-6
+
+
+def nearest_level(score: float) -> int:
+    """The level a fractional score is nearest to, halves going up (0.5 → 1, 2.5 → 3): the one
+    rule for metrics and charts alike (Python's `round` would take halves to even)."""
+    return math.floor(score + 0.5)
+
+
+def flipped(
+    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any], threshold: float = NOUL_THRESHOLD
+) -> bool:
+    if qtype == "choice":
+        return base["choice"] != other["choice"]
+    if qtype == "score":
+        return nearest_level(base["score"]) != nearest_level(other["score"])
+    return (base["noul"] >= threshold) != (other["noul"] >= threshold)
+
+
+def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> float:
+    if qtype == "noul":
+        return abs(float(base["noul"]) - float(other["noul"]))
+    a, b = base["probabilities"], other["probabilities"]
+    return 0.5 * sum(abs(float(a.get(k, 0)) - float(b.get(k, 0))) for k in set(a) | set(b))
+
+
+def option_deltas(
+    qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]
+) -> dict[str, float]:
+    """How each option's probability (a score: each level's; a noul: P(true), keyed `true`)
+    moved from `base` to `other`: after − before, rounded to two decimals as the wire's
+    probabilities are, the largest move first (equal moves by name). An option only
+    one side has counts as 0 on the other."""
+    if qtype == "noul":
+        moved = {"true": float(other["noul"]) - float(base["noul"])}
+    else:
+        a, b = base["probabilities"], other["probabilities"]
+        keys = [*b, *(k for k in a if k not in b)]
+        moved = {k: float(b.get(k, 0)) - float(a.get(k, 0)) for k in keys}
+    rounded = {k: round(v, 2) + 0.0 for k, v in moved.items()}  # + 0.0: no -0.0
+    # equal moves by name: the stored answers' key order is the provider's on SQLite, jsonb's
+    # (by length, then bytes) on PostgreSQL, so it cannot break a tie the same way on both
+    return dict(sorted(rounded.items(), key=lambda kv: (-abs(kv[1]), kv[0])))
+
+
+def passes(
+    qtype: str, answer: Mapping[str, Any], expected: Any, threshold: float = NOUL_THRESHOLD
+) -> bool:
+    if qtype == "choice":
+        return answer["choice"] == expected
+    if qtype == "score":
+        return nearest_level(float(answer["score"])) == int(expected)
+    return (float(answer["noul"]) >= threshold) == bool(expected)
+
+
+def expected_fits(qtype: str, expected: Any) -> bool:
+    """Whether an expected answer has the shape its question's type needs."""
+    if qtype == "choice":
+        return isinstance(expected, str)
+    if qtype == "score":
+        return isinstance(expected, int) and not isinstance(expected, bool)
+    return isinstance(expected, bool)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One answered question about one state, with what was expected (if anything)."""
+
+    state: str
+    question: str
+    qtype: str
+    answer: Mapping[str, Any]
+    expected: Any = None
+
+    @property
+    def checked(self) -> bool:
+        return self.expected is not None and expected_fits(self.qtype, self.expected)
+
+
+@dataclass
+class Bin:
+    low: float
+    high: float
+    count: int = 0
+    confidence: float = 0.0  # mean p
+    frequency: float = 0.0  # how often the outcome was true
+
+    @property
+    def sparse(self) -> bool:
+        return self.count < SPARSE_BIN
+
+
+@dataclass
+class Calibration:
+    count: int
+    brier: float | None
+    ece: float | None
+    bins: list[Bin]
+    mce: float | None = None
+    log_loss: float | None = None
+
+
+def calibration(pairs: Iterable[tuple[float, bool]]) -> Calibration:
+    """Brier score, expected and maximum calibration error, log loss and reliability bins of
+    (p, outcome) pairs; the sums are exact (`math.fsum`), so the pairs' order changes nothing."""
+    pairs = [(min(1.0, max(0.0, float(p))), bool(y)) for p, y in pairs]
+    bins = [Bin(i / BINS, (i + 1) / BINS) for i in range(BINS)]
+    if not pairs:
+        return Calibration(0, None, None, bins)
+    members: list[list[tuple[float, bool]]] = [[] for _ in range(BINS)]
+    for p, y in pairs:
+        members[min(BINS - 1, int(p * BINS))].append((p, y))
+    ece = mce = 0.0
+    for b, group in zip(bins, members, strict=True):
+        if group:
+            b.count = len(group)
+            b.confidence = math.fsum(p for p, _ in group) / len(group)
+            b.frequency = sum(1 for _, y in group if y) / len(group)
+            ece += len(group) / len(pairs) * abs(b.confidence - b.frequency)
+            mce = max(mce, abs(b.confidence - b.frequency))
+    brier = math.fsum((p - (1.0 if y else 0.0)) ** 2 for p, y in pairs) / len(pairs)
+    return Calibration(len(pairs), brier, ece, bins, mce, log_loss(pairs))
+
+
+def log_loss(pairs: Iterable[tuple[float, bool]]) -> float | None:
+    """The mean negative log-likelihood of the outcomes under p (None with no pair)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    low, high = LOG_LOSS_EPSILON, 1 - LOG_LOSS_EPSILON
+    return -math.fsum(
+        math.log(min(high, max(low, p)) if y else 1 - min(high, max(low, p))) for p, y in pairs
+    ) / len(pairs)
+
+
+@dataclass
+class QuestionReport(stats.Rated):
+    question: str
+    qtype: str
+    checked: int = 0
+    passed: int = 0
+    error_total: float = 0.0  # score: the summed absolute errors ...
+    errors: int = 0  # ... of this many answers
+    # expected → chosen (a score's levels as strings: expected level → nearest level)
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def mae(self) -> float | None:
+        return self.error_total / self.errors if self.errors else None
+
+
+@dataclass
+class Report(stats.Rated):
+    checked: int
+    passed: int
+    questions: dict[str, QuestionReport]
+    noul_calibration: Calibration
+    choice_calibration: Calibration
+
+
+def report(cases: Iterable[Case], threshold: float = NOUL_THRESHOLD) -> Report:
+    """Pass rates overall and per question (by question id), confusion matrices, MAE and
+    calibration."""
+    tally = Tally(threshold)
+    for case in cases:
+        tally.case(case)
+    return tally.report()
+
+
+@dataclass(frozen=True)
+class Slice(stats.Rated):
+    """A run's pass rate over the states that carry one tag."""
+
+    tag: str
+    states: int
+    checked: int
+    passed: int
+
+
+def tag_slices(
+    tagged: Iterable[tuple[Iterable[str], Iterable[Case]]], threshold: float = NOUL_THRESHOLD
+) -> list[Slice]:
+    """Per tag of the states (each state's tags and its cases), the pass rate of its checked
+    cases, by tag name."""
+    tally = Tally(threshold)
+    for tags, cases in tagged:
+        checks = [tally.passes(c) for c in cases if c.checked]
+        tally.tag(tags, len(checks), sum(checks))
+    return tally.slices()
+
+
+def report_as_json(report: Report) -> dict[str, Any]:
+    """A report as a finished run stores it: its size depends on the questions and their
+    options, never on the number of answers."""
+
+    def calibration_json(c: Calibration) -> dict[str, Any]:
+        return {
+            "count": c.count,
+            "brier": c.brier,
+            "ece": c.ece,
+            "mce": c.mce,
+            "log_loss": c.log_loss,
+            "bins": [[b.low, b.high, b.count, b.confidence, b.frequency] for b in c.bins],
+        }
+
+    return {
+        "checked": report.checked,
+        "passed": report.passed,
+        "questions": [
+            [q.question, q.qtype, q.checked, q.passed, q.error_total, q.errors, q.confusion]
+            for q in report.questions.values()
+        ],
+        "noul_calibration": calibration_json(report.noul_calibration),
+        "choice_calibration": calibration_json(report.choice_calibration),
+    }
+
+
+def report_from_json(data: Mapping[str, Any]) -> Report:
+    """The report `report_as_json` stored."""
+
+    def calibration_of(c: Mapping[str, Any]) -> Calibration:
+        return Calibration(
+            c["count"],
+            c["brier"],
+            c["ece"],
+            [Bin(*b) for b in c["bins"]],
+            mce=c.get("mce"),  # a report stored before the console measured them has none
+            log_loss=c.get("log_loss"),
+        )
+
+    return Report(
+        data["checked"],
+        data["passed"],
+        {q[0]: QuestionReport(*q) for q in data["questions"]},
+        calibration_of(data["noul_calibration"]),
+        calibration_of(data["choice_calibration"]),
+    )
+
+
+@dataclass
+class Summary:
+    """What a finished run stores about itself: its checked and passed pairs, its failed
+    states, and per answered item how many of its answers missed the expected one."""
+
+    checked: int = 0
+    passed: int = 0
+    failed_states: int = 0
+    misses: dict[int, int] = field(default_factory=dict)
+
+
+def summarize(
+    items: Iterable[tuple[int, str, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+    threshold: float = NOUL_THRESHOLD,
+) -> Summary:
+    """A run's summary from its items as (id, status, expected, answers) rows."""
+    tally, failed = Tally(threshold), 0
+    for pk, status, expected, answers in items:
+        failed += status == "failed"
+        if status == "answered":
+            tally.add(pk, (), expected, answers)
+    return tally.summary(failed)
+
+
+class Tally:
+    """A run's summary, test report and tag slices, added up one answered item at a time
+    (`add`): as a run writes its answers (`services.batches`, each batch's tally `merge`d into
+    the run's once the batch is written), or from every answered item when the run finishes
+    without one. Each check is worked out once for all three. The sums are exact (`math.fsum`
+    when read), so the order in which the items come changes nothing: the report of a tally
+    added up while writing equals the one worked out afterwards from the database."""
+
+    def __init__(self, threshold: float = NOUL_THRESHOLD) -> None:
+        self.threshold = threshold
+        self.misses: dict[int, int] = {}  # answered item → how many of its answers missed
+        self.questions: dict[str, QuestionReport] = {}
+        self.errors: dict[str, list[float]] = {}  # a score question's absolute errors
+        self.noul_pairs: list[tuple[float, bool]] = []
+        self.choice_pairs: list[tuple[float, bool]] = []
+        self.tags: dict[str, list[int]] = {}  # tag → [states, checked, passed]
+
+    def passes(self, case: Case) -> bool:
+        return passes(case.qtype, case.answer, case.expected, self.threshold)
+
+    def add(
+        self,
+        pk: int,
+        tags: Iterable[str] | None,
+        expected: Mapping[str, Any] | None,
+        answers: Mapping[str, Any] | None,
+    ) -> int:
+        """An answered item: its answers checked against what its state expected, counted in
+        the report, its state's tags and its misses; returns its misses."""
+        expected = expected or {}
+        checked = passed = 0
+        for qid, answer in (answers or {}).items():
+            ok = self.case(Case("", qid, answer.get("type", ""), answer, expected.get(qid)))
+            if ok is not None:
+                checked += 1
+                passed += ok
+        if tags:
+            self.tag(tags, checked, passed)
+        self.misses[pk] = checked - passed
+        return checked - passed
+
+    def case(self, case: Case) -> bool | None:
+        """One answered question counted in the report: whether it passed, None when nothing
+        was expected of it."""
+        q = self.questions.get(case.question)
+        if q is None:
+            q = self.questions[case.question] = QuestionReport(case.question, case.qtype)
+        if not case.checked:
+            return None
+        ok = self.passes(case)
+        q.checked += 1
+        q.passed += ok
+        if case.qtype == "choice":
+            row = q.confusion.setdefault(case.expected, {})
+            row[case.answer["choice"]] = row.get(case.answer["choice"], 0) + 1
+            self.choice_pairs.append(
+                (float(case.answer["probabilities"][case.answer["choice"]]), ok)
+            )
+        elif case.qtype == "score":
+            self.errors.setdefault(case.question, []).append(
+                abs(float(case.answer["score"]) - int(case.expected))
+            )
+            row = q.confusion.setdefault(str(case.expected), {})
+            level = str(nearest_level(float(case.answer["score"])))
+            row[level] = row.get(level, 0) + 1
+        else:
+            self.noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
+        return ok
+
+    def tag(self, tags: Iterable[str], checked: int, passed: int) -> None:
+        """A state's tags (each once), with its checked and passed cases."""
+        for tag in dict.fromkeys(tags):
+            row = self.tags.setdefault(str(tag), [0, 0, 0])
+            row[0] += 1
+            row[1] += checked
+            row[2] += passed
+
+    def merge(self, other: Tally) -> None:
+        """Add up what `other` counted (another batch of the same run's items)."""
+        self.misses.update(other.misses)
+        for qid, theirs in other.questions.items():
+            q = self.questions.get(qid)
+            if q is None:
+                q = self.questions[qid] = QuestionReport(qid, theirs.qtype)
+            q.checked += theirs.checked
+            q.passed += theirs.passed
+            for expected, row in theirs.confusion.items():
+                mine = q.confusion.setdefault(expected, {})
+                for level, n in row.items():
+                    mine[level] = mine.get(level, 0) + n
+        for qid, errors in other.errors.items():
+            self.errors.setdefault(qid, []).extend(errors)
+        self.noul_pairs += other.noul_pairs
+        self.choice_pairs += other.choice_pairs
+        for tag, (states, checked, passed) in other.tags.items():
+            row = self.tags.setdefault(tag, [0, 0, 0])
+            row[0] += states
+            row[1] += checked
+            row[2] += passed
+
+    def report(self) -> Report:
+        for qid, q in self.questions.items():
+            errors = self.errors.get(qid, ())
+            q.error_total, q.errors = math.fsum(errors), len(errors)
+        checked = sum(q.checked for q in self.questions.values())
+        passed = sum(q.passed for q in self.questions.values())
+        return Report(
+            checked,
+            passed,
+            {qid: self.questions[qid] for qid in sorted(self.questions)},  # whatever came first
+            calibration(self.noul_pairs),
+            calibration(self.choice_pairs),
+        )
+
+    def slices(self) -> list[Slice]:
+        return [Slice(tag, *self.tags[tag]) for tag in sorted(self.tags)]
+
+    def summary(self, failed_states: int) -> Summary:
+        report = self.report()
+        return Summary(report.checked, report.passed, failed_states, dict(self.misses))
+
+
+def expected_text(value: Any) -> str:
+    """An answer or expected value as the contract writes it: `true`, `false`, `3`, `billing`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def shown(qtype: str, answer: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str:
+    """An answer as a report shows it: the value it reads as, then the number behind it —
+    `billing 0.71`, `2 (2.05)`, `true 0.66`; `—` for no answer."""
+    if not answer:
+        return "—"
+    if qtype == "choice":
+        p = (answer.get("probabilities") or {}).get(answer["choice"])
+        return f"{answer['choice']} {float(p):.2f}" if p is not None else str(answer["choice"])
+    if qtype == "score":
+        return f"{nearest_level(float(answer['score']))} ({float(answer['score']):.2f})"
+    p = float(answer["noul"])
+    return f"{'true' if p >= threshold else 'false'} {p:.2f}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One (state, question) cell whose answer moved or whose check changed between two runs."""
+
+    state: str
+    question: str
+    qtype: str
+    expected: Any
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    passed_before: bool | None  # None: not checked (no expected answer)
+    passed_after: bool | None
+
+    @property
+    def kind(self) -> str:
+        if self.passed_before and self.passed_after is False:
+            return "regression"
+        if self.passed_after and self.passed_before is False:
+            return "fix"
+        return "flip"
+
+
+def _reading(qtype: str, answer: Mapping[str, Any], threshold: float) -> Any:
+    """What an answer reads as: the option, the nearest level, or the side of the threshold."""
+    if qtype == "choice":
+        return answer["choice"]
+    if qtype == "score":
+        return nearest_level(float(answer["score"]))
+    return float(answer["noul"]) >= threshold
+
+
+@dataclass
+class RunDelta:
+    """Two runs over the states both answered: pass rates over the pairs checked in both, and
+    every changed cell, regressions first, then fixes, then other flips."""
+
+    checked: int
+    passed_before: int
+    passed_after: int
+    changes: list[Change]
+    changed: int | None = None  # how many cells changed, when `changes` lists only the first
+
+    @property
+    def rate_before(self) -> float | None:
+        return self.passed_before / self.checked if self.checked else None
+
+    @property
+    def rate_after(self) -> float | None:
+        return self.passed_after / self.checked if self.checked else None
+
+    @property
+    def delta(self) -> float | None:
+        return (self.passed_after - self.passed_before) / self.checked if self.checked else None
+
+    @property
+    def points(self) -> str:
+        """The change of pass rate in percentage points, signed, one decimal: `+2.5`, `-0.1`,
+        `0.0`; "" with nothing checked in both."""
+        if not self.checked:
+            return ""
+        points = round(100 * (self.passed_after - self.passed_before) / self.checked, 1)
+        return f"{points:+.1f}" if points else "0.0"
+
+    @property
+    def flips(self) -> int:
+        return len(self.changes) if self.changed is None else self.changed
+
+
+def delta_as_json(delta: RunDelta, shown: int) -> dict[str, Any]:
+    """A comparison as a finished run stores it: the counts and the first `shown` changes."""
+    return {
+        "checked": delta.checked,
+        "passed_before": delta.passed_before,
+        "passed_after": delta.passed_after,
+        "changed": delta.flips,
+        "shown": shown,
+        "changes": [
+            [
+                c.state,
+                c.question,
+                c.qtype,
+                c.expected,
+                dict(c.before),
+                dict(c.after),
+                c.passed_before,
+                c.passed_after,
+            ]
+            for c in delta.changes[:shown]
+        ],
+    }
+
+
+def delta_from_json(data: Mapping[str, Any]) -> RunDelta:
+    """The comparison `delta_as_json` stored (its first `data["shown"]` changes listed)."""
+    return RunDelta(
+        data["checked"],
+        data["passed_before"],
+        data["passed_after"],
+        [Change(*c) for c in data["changes"]],
+        changed=data["changed"],
+    )
+
+
+def compare_runs(
+    before: Iterable[Case],
+    after: Iterable[Case],
+    threshold: float = NOUL_THRESHOLD,
+    threshold_before: float | None = None,
+) -> RunDelta:
+    """What moved from run `before` to run `after` on the (state, question) cells both
+    answered: a cell is listed when its answer flipped or its check changed. Each run reads
+    its nouls at its own threshold (`threshold_before`, by default the same)."""
+    t_before = threshold if threshold_before is None else threshold_before
+    old = {(c.state, c.question): c for c in before}
+    delta = RunDelta(0, 0, 0, [])
+    for c in after:
+        b = old.get((c.state, c.question))
+        if b is None or b.qtype != c.qtype:
+            continue
+        ok_before = passes(c.qtype, b.answer, c.expected, t_before) if c.checked else None
+        ok_after = passes(c.qtype, c.answer, c.expected, threshold) if c.checked else None
+        if c.checked:
+            delta.checked += 1
+            delta.passed_before += ok_before
+            delta.passed_after += ok_after
+        if ok_before != ok_after or _reading(c.qtype, b.answer, t_before) != _reading(
+            c.qtype, c.answer, threshold
+        ):
+            delta.changes.append(
+                Change(
+                    c.state,
+                    c.question,
+                    c.qtype,
+                    c.expected,
+                    b.answer,
+                    c.answer,
+                    ok_before,
+                    ok_after,
+                )
+            )
+    order = {"regression": 0, "fix": 1, "flip": 2}
+    delta.changes.sort(key=lambda c: (order[c.kind], c.state, c.question))
+    return delta
+
+
+def compare_readings(
+    before: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any], tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = NOUL_THRESHOLD,
+    threshold_before: float | None = None,
+) -> RunDelta:
+    """`compare_runs` over two runs' readings without a `Case` per cell (a review compares
+    12,000 cells at 2,000 states): `before` and `after` map a state's name to its expected
+    answers and its readings — per question of `qtypes`, in order, the chosen option, the
+    score or P(true), or None. The same rules, through `passes` and `_reading`."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())  # an answer's reading sits under its type's name
+    delta = RunDelta(0, 0, 0, [])
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            if a is None or b is None:
+                continue
+            answer_b, answer_a = {qtype: b}, {qtype: a}
+            wanted = expected.get(qid)
+            checked = wanted is not None and expected_fits(qtype, wanted)
+            ok_before = passes(qtype, answer_b, wanted, t_before) if checked else None
+            ok_after = passes(qtype, answer_a, wanted, threshold) if checked else None
+            if checked:
+                delta.checked += 1
+                delta.passed_before += ok_before
+                delta.passed_after += ok_after
+            if ok_before != ok_after or _reading(qtype, answer_b, t_before) != _reading(
+                qtype, answer_a, threshold
+            ):
+                delta.changes.append(
+                    Change(state, qid, qtype, wanted, answer_b, answer_a, ok_before, ok_after)
+                )
+    order = {"regression": 0, "fix": 1, "flip": 2}
+    delta.changes.sort(key=lambda c: (order[c.kind], c.state, c.question))
+    return delta
+
+
+def paired_checks(
+    before: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    after: Mapping[str, tuple[Mapping[str, Any] | None, tuple]],
+    qtypes: Mapping[str, str],
+    threshold: float = NOUL_THRESHOLD,
+    threshold_before: float | None = None,
+) -> dict[str, dict[str, tuple[bool, bool]]]:
+    """Per question of `qtypes`, per state both runs answered and checked against the state's
+    expected answer: (passed before, passed after) — what a paired test reads (`stats.paired`).
+    The readings are `compare_readings`'; each run reads its nouls at its own threshold."""
+    t_before = threshold if threshold_before is None else threshold_before
+    keys = list(qtypes.items())
+    found: dict[str, dict[str, tuple[bool, bool]]] = {qid: {} for qid in qtypes}
+    for state, (expected, values) in after.items():
+        old = before.get(state)
+        if old is None:
+            continue
+        expected = expected or {}
+        for (qid, qtype), b, a in zip(keys, old[1], values, strict=True):
+            wanted = expected.get(qid)
+            if a is None or b is None or wanted is None or not expected_fits(qtype, wanted):
+                continue
+            found[qid][state] = (
+                passes(qtype, {qtype: b}, wanted, t_before),
+                passes(qtype, {qtype: a}, wanted, threshold),
+            )
+    return found
+
+
+def state_checks(
+    by_question: Mapping[str, Mapping[str, tuple[bool, bool]]],
+) -> dict[str, tuple[bool, bool]]:
+    """Per state, whether it passed every question both runs checked on it, before and after:
+    the unit of an overall paired verdict is the state (its questions are not independent)."""
+    found: dict[str, tuple[bool, bool]] = {}
+    for checks in by_question.values():
+        for state, (was, now) in checks.items():
+            old = found.get(state, (True, True))
+            found[state] = (old[0] and was, old[1] and now)
+    return found
+
+
+# --- advisory thresholds ------------------------------------------------------------------------
+
+#: the thresholds a curve is drawn at: 0.00, 0.05, … 1.00
+CURVE_STEPS = 21
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """What an advisory threshold would do over a run's labelled answers. For a noul: the
+    answers read true (p ≥ t) — precision among them, recall of the expected-true, coverage the
+    share read true. For a choice: the answers kept (confidence ≥ t; below, the application
+    falls back) — precision the share of them that are right, recall the share of all labelled
+    answers that are kept and right, coverage the share kept."""
+
+    threshold: float
+    precision: float | None  # None: nothing kept (or read true)
+    recall: float | None  # None: nothing to recall
+    coverage: float
+    kept: int
+    right: int = 0  # of those kept (read true), how many are right
+    wanted: int = 0  # the answers recall is counted over
+
+    @property
+    def precision_interval(self) -> stats.Interval | None:
+        return stats.wilson(self.right, self.kept)
+
+    @property
+    def recall_interval(self) -> stats.Interval | None:
+        return stats.wilson(self.right, self.wanted)
+
+    @property
+    def precision_words(self) -> str:
+        return stats.rate_words(self.right, self.kept)
+
+    @property
+    def recall_words(self) -> str:
+        return stats.rate_words(self.right, self.wanted)
+
+    @property
+    def f1(self) -> float | None:
+        if not self.precision or not self.recall:
+            return None
+        return 2 * self.precision * self.recall / (self.precision + self.recall)
+
+
+def curve_point(qtype: str, cases: list[Case], threshold: float) -> CurvePoint:
+    """One point of `threshold_curve` (the labelled cases of one noul or choice)."""
+    labelled = [c for c in cases if c.checked]
+    if qtype == "noul":
+        kept = [c for c in labelled if float(c.answer["noul"]) >= threshold]
+        right = sum(1 for c in kept if c.expected is True)
+        wanted = sum(1 for c in labelled if c.expected is True)
+    else:
+        kept = [c for c in labelled if float(c.answer["confidence"]) >= threshold]
+        right = sum(1 for c in kept if c.answer["choice"] == c.expected)
+        wanted = len(labelled)
+    return CurvePoint(
+        threshold,
+        right / len(kept) if kept else None,
+        right / wanted if wanted else None,
+        len(kept) / len(labelled) if labelled else 0.0,
+        len(kept),
+        right,
+        wanted,
+    )
+
+
+def threshold_curve(qtype: str, cases: list[Case]) -> list[CurvePoint]:
+    """Precision, recall and coverage at thresholds 0, 0.05, … 1 over the labelled cases of one
+    noul (threshold on P(true)) or choice (minimum confidence)."""
+    return [curve_point(qtype, cases, i / (CURVE_STEPS - 1)) for i in range(CURVE_STEPS)]
+
+
+#: one labelled state in HOLD_OUT_EVERY is held out from choosing a threshold (by its name's hash)
+HOLD_OUT_EVERY = 3
+
+
+def held_out(state: str) -> bool:
+    """Whether a state is held out of choosing a threshold: a deterministic split by the
+    SHA-256 of its name, the same on every machine and run (about one state in three)."""
+    digest = hashlib.sha256(state.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % HOLD_OUT_EVERY == 0
+
+
+@dataclass(frozen=True)
+class HeldOutChoice:
+    """A threshold chosen on part of the labelled states and read on the others: `chosen`
+    (None with nothing to choose on) is the threshold of best F1 over the choosing part (the
+    lowest of equals); `check` is what it does on the held-out part, whose precision and recall
+    carry 95 % intervals: the range they would hold in on states like these."""
+
+    choosing: int  # labelled answers it was chosen on
+    holding: int  # labelled answers held out
+    chosen: float | None
+    check: CurvePoint | None
+
+
+def choose_threshold(qtype: str, cases: list[Case]) -> HeldOutChoice:
+    """Choose a threshold for one noul or choice on the labelled cases not `held_out`, at the
+    curve's steps, and read it on the held-out cases."""
+    labelled = [c for c in cases if c.checked]
+    holding = [c for c in labelled if held_out(c.state)]
+    choosing = [c for c in labelled if not held_out(c.state)]
+    best: CurvePoint | None = None
+    for point in threshold_curve(qtype, choosing):
+        if point.f1 is not None and (best is None or point.f1 > best.f1):
+            best = point
+    if best is None or not holding:
+        return HeldOutChoice(len(choosing), len(holding), best and best.threshold, None)
+    return HeldOutChoice(
+        len(choosing), len(holding), best.threshold, curve_point(qtype, holding, best.threshold)
+    )

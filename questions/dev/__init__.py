@@ -1,0 +1,1 @@
+"""The demo, its rules and the local stand-in of the provider."""
