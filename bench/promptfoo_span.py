@@ -10,7 +10,8 @@ of 8 described options) against the same light stand-in (bench/_span.py), at `--
   (captured by the stand-in from an untimed warm-up run of the console, byte for byte),
   `transformResponse: json.answers`, and a javascript assertion checks that `route` came back.
 The two sides alternate, the order flipping every round; each is timed with the rusage of its
-process and the children it waited for (user + system CPU, peak RSS of its largest process).
+process and the children it waited for (user + system CPU, peak RSS of its largest process);
+the provider's CPU a request is printed beside them.
 Each run is checked: the console answered every state, promptfoo reported every test passed,
 and each asked the provider exactly once a state with bodies the stand-in had seen (so
 promptfoo sent the console's bytes).
@@ -186,9 +187,10 @@ def main() -> None:
         return result
 
     def checked(side, k: int) -> dict:
-        before = provider.counts()
+        before, served_cpu = provider.counts(), provider.cpu()
         result = side(k)
         after = provider.counts()
+        result["provider_ms"] = (provider.cpu() - served_cpu) * 1000 / args.states
         result["asked"] = after["served"] - before["served"]
         result["new_bodies"] = after["worked"] - before["worked"]
         if not result["ok"] or result["asked"] != args.states or result["new_bodies"]:
@@ -238,7 +240,7 @@ def report(table: list, states: int, latency_ms: float) -> None:
     print(
         f"{'K':>3} {'ideal s':>7} {'console s':>9} {'run span':>8} {'CPU s':>6} {'RSS MiB':>7} "
         f"{'promptfoo s':>11} {'CPU s':>6} {'RSS MiB':>7} {'wall ÷':>7} {'CPU ÷':>6} "
-        f"{'aim >1':>6}  all answered and asked once"
+        f"{'aim >1':>6} {'provider ms':>11}  all answered and asked once"
     )
     for k, pairs in table:
         c = [p["console"] for p in pairs]
@@ -256,7 +258,9 @@ def report(table: list, states: int, latency_ms: float) -> None:
             f"{statistics.median(x['wall'] for x in f):>11.2f} "
             f"{statistics.median(x['cpu'] for x in f):>6.2f} "
             f"{max(x['rss_mib'] for x in f):>7.0f} {wall:>7.2f} {cpu:>6.2f} "
-            f"{'met' if wall > 1 else 'NO':>6}  {'yes' if exact else 'NO'}"
+            f"{'met' if wall > 1 else 'NO':>6} "
+            f"{statistics.median(x['provider_ms'] for x in c + f):>11.3f}  "
+            f"{'yes' if exact else 'NO'}"
         )
 
 
