@@ -123,7 +123,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     os.environ.setdefault("DJANGO_DEBUG", "1")
     django.setup()
-    target = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+    target = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
     target.write_text(render())
     print(
         f"wrote {target.relative_to(Path.cwd()) if target.is_relative_to(Path.cwd()) else target}"
