@@ -105,7 +105,9 @@ def test_unreadable_file_exits_2(tmp_path):
     assert "cannot read" in err
     code, out, _ = run("validate", str(tmp_path), "--json")
     assert code == 2
-    assert json.loads(out)["valid"] is False
+    printed = json.loads(out)
+    assert list(printed) == ["valid", "errors", "warnings", "sha256", "status", "detail"]
+    assert printed["valid"] is False and printed["status"] == 400
 
 
 def test_reads_standard_input():

@@ -1,19 +1,25 @@
-"""`questions attribute`: the subcommand of the console's command line
-(`questions.management.commands.questions`) that asks which words decide an answer — one
-state, one question or every question, each part left out in turn — in the foreground, and
-prints what moved."""
+"""`questions attribute`: the subcommand of the console's command line that asks which words
+decide an answer — one state, one question or every question, each part left out in turn — in
+the foreground, and prints what moved."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import roles, selectors, services
+from questions import roles, selectors
+from questions.cli.base import (
+    Console,
+    add_json,
+    add_set,
+    add_version_or_label,
+    no_version,
+    run_in_foreground,
+)
 from questions.core import attribution
 from questions.engine import backends
+from questions.models import BatchRun, Version
 from questions.services import attribution as attribution_services
 from questions.services import batches as run_defaults
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def add_parsers(sub: Any) -> None:
@@ -30,10 +36,8 @@ def add_parsers(sub: Any) -> None:
         "that move more than the floor are decisive. The calls and their estimated cost are "
         "printed before asking. Exit 1 when the call as written failed.",
     )
-    cmd.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-    which = cmd.add_mutually_exclusive_group(required=True)
-    which.add_argument("--version", type=int, dest="number", metavar="N")
-    which.add_argument("--label", metavar="L")
+    add_set(cmd)
+    add_version_or_label(cmd, required=True)
     cmd.add_argument("--state", required=True, metavar="NAME")
     cmd.add_argument("--question", metavar="ID", help="default: every question")
     cmd.add_argument("--backend", default="typesafe", choices=list(backends.NAMES))
@@ -52,34 +56,33 @@ def add_parsers(sub: Any) -> None:
         metavar="K",
         help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
     )
-    cmd.add_argument("--json", action="store_true")
+    add_json(cmd)
+    cmd.set_defaults(handler=do_attribute)
 
 
 def _delta(value: float | None) -> str:
     return "n/a (the call failed)" if value is None else f"{value:+.2f}"
 
 
-class AttributionCommands:
-    """The handler, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
+def do_attribute(
+    cli: Console,
+    *,
+    slug: str,
+    number: int | None,
+    label: str | None,
+    state: str,
+    question: str | None,
+    backend: str,
+    repeats: int,
+    concurrency: int,
+    json: bool,
+    **_: Any,
+) -> int:
+    version = selectors.version_named(slug, number=number, label=label)
+    calls = 0
 
-    def do_attribute(
-        self,
-        *,
-        slug: str,
-        number: int | None,
-        label: str | None,
-        state: str,
-        question: str | None,
-        backend: str,
-        repeats: int,
-        concurrency: int,
-        json: bool,
-        **_: Any,
-    ) -> int:
-        version = selectors.version_named(slug, number=number, label=label)
-        if version is None:
-            which = f"label {label}" if label else f"version {number}"
-            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
+    def start(version: Version) -> BatchRun:
+        nonlocal calls
         plan = attribution_services.attribution_plan(
             version=version,
             state=state,
@@ -89,33 +92,49 @@ class AttributionCommands:
             repeats=repeats,
         )
         cost = plan.estimated_cost
-        self.stderr.write(
+        cli.stderr.write(
             f"{plan.calls} calls via {backend} ({len(plan.plan.parts)} parts left out, "
             f"{plan.plan.repeats} repeats), estimated cost "
             + ("unknown" if cost is None else f"${cost:.6f}")
         )
         for skipped in plan.plan.skipped:
-            self.stderr.write(f"  not asked: {skipped.part.path}: {skipped.reason}")
-        run = attribution_services.attribution_start(
+            cli.stderr.write(f"  not asked: {skipped.part.path}: {skipped.reason}")
+        calls = plan.calls
+        return attribution_services.attribution_start(
             plan=plan, user=roles.OPERATOR, concurrency=concurrency, enqueue=False
         )
-        services.batch_execute(run.pk)
-        run.refresh_from_db()
-        reports = attribution_services.attribution_report(run)
-        if json:
-            shapes = [r.as_json() for r in reports]
-            self.emit_json(shapes[0] if question is not None else shapes)
-        else:
-            self.stdout.write(
-                f"run {run.pk}: attribution of {slug} v{version.number} on {state} via "
-                f"{backend}: {plan.calls} calls"
-            )
-            for r in reports:
-                self.stdout.write(_report_text(r))
-        failed = any(r.answer is None for r in reports)
-        if failed and not json:
-            self.stderr.write("The call as written failed: nothing to attribute.")
-        return EXIT_FAILED if failed else EXIT_OK
+
+    def show(run: BatchRun, reports: list[attribution.Report]) -> None:
+        cli.stdout.write(
+            f"run {run.pk}: attribution of {slug} v{version.number} on {state} via "
+            f"{backend}: {calls} calls"
+        )
+        for r in reports:
+            cli.stdout.write(_report_text(r))
+        if _failed(reports):
+            cli.stderr.write("The call as written failed: nothing to attribute.")
+
+    def as_value(reports: list[attribution.Report]) -> Any:
+        shapes = [r.as_json() for r in reports]
+        return shapes[0] if question is not None else shapes
+
+    return run_in_foreground(
+        cli,
+        version,
+        missing=no_version(slug, number, label),
+        start=start,
+        summary=attribution_services.attribution_report,
+        show=show,
+        failed=_failed,
+        as_json=json,
+        as_value=as_value,
+        progress=False,
+    )
+
+
+def _failed(reports: list[attribution.Report]) -> bool:
+    """The call as written got no answer: there is nothing to attribute."""
+    return any(r.answer is None for r in reports)
 
 
 def _report_text(r: attribution.Report) -> str:

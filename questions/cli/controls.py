@@ -1,18 +1,27 @@
 """`questions controls` and `questions drift`: the subcommands of the console's command line
-(`questions.management.commands.questions`) that run a control or a drift run in the
-foreground, print what it found, and gate on it."""
+that run a control or a drift run in the foreground, print what it found, and gate on it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import control_reports, roles, selectors, services
+from questions import control_reports, roles, selectors
+from questions.cli.base import (
+    Console,
+    Unusable,
+    add_json,
+    add_label,
+    add_set,
+    add_version_or_label,
+    no_version,
+    run_in_foreground,
+)
 from questions.core import controls, stats
 from questions.engine import backends
+from questions.models import BatchRun, Version
 from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 
-EXIT_OK, EXIT_FAILED = 0, 1
 #: an invariance check's verdict, as the CLI prints it
 _VERDICTS = {True: "holds", False: "BROKEN", None: "n/a"}
 
@@ -45,10 +54,8 @@ def add_parsers(sub: Any) -> None:
         "floor_checked, no_signal, flip_rate, compared, largest_distance, largest_spread, "
         "mean_spread}}}.",
     )
-    ctl.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-    which = ctl.add_mutually_exclusive_group()
-    which.add_argument("--version", type=int, dest="number", metavar="N")
-    which.add_argument("--label", metavar="L")
+    add_set(ctl)
+    add_version_or_label(ctl)
     ctl.add_argument("--backend", required=True, choices=list(backends.NAMES))
     ctl.add_argument("--model", help="the model to ask (default: the backend's)")
     kind = ctl.add_mutually_exclusive_group(required=True)
@@ -69,7 +76,8 @@ def add_parsers(sub: Any) -> None:
         metavar="K",
         help=f"default {run_defaults.DEFAULT_CONCURRENCY}",
     )
-    ctl.add_argument("--json", action="store_true")
+    add_json(ctl)
+    ctl.set_defaults(handler=do_controls)
 
     drift = sub.add_parser(
         "drift",
@@ -87,8 +95,8 @@ def add_parsers(sub: Any) -> None:
         "--max-flip-rate or --max-shift is not a fraction from 0 to 1. With no run on the "
         "approved model yet it is refused (409): run the version on its model first.",
     )
-    drift.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-    drift.add_argument("--label", required=True, metavar="L")
+    add_set(drift)
+    add_label(drift, required=True)
     drift.add_argument("--model", required=True, metavar="NEW")
     drift.add_argument("--backend", choices=list(backends.NAMES), help="default: the baseline's")
     drift.add_argument("--max-flip-rate", type=float, default=None, metavar="X")
@@ -100,51 +108,76 @@ def add_parsers(sub: Any) -> None:
         help="the largest share (0 to 1) of compared answers that may shift",
     )
     drift.add_argument("--concurrency", type=int, metavar="K")
-    drift.add_argument("--json", action="store_true")
+    add_json(drift)
+    drift.set_defaults(handler=do_drift)
 
 
-class ControlCommands:
-    """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
-
-    def progress(self, current) -> None:
-        counts = selectors.run_counts(current)
-        self.stderr.write(
-            f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
+def do_controls(
+    cli: Console,
+    *,
+    slug: str,
+    number: int | None,
+    label: str | None,
+    backend: str,
+    model: str | None,
+    shuffle: int | None,
+    orders: int | None,
+    repeat: int | None,
+    invariance: bool = False,
+    seed: int = 0,
+    concurrency: int,
+    json: bool,
+    **_: Any,
+) -> int:
+    version = selectors.version_named(slug, number=number, label=label)
+    missing = no_version(slug, number, label)
+    if invariance:
+        return run_in_foreground(
+            cli,
+            version,
+            missing=missing,
+            start=lambda version: control_services.invariance_create(
+                version=version,
+                backend=backend,
+                user=roles.OPERATOR,
+                concurrency=concurrency,
+                model=model,
+                enqueue=False,
+            ),
+            summary=control_reports.invariance_summary,
+            show=lambda run, summary: _show_invariance(cli, run, summary, version, backend),
+            failed=lambda summary: bool(summary["failed"] or summary["control"]["broken"]),
+            as_json=json,
         )
-
-    def do_controls(
-        self,
-        *,
-        slug: str,
-        number: int | None,
-        label: str | None,
-        backend: str,
-        model: str | None,
-        shuffle: int | None,
-        orders: int | None,
-        repeat: int | None,
-        invariance: bool = False,
-        seed: int = 0,
-        concurrency: int,
-        json: bool,
-        **_: Any,
-    ) -> int:
-        if invariance:
-            return self._invariance(slug, number, label, backend, model, concurrency, json)
-        kind, count = next(
-            (k, n)
-            for k, n in (
-                (controls.SHUFFLE, shuffle),
-                (controls.ORDERS, orders),
-                (controls.REPEAT, repeat),
-            )
-            if n is not None
+    kind, count = next(
+        (k, n)
+        for k, n in (
+            (controls.SHUFFLE, shuffle),
+            (controls.ORDERS, orders),
+            (controls.REPEAT, repeat),
         )
-        version = selectors.version_named(slug, number=number, label=label)
-        if version is None:
-            which = f"label {label}" if label else f"version {number or ''}".strip()
-            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-        run = control_services.control_create(
+        if n is not None
+    )
+
+    def show(run: BatchRun, summary: dict[str, Any]) -> None:
+        control = summary["control"]
+        cli.stdout.write(
+            f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend} "
+            f"({kind} {count}, seed {seed}): {summary['states']} states, "
+            f"{control['calls']} calls, {summary['failed']} failed, "
+            f"{summary['duration_ms']} ms"
+            + ("" if summary["calibrated"] else " (calibrated: false)")
+        )
+        for qid, q in control["questions"].items():
+            cli.stdout.write(f"  {qid} ({q['type']}): " + _line(kind, q))
+        if control["no_signal"]:
+            cli.stderr.write(f"{', '.join(control['no_signal'])}: {controls.NO_SIGNAL}")
+
+    return run_in_foreground(
+        cli,
+        version,
+        missing=missing,
+        start=lambda version: control_services.control_create(
             version=version,
             backend=backend,
             user=roles.OPERATOR,
@@ -154,143 +187,115 @@ class ControlCommands:
             concurrency=concurrency,
             model=model,
             enqueue=False,
-        )
-        services.batch_execute(run.pk, on_progress=self.progress)
-        run.refresh_from_db()
-        summary = control_reports.control_summary(run)
-        control = summary["control"]
-        if json:
-            self.emit_json(summary)
-        else:
-            self.stdout.write(
-                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend} "
-                f"({kind} {count}, seed {seed}): {summary['states']} states, "
-                f"{control['calls']} calls, {summary['failed']} failed, "
-                f"{summary['duration_ms']} ms"
-                + ("" if summary["calibrated"] else " (calibrated: false)")
-            )
-            for qid, q in control["questions"].items():
-                self.stdout.write(f"  {qid} ({q['type']}): " + _line(kind, q))
-        if control["no_signal"] and not json:
-            self.stderr.write(f"{', '.join(control['no_signal'])}: {controls.NO_SIGNAL}")
-        return EXIT_FAILED if summary["failed"] or control["no_signal"] else EXIT_OK
+        ),
+        summary=control_reports.control_summary,
+        show=show,
+        failed=lambda summary: bool(summary["failed"] or summary["control"]["no_signal"]),
+        as_json=json,
+    )
 
-    def _invariance(self, slug, number, label, backend, model, concurrency, as_json) -> int:
-        version = selectors.version_named(slug, number=number, label=label)
-        if version is None:
-            which = f"label {label}" if label else f"version {number or ''}".strip()
-            return self.fail(f"{slug} has no {which}.", as_json=as_json, status=404)
-        run = control_services.invariance_create(
-            version=version,
-            backend=backend,
-            user=roles.OPERATOR,
-            concurrency=concurrency,
-            model=model,
-            enqueue=False,
-        )
-        services.batch_execute(run.pk, on_progress=self.progress)
-        run.refresh_from_db()
-        summary = control_reports.invariance_summary(run)
-        control = summary["control"]
-        if as_json:
-            self.emit_json(summary)
-        else:
-            self.stdout.write(
-                f"run {run.pk}: {control['title']} of {slug} v{version.number} via {backend}: "
-                f"{summary['states']} states, {control['calls']} calls, "
-                f"{summary['failed']} failed"
-            )
-            for qid, q in control["questions"].items():
-                verdicts = ", ".join(
-                    f"{name} {_VERDICTS[c['holds']]}" for name, c in q["checks"].items()
-                )
-                self.stdout.write(f"  {qid} ({q['type']}): {verdicts}")
-        if control["broken"] and not as_json:
-            self.stderr.write(f"{', '.join(control['broken'])}: an invariance check is broken")
-        return EXIT_FAILED if summary["failed"] or control["broken"] else EXIT_OK
 
-    def do_drift(
-        self,
-        *,
-        slug: str,
-        label: str,
-        model: str,
-        backend: str | None,
-        max_flip_rate: float | None,
-        concurrency: int | None,
-        json: bool,
-        max_shift: float | None = None,
-        **_: Any,
-    ) -> int:
-        for name, bound in (("--max-flip-rate", max_flip_rate), ("--max-shift", max_shift)):
-            if bound is not None and not 0 <= bound <= 1:
-                from questions.management.commands.questions import Unusable  # (it imports this)
+def _show_invariance(
+    cli: Console, run: BatchRun, summary: dict[str, Any], version: Version, backend: str
+) -> None:
+    control = summary["control"]
+    cli.stdout.write(
+        f"run {run.pk}: {control['title']} of {version.question_set.slug} v{version.number} "
+        f"via {backend}: {summary['states']} states, {control['calls']} calls, "
+        f"{summary['failed']} failed"
+    )
+    for qid, q in control["questions"].items():
+        verdicts = ", ".join(f"{name} {_VERDICTS[c['holds']]}" for name, c in q["checks"].items())
+        cli.stdout.write(f"  {qid} ({q['type']}): {verdicts}")
+    if control["broken"]:
+        cli.stderr.write(f"{', '.join(control['broken'])}: an invariance check is broken")
 
-                raise Unusable(f"{name} is a fraction from 0 to 1")
-        version = selectors.exportable_version(slug, label=label)
-        if version is None:
-            return self.fail(
-                f"{slug} has no label {label} on an approved version.", as_json=json, status=404
-            )
-        run = control_services.drift_create(
-            version=version,
-            model=model,
-            user=roles.OPERATOR,
-            backend=backend,
-            concurrency=concurrency,
-            enqueue=False,
-        )
-        services.batch_execute(run.pk, on_progress=self.progress)
-        run.refresh_from_db()
-        summary = control_reports.drift_summary(run)
+
+def do_drift(
+    cli: Console,
+    *,
+    slug: str,
+    label: str,
+    model: str,
+    backend: str | None,
+    max_flip_rate: float | None,
+    concurrency: int | None,
+    json: bool,
+    max_shift: float | None = None,
+    **_: Any,
+) -> int:
+    for name, bound in (("--max-flip-rate", max_flip_rate), ("--max-shift", max_shift)):
+        if bound is not None and not 0 <= bound <= 1:
+            raise Unusable(f"{name} is a fraction from 0 to 1")
+    version = selectors.exportable_version(slug, label=label)
+
+    def above(summary: dict[str, Any]) -> bool:
         rate = summary.get("flip_rate")
-        above = max_flip_rate is not None and rate is not None and rate > max_flip_rate
+        return max_flip_rate is not None and rate is not None and rate > max_flip_rate
+
+    def shifted_above(summary: dict[str, Any]) -> bool:
         shifted = summary.get("shift_rate")
-        shifted_above = max_shift is not None and shifted is not None and shifted > max_shift
-        if json:
-            self.emit_json(summary)
-        else:
-            base = summary["baseline"]
-            self.stdout.write(
-                f"run {run.pk}: drift of {slug} {label} (v{version.number}) from "
-                f"{base['model']} (run {base['run']}) to {model}: "
-                f"{summary['flips']}/{summary['compared']} answers flipped "
-                f"({_rate(rate)}), {summary['shifts']} shifted ({_rate(shifted)}), "
-                f"pass rate {stats.rate_words(base['passed'], base['checked'])}"
-                f" → {stats.rate_words(summary['passed'], summary['checked'])}"
-                + ("" if summary["calibrated"] else " (calibrated: false)")
-            )
-            paired = selectors.paired_verdicts(run.baseline, run)["overall"]
-            self.stdout.write(f"  paired, per state: {paired.words()}")
-            for name, c in summary["calibration"].items():
-                if c["delta"] is not None:
-                    self.stdout.write(
-                        f"  {name}: {c['before']:.3f} → {c['after']:.3f} "
-                        f"({_signed(c['delta'], percent=False)})"
-                    )
-            for qid, q in summary["per_question"].items():
-                flipped = ", ".join(q["flipped_states"][:10])
-                moved = ", ".join(
-                    f"{s['state']} {s['before']:.2f}→{s['after']:.2f}"
-                    for s in q["shifted_states"][:10]
+        return max_shift is not None and shifted is not None and shifted > max_shift
+
+    def show(run: BatchRun, summary: dict[str, Any]) -> None:
+        rate, shifted = summary.get("flip_rate"), summary.get("shift_rate")
+        base = summary["baseline"]
+        cli.stdout.write(
+            f"run {run.pk}: drift of {slug} {label} (v{version.number}) from "
+            f"{base['model']} (run {base['run']}) to {model}: "
+            f"{summary['flips']}/{summary['compared']} answers flipped "
+            f"({_rate(rate)}), {summary['shifts']} shifted ({_rate(shifted)}), "
+            f"pass rate {stats.rate_words(base['passed'], base['checked'])}"
+            f" → {stats.rate_words(summary['passed'], summary['checked'])}"
+            + ("" if summary["calibrated"] else " (calibrated: false)")
+        )
+        paired = selectors.paired_verdicts(run.baseline, run)["overall"]
+        cli.stdout.write(f"  paired, per state: {paired.words()}")
+        for name, c in summary["calibration"].items():
+            if c["delta"] is not None:
+                cli.stdout.write(
+                    f"  {name}: {c['before']:.3f} → {c['after']:.3f} "
+                    f"({_signed(c['delta'], percent=False)})"
                 )
-                self.stdout.write(
-                    f"  {qid}: {len(q['flipped_states'])}/{q['compared']} flipped"
-                    + (
-                        f" ({flipped}{', …' if len(q['flipped_states']) > 10 else ''})"
-                        if flipped
-                        else ""
-                    )
-                    + f", {q['shifts']} shifted past {q['noise_floor']:.2f} "
-                    f"({q['noise_floor_source']})"
-                    + (f": {moved}{', …' if q['shifts'] > 10 else ''}" if moved else "")
-                )
-            if above:
-                self.stderr.write(f"flip rate {rate:.1%} is above {max_flip_rate:.1%}")
-            if shifted_above:
-                self.stderr.write(f"shifted share {shifted:.1%} is above {max_shift:.1%}")
-        failed = above or shifted_above or summary["failed"]
-        return EXIT_FAILED if failed else EXIT_OK
+        for qid, q in summary["per_question"].items():
+            cli.stdout.write(f"  {qid}: " + _drift_line(q))
+        if above(summary):
+            cli.stderr.write(f"flip rate {rate:.1%} is above {max_flip_rate:.1%}")
+        if shifted_above(summary):
+            cli.stderr.write(f"shifted share {shifted:.1%} is above {max_shift:.1%}")
+
+    return run_in_foreground(
+        cli,
+        version,
+        missing=f"{slug} has no label {label} on an approved version.",
+        start=lambda version: control_services.drift_create(
+            version=version,
+            model=model,
+            user=roles.OPERATOR,
+            backend=backend,
+            concurrency=concurrency,
+            enqueue=False,
+        ),
+        summary=control_reports.drift_summary,
+        show=show,
+        failed=lambda summary: bool(above(summary) or shifted_above(summary) or summary["failed"]),
+        as_json=json,
+    )
+
+
+def _drift_line(q: dict[str, Any]) -> str:
+    """One question's flips and shifts in a drift run, as the CLI prints them."""
+    flipped = ", ".join(q["flipped_states"][:10])
+    moved = ", ".join(
+        f"{s['state']} {s['before']:.2f}→{s['after']:.2f}" for s in q["shifted_states"][:10]
+    )
+    return (
+        f"{len(q['flipped_states'])}/{q['compared']} flipped"
+        + (f" ({flipped}{', …' if len(q['flipped_states']) > 10 else ''})" if flipped else "")
+        + f", {q['shifts']} shifted past {q['noise_floor']:.2f} "
+        f"({q['noise_floor_source']})"
+        + (f": {moved}{', …' if q['shifts'] > 10 else ''}" if moved else "")
+    )
 
 
 def _line(kind: str, q: dict[str, Any]) -> str:

@@ -1,8 +1,8 @@
 """`questions states-to-label` and `questions states-export`: the subcommands of the console's
-command line (`questions.management.commands.questions`) that list the sample states worth
-labelling next (`questions.labelling`, from recorded answers only) and write a set's states
-with their expected answers as CSV or JSON Lines (`questions.state_files`), the file a product
-owner labels in a spreadsheet and imports again."""
+command line that list the sample states worth labelling next (`questions.labelling`, from
+recorded answers only) and write a set's states with their expected answers as CSV or JSON Lines
+(`questions.state_files`), the file a product owner labels in a spreadsheet and imports
+again."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from questions import selectors
+from questions.cli.base import EXIT_OK, Console, Unusable, add_json, add_set, add_version
 from questions.core import labelling, state_files
 from questions.models import QuestionSet
-
-EXIT_OK = 0
 
 
 def add_parsers(sub: Any) -> None:
@@ -26,8 +25,8 @@ def add_parsers(sub: Any) -> None:
         "recorded answers disagree, are of low confidence, or a control needs labels. Reads "
         "recorded answers only; asks nothing.",
     )
-    ranked.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-    ranked.add_argument("--version", type=int, dest="number", metavar="N")
+    add_set(ranked)
+    add_version(ranked)
     ranked.add_argument(
         "--limit",
         type=int,
@@ -35,7 +34,8 @@ def add_parsers(sub: Any) -> None:
         metavar="K",
         help=f"at most K states (default {labelling.DEFAULT_LIMIT})",
     )
-    ranked.add_argument("--json", action="store_true", help='print {"states": [...]}')
+    add_json(ranked, 'print {"states": [...]}')
+    ranked.set_defaults(handler=do_states_to_label)
 
     export = sub.add_parser(
         "states-export",
@@ -44,65 +44,60 @@ def add_parsers(sub: Any) -> None:
         "and tags, as CSV or JSON Lines: the file `states-import` and the set page's upload "
         "read back.",
     )
-    export.add_argument("--set", required=True, dest="slug", metavar="SLUG")
+    add_set(export)
     export.add_argument("--format", required=True, choices=state_files.FORMATS, dest="file_format")
     export.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
-    export.add_argument("--json", action="store_true", help="on failure, print JSON")
+    add_json(export, "on failure, print JSON")
+    export.set_defaults(handler=do_states_export)
 
 
-class LabelCommands:
-    """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
-
-    def do_states_to_label(
-        self, *, slug: str, number: int | None, limit: int, json: bool, **_: Any
-    ) -> int:
-        from questions.management.commands.questions import Unusable
-
-        if limit < 1:
-            raise Unusable("--limit must be at least 1")
-        question_set = QuestionSet.objects.filter(slug=slug).first()
-        if question_set is None:
-            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
-        version = selectors.labelling_version(question_set, number)
-        if version is None:
-            which = f"version {number}" if number is not None else "version"
-            return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-        states = selectors.states_to_label(question_set, version, limit=limit)
-        if json:
-            self.emit_json({"states": [c.as_json() for c in states]})
-            return EXIT_OK
-        if not states:
-            self.stdout.write(f"{slug} v{version.number}: every sample state is labelled")
-        for c in states:
-            self.stdout.write(f"{c.name}\t{', '.join(c.questions)}\t{c.reason}")
+def do_states_to_label(
+    cli: Console, *, slug: str, number: int | None, limit: int, json: bool, **_: Any
+) -> int:
+    if limit < 1:
+        raise Unusable("--limit must be at least 1")
+    question_set = QuestionSet.objects.filter(slug=slug).first()
+    if question_set is None:
+        return cli.fail(f"There is no set {slug}.", as_json=json, status=404)
+    version = selectors.labelling_version(question_set, number)
+    if version is None:
+        which = f"version {number}" if number is not None else "version"
+        return cli.fail(f"{slug} has no {which}.", as_json=json, status=404)
+    states = selectors.states_to_label(question_set, version, limit=limit)
+    if json:
+        cli.emit_json({"states": [c.as_json() for c in states]})
         return EXIT_OK
+    if not states:
+        cli.stdout.write(f"{slug} v{version.number}: every sample state is labelled")
+    for c in states:
+        cli.stdout.write(f"{c.name}\t{', '.join(c.questions)}\t{c.reason}")
+    return EXIT_OK
 
-    def do_states_export(
-        self, *, slug: str, file_format: str, output: str | None, json: bool, **_: Any
-    ) -> int:
-        from questions.management.commands.questions import Unusable
 
-        question_set = QuestionSet.objects.filter(slug=slug).first()
-        if question_set is None:
-            return self.fail(f"There is no set {slug}.", as_json=json, status=404)
-        write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
-        written = 0
-        with ExitStack() as stack:
-            try:
-                fh = (
-                    stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
-                    if output
-                    else None
-                )
-            except OSError as exc:
-                raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
-            for line in write(selectors.state_records(question_set)):
-                written += 1
-                if fh is None:
-                    self.stdout.write(line, ending="")
-                else:
-                    fh.write(line)
-        rows = written - (file_format == state_files.CSV)
-        where = f" to {output}" if output else ""
-        self.stderr.write(f"wrote {rows} sample states of {slug}{where}")
-        return EXIT_OK
+def do_states_export(
+    cli: Console, *, slug: str, file_format: str, output: str | None, json: bool, **_: Any
+) -> int:
+    question_set = QuestionSet.objects.filter(slug=slug).first()
+    if question_set is None:
+        return cli.fail(f"There is no set {slug}.", as_json=json, status=404)
+    write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
+    written = 0
+    with ExitStack() as stack:
+        try:
+            fh = (
+                stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                if output
+                else None
+            )
+        except OSError as exc:
+            raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
+        for line in write(selectors.state_records(question_set)):
+            written += 1
+            if fh is None:
+                cli.stdout.write(line, ending="")
+            else:
+                fh.write(line)
+    rows = written - (file_format == state_files.CSV)
+    where = f" to {output}" if output else ""
+    cli.stderr.write(f"wrote {rows} sample states of {slug}{where}")
+    return EXIT_OK

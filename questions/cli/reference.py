@@ -40,9 +40,14 @@ invalid: 1 error, 1 warning; first: …
 
 
 def parser() -> argparse.ArgumentParser:
-    from questions.management.commands.questions import Command
+    """The command's parser as `manage.py questions` builds it (Django's own options aside)."""
+    from django.core.management.base import CommandParser
 
-    return Command().create_parser("manage.py", "questions")
+    from questions.cli import commands
+
+    top = CommandParser(prog=PROG)
+    commands.add_subcommands(top)
+    return top
 
 
 def subcommands(top: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
@@ -123,7 +128,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     os.environ.setdefault("DJANGO_DEBUG", "1")
     django.setup()
-    target = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+    target = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
     target.write_text(render())
     print(
         f"wrote {target.relative_to(Path.cwd()) if target.is_relative_to(Path.cwd()) else target}"

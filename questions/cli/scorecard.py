@@ -1,17 +1,16 @@
-"""`questions scorecard`: the subcommand of the console's command line
-(`questions.management.commands.questions`) that prints a set's scorecard — per version and
-question the pass rate with its interval and n, the controls' verdicts and the cost — as a table
-or as JSON (`selectors.scorecard` builds it; this module only prints it)."""
+"""`questions scorecard`: the subcommand of the console's command line that prints a set's
+scorecard — per version and question the pass rate with its interval and n, the controls'
+verdicts and the cost — as a table or as JSON (`selectors.scorecard` builds it; this module only
+prints it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from questions import selectors
+from questions.cli.base import EXIT_OK, Console, add_json, add_set
 from questions.core import stats
 from questions.models import QuestionSet
-
-EXIT_OK = 0
 
 
 def add_parsers(sub: Any) -> None:
@@ -25,8 +24,9 @@ def add_parsers(sub: Any) -> None:
         "verdict and the order control's flip rate, the cost per 1,000 production calls and "
         "what this set's runs spent.",
     )
-    card.add_argument("--set", required=True, dest="slug", metavar="SLUG")
-    card.add_argument("--json", action="store_true", help="print one JSON object")
+    add_set(card)
+    add_json(card, "print one JSON object")
+    card.set_defaults(handler=do_scorecard)
 
 
 def money(value: float | None) -> str:
@@ -59,28 +59,21 @@ def version_lines(row: dict[str, Any]) -> list[str]:
     return lines
 
 
-class ScorecardCommands:
-    """The handler, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
-
-    def do_scorecard(self, *, slug: str, json: bool, **_: Any) -> int:
-        question_set = QuestionSet.objects.filter(slug=slug).first()
-        if question_set is None:
-            return self.fail(f"No set {slug}.", as_json=json, status=404)
-        card = selectors.scorecard(question_set)
-        if json:
-            self.emit_json(card)
-            return EXIT_OK
-        spent = card["spent"]
-        self.stdout.write(
-            f"{slug}: {stats.plural(len(card['versions']), 'version')}; this set's runs spent "
-            f"{money(spent['cost'])} on {spent['calls']} live calls"
-            + (
-                f" ({spent['unpriced_calls']} with no known cost)"
-                if spent["unpriced_calls"]
-                else ""
-            )
-        )
-        for row in card["versions"]:
-            for line in version_lines(row):
-                self.stdout.write(line)
+def do_scorecard(cli: Console, *, slug: str, json: bool, **_: Any) -> int:
+    question_set = QuestionSet.objects.filter(slug=slug).first()
+    if question_set is None:
+        return cli.fail(f"No set {slug}.", as_json=json, status=404)
+    card = selectors.scorecard(question_set)
+    if json:
+        cli.emit_json(card)
         return EXIT_OK
+    spent = card["spent"]
+    cli.stdout.write(
+        f"{slug}: {stats.plural(len(card['versions']), 'version')}; this set's runs spent "
+        f"{money(spent['cost'])} on {spent['calls']} live calls"
+        + (f" ({spent['unpriced_calls']} with no known cost)" if spent["unpriced_calls"] else "")
+    )
+    for row in card["versions"]:
+        for line in version_lines(row):
+            cli.stdout.write(line)
+    return EXIT_OK
