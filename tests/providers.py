@@ -18,11 +18,12 @@ import re
 import select
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +33,9 @@ from questions.core import spec
 from questions.dev import standin
 
 KEY = "sk-test-4f9c2a7e1b"
+
+#: what a `FlakyProvider.raw` answer yields to reset its connection
+RESET = b"<reset>"
 
 
 class _Server(ThreadingHTTPServer):
@@ -145,7 +149,10 @@ class FlakyProvider:
     The first `hang_up_first` calls for each state get no answer at all (the connection is
     closed), and `answer(state, body)` may rewrite the raw JSON text of a 200 answer.
     `hold(provider)`, when given, is called as each call arrives, once it is counted in flight
-    (e.g. to hold the calls until enough are)."""
+    (e.g. to hold the calls until enough are). `raw(body, n)`, when given, may take over the
+    n-th call for a state: the bytes it yields (an answer's head included) go to the socket as
+    they come, until it ends or the client hangs up, and the connection is closed (reset,
+    when it yields RESET); `sent` counts them by state. None leaves the call to the others."""
 
     def __init__(
         self,
@@ -157,11 +164,14 @@ class FlakyProvider:
         hang_up_first=0,
         answer: Callable[[Any, str], str] | None = None,
         hold: Callable[[FlakyProvider], None] | None = None,
+        raw: Callable[[Any, int], Iterable[bytes] | None] | None = None,
     ):
         self.latency, self.fail_first, self.fail_status = latency, fail_first, fail_status
         self.retry_after, self.always_fail = retry_after, set(always_fail)
         self.hang_up_first, self.answer, self.hold = hang_up_first, answer, hold
+        self.raw = raw
         self.calls: dict[str, int] = {}
+        self.sent: dict[str, int] = {}
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         provider = self
@@ -183,6 +193,10 @@ class FlakyProvider:
                         provider.hold(provider)
                     time.sleep(provider.latency)
                     headers = {}
+                    pieces = provider.raw(body, n) if provider.raw is not None else None
+                    if pieces is not None:
+                        self.send_raw(key, pieces)
+                        return
                     if n <= provider.hang_up_first:
                         self.close_connection = True
                         return
@@ -206,6 +220,21 @@ class FlakyProvider:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def send_raw(self, key: str, pieces: Iterable[bytes]) -> None:
+                self.close_connection = True
+                try:
+                    for piece in pieces:
+                        if piece is RESET:  # closed with a reset, not a FIN
+                            linger = struct.pack("ii", 1, 0)
+                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                            self.connection.close()
+                            return
+                        self.wfile.write(piece)
+                        with provider.lock:
+                            provider.sent[key] = provider.sent.get(key, 0) + len(piece)
+                except OSError:  # the client hung up (or reset the connection)
+                    return
 
             def log_message(self, *a):
                 pass

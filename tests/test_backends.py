@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from questions import roles, services
-from questions.engine.backends.base import _secret_pattern, scrub
+from questions.engine.backends.redaction import _secret_pattern, scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import KEY, Provider, point_every_wire_at

@@ -1,29 +1,33 @@
-"""The batch engine's calls: one loop per process, its connections kept from run to run, its
-transport (HTTP/1.1 on an asyncio protocol, `questions.engine.backends.streams`) — the same bytes
-and headers a client sends, an answer read as h11 reads it, the same errors when the network
-or the server fails, kept alive as httpcore keeps a connection — and the recordings written in bulk
-(`questions.services.bulk`), on SQLite and PostgreSQL alike."""
+"""The batch engine's calls: one loop per process, its clients (`questions.engine.backends.clients`,
+httpx) kept from run to run — the same bytes and headers a single ask sends, the gateway's CA
+SSL_CERT_FILE names trusted, each failure of the network or the server named by its own row, a
+run through the forward proxy HTTP_PROXY names going through the same code as one without —
+and the recordings written in bulk (`questions.services.bulk`), on SQLite and PostgreSQL
+alike."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import socket
 import ssl
 import threading
+import urllib.parse
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import httpx
 import pytest
 from django.utils import timezone
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from questions import selectors, services
 from questions.core import spec
 from questions.engine import batches
-from questions.engine.backends import streams
+from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
 from questions.services import batches as batch_services
 from questions.services import bulk
@@ -96,7 +100,7 @@ def test_a_run_wider_than_the_kept_clients_opens_only_the_missing_ones(provider)
 
 
 def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
-    monkeypatch.setattr(batch_services._Clients, "most", 3)
+    monkeypatch.setattr(batch_services, "IDLE_CLIENTS", 3)
     batches._Loop.shared().run(_forget_kept())  # what earlier tests' runs left
     version, writer = a_set(10)
     assert selectors.run_counts(run(version, writer, concurrency=5))["answered"] == 10
@@ -105,11 +109,11 @@ def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
 
 
 async def _idle() -> int:
-    return len(batch_services._clients().idle)
+    return len(clients.pool().idle)
 
 
 async def _forget_kept() -> None:
-    kept = batch_services._clients()
+    kept = clients.pool()
     for client in kept.idle:
         await client.aclose()
     kept.idle.clear()
@@ -130,7 +134,7 @@ def test_a_connection_the_provider_closed_while_idle_is_opened_again(provider):
 
 
 def test_the_batch_sends_the_bytes_and_headers_a_single_ask_sends(settings):
-    """The engine's call goes straight through the transport, yet reads as a client's call."""
+    """A batch slot's client and a single ask's are built alike."""
     from tests.providers import Provider, point_every_wire_at
 
     p = Provider(default=lambda body: standin_answer(body))
@@ -157,73 +161,71 @@ def standin_answer(body):
     return standin.respond(body)[1]
 
 
-# --- the transport, by itself ---------------------------------------------------------------
+# --- the clients, by themselves (`questions.engine.backends.clients`) -----------------------
 
 
-def _posts(transport, url: str, n: int, timeout: float = 5.0) -> list:
-    """`n` POSTs in turn through one transport: each response (read) or the error it raised."""
+def _on_loop(coroutine):
+    return batches._Loop.shared().run(
+        coroutine
+    )  # the engine's loop (a test may hold this thread's)
+
+
+def _exchange(url: str, *, seconds: float = 5.0, limit: int = 2**20, through=None):
+    """One POST through a slot's client (a new one unless given): (response, body), or the
+    exception it raised."""
 
     async def go():
-        results = []
+        client = through or clients.async_client()
         try:
-            for _ in range(n):
-                request = httpx.Request(
-                    "POST", url, content=b"{}",
-                    extensions={"timeout": httpx.Timeout(timeout).as_dict()},
-                )  # fmt: skip
-                try:
-                    response = await transport.handle_async_request(request)
-                    await response.aread()
-                    await response.aclose()
-                    results.append(response)
-                except httpx.HTTPError as exc:
-                    results.append(exc)
+            return await clients.aexchange(client, url, b"{}", {}, seconds, limit)
+        except Exception as exc:
+            return exc
         finally:
-            await transport.aclose()
-        return results
+            if through is None:
+                await client.aclose()
 
-    return batches._Loop.shared().run(go())  # the engine's loop (a test may hold this thread's)
-
-
-def _post(transport: httpx.AsyncBaseTransport, url: str, timeout: float = 5.0) -> httpx.Response:
-    """One POST through the transport: its response, or the httpx error it raised."""
-    [result] = _posts(transport, url, 1, timeout)
-    if isinstance(result, Exception):
-        raise result
-    return result
+    return _on_loop(go())
 
 
-def test_the_transport_speaks_tls_and_checks_the_certificate(tmp_path):
+@pytest.fixture
+def fresh_clients():
+    """Clients built for what the test sets in the environment, and for the next test again."""
+    clients.forget()
+    yield
+    clients.forget()
+
+
+def test_a_gateways_ca_named_by_ssl_cert_file_is_trusted(tmp_path, monkeypatch, fresh_clients):
     cert, key = certificate(tmp_path, "localhost")
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert, key)
     receiver = Receiver(tls=server)
     url = f"https://localhost:{receiver.port}/hooks"
     try:
-        trusting = ssl.create_default_context(cafile=cert)
-        assert _post(streams.Transport(verify=trusting), url).status_code == 200
+        unknown = _exchange(url)  # a certificate nobody the clients trust vouched for
+        assert isinstance(unknown, httpx.ConnectError)
+        assert clients.failure(unknown) == "unreachable"
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+        clients.forget()
+        response, body = _exchange(url)
+        assert (response.status_code, body) == (200, b'{"ok": true}')
         assert receiver.server_names[-1] == "localhost"  # the name went out (SNI)
-        with pytest.raises(httpx.ConnectError):  # a certificate nobody vouched for
-            _post(streams.Transport(verify=ssl.create_default_context()), url)
     finally:
         receiver.stop()
 
 
-def test_the_transport_raises_httpx_errors_when_the_network_fails():
+def test_a_closed_port_is_unreachable_and_a_silent_server_a_timeout():
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()
-    tls = ssl.create_default_context()
-    with pytest.raises(httpx.ConnectError):
-        _post(streams.Transport(verify=tls), f"http://127.0.0.1:{port}/")
+    refused = _exchange(f"http://127.0.0.1:{port}/")
+    assert isinstance(refused, httpx.ConnectError) and clients.failure(refused) == "unreachable"
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
     held = []
     threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
     try:
-        with pytest.raises(httpx.ReadTimeout):
-            _post(
-                streams.Transport(verify=tls), f"http://127.0.0.1:{silent.getsockname()[1]}/", 0.3
-            )
+        waited = _exchange(f"http://127.0.0.1:{silent.getsockname()[1]}/", seconds=0.3)
+        assert clients.failure(waited) == "timeout"
     finally:
         silent.close()
 
@@ -237,6 +239,7 @@ class Scripted:
         self.answers, self.accepted = list(answers), 0
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -279,42 +282,43 @@ class Scripted:
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
-def test_the_transport_keeps_its_connection_alive_between_calls():
-    server = Scripted([OK, OK, OK])
-    try:
-        results = _posts(streams.Transport(verify=ssl.create_default_context()),
-                         f"http://127.0.0.1:{server.port}/", 3)  # fmt: skip
-        assert [r.content for r in results] == [b"ok"] * 3
-        assert server.accepted == 1
-    finally:
-        server.close()
+def _in_turn(server: Scripted, n: int, limit: int = 2**20) -> list:
+    """`n` POSTs in turn through one slot's client: each (response, body), or its exception."""
 
-
-def test_the_transport_opens_a_new_connection_when_the_server_closes_or_it_idled(monkeypatch):
-    closing = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-    server = Scripted([closing, OK, OK])
-    try:
-        url = f"http://127.0.0.1:{server.port}/"
-        results = _posts(streams.Transport(verify=ssl.create_default_context()), url, 2)
-        assert [r.status_code for r in results] == [200, 200]
-        assert server.accepted == 2  # the server asked to close the first
-        monkeypatch.setattr(streams, "KEEPALIVE_SECONDS", 0.0)  # every connection too old
-        again = Scripted([OK, OK])
+    async def go():
+        client = clients.async_client()
         try:
-            url = f"http://127.0.0.1:{again.port}/"
-            results = _posts(streams.Transport(verify=ssl.create_default_context()), url, 2)
-            assert [r.status_code for r in results] == [200, 200]
-            assert again.accepted == 2
+            return [
+                await _caught(clients.aexchange(client, server.url, b"{}", {}, 5.0, limit))
+                for _ in range(n)
+            ]
         finally:
-            again.close()
+            await client.aclose()
+
+    return _on_loop(go())
+
+
+async def _caught(call):
+    try:
+        return await call
+    except Exception as exc:
+        return exc
+
+
+def test_a_slots_client_keeps_its_one_connection_alive_and_opens_another_when_told_to_close():
+    closing = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    server = Scripted([OK, OK, closing, OK])
+    try:
+        assert [body for _, body in _in_turn(server, 4)] == [b"ok"] * 4
+        assert server.accepted == 2  # the third answer asked to close its connection
     finally:
         server.close()
 
 
-def test_the_transport_reads_chunked_and_compressed_answers_as_httpx_does():
+def test_chunked_and_compressed_answers_are_read_decoded_and_counted_decoded():
     import gzip
 
-    packed = gzip.compress(b'{"answers": {}}')
+    packed = gzip.compress(b'{"answers": {}}' + b" " * 5000)
     chunked = (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Request-Id: r-1\r\n\r\n"
         b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
@@ -325,211 +329,176 @@ def test_the_transport_reads_chunked_and_compressed_answers_as_httpx_does():
         + packed
     )
     informational = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
-    server = Scripted([chunked, zipped, informational])
+    server = Scripted([chunked, zipped, informational, zipped])
     try:
-        first, second, third = _posts(
-            streams.Transport(verify=ssl.create_default_context()),
-            f"http://127.0.0.1:{server.port}/", 3,
-        )  # fmt: skip
-        assert first.content == b"hello world" and first.headers["x-request-id"] == "r-1"
-        assert second.status_code == 429 and second.content == b'{"answers": {}}'
-        assert third.status_code == 200 and third.content == b"ok"
-        assert first.http_version == "HTTP/1.1" and first.reason_phrase == "OK"
+        first, second, third = _in_turn(server, 3)
+        assert first[1] == b"hello world" and first[0].headers["x-request-id"] == "r-1"
+        assert second[0].status_code == 429 and second[1].startswith(b'{"answers": {}}  ')
+        assert (third[0].status_code, third[1]) == (200, b"ok")
         assert server.accepted == 1
+        # the same compressed answer (under 100 bytes as sent) is refused by what it decodes to
+        [refused] = _in_turn(server, 1, limit=1000)
+        assert len(packed) < 100 and isinstance(refused, clients.AnswerTooLarge)
+        assert (refused.status_code, clients.failure(refused)) == (429, "too_large")
     finally:
         server.close()
 
 
-def test_the_transport_raises_httpx_errors_when_the_server_misbehaves():
+def test_a_server_that_misbehaves_fails_each_call_by_its_own_row():
     half = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"
     server = Scripted([None, b"NOT HTTP AT ALL\r\n\r\n", (half,), OK])
     try:
-        results = _posts(streams.Transport(verify=ssl.create_default_context()),
-                         f"http://127.0.0.1:{server.port}/", 4)  # fmt: skip
-        hung_up, garbled, cut, fine = results
-        assert isinstance(hung_up, httpx.RemoteProtocolError)  # no answer at all
-        assert isinstance(garbled, httpx.RemoteProtocolError)
-        assert isinstance(cut, httpx.RemoteProtocolError)  # hung up mid-body
-        assert fine.status_code == 200
+        hung_up, garbled, cut, fine = _in_turn(server, 4)
+        assert clients.failure(hung_up) == "unreachable"  # no answer at all
+        assert clients.failure(garbled) == "protocol"
+        assert clients.failure(cut) == "protocol"  # a body shorter than it said
+        assert fine[0].status_code == 200
         assert server.accepted == 4  # each failure closed its connection
     finally:
         server.close()
-    with pytest.raises(httpx.UnsupportedProtocol):
-        _post(streams.Transport(verify=ssl.create_default_context()), "ftp://127.0.0.1/")
 
 
-def test_a_cancelled_call_closes_its_connection():
-    import asyncio
-
+def test_a_call_cut_at_its_deadline_leaves_its_client_fit_for_the_next(fresh_clients):
     server = Scripted([OK])
     silent = socket.create_server(("127.0.0.1", 0))
     held = []
     threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
-    transport = streams.Transport(verify=ssl.create_default_context())
 
     async def go():
-        request = httpx.Request("POST", f"http://127.0.0.1:{silent.getsockname()[1]}/",
-                                content=b"{}")  # fmt: skip
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.2):  # the wire's deadline, as `Wire.acall` sets it
-                await transport.handle_async_request(request)
-        assert transport._connection is None
-        response = await transport.handle_async_request(
-            httpx.Request("POST", f"http://127.0.0.1:{server.port}/", content=b"{}")
-        )
-        await transport.aclose()
-        return response
+        client = clients.async_client()
+        try:
+            cut = await _caught(
+                clients.aexchange(
+                    client, f"http://127.0.0.1:{silent.getsockname()[1]}/", b"{}", {}, 0.2, 99
+                )
+            )
+            then = await clients.aexchange(client, server.url, b"{}", {}, 5.0, 99)
+            return cut, then
+        finally:
+            await client.aclose()
 
     try:
-        response = batches._Loop.shared().run(go())
-        assert response.status_code == 200 and server.accepted == 1
+        cut, (response, body) = _on_loop(go())
+        assert clients.failure(cut) == "timeout"
+        assert (response.status_code, body, server.accepted) == (200, b"ok", 1)
     finally:
         silent.close()
         server.close()
 
 
-# what a server may answer, for the transport and h11 to read alike
-_REASONS = st.sampled_from([b" OK", b" Too Many Requests", b"", b" ", b" d\xe9j\xe0 vu", b" a\tb"])
-_NAMES = st.sampled_from([b"X-Request-Id", b"Retry-After", b"Content-Type", b"x-y"] * 3 + [b"A B"])
-_VALUES = st.sampled_from([b"r-1", b"  spaced  ", b"", b"a, b", b"\xff\xfe"] * 2 + [b"ctl\x00"])
+def test_a_larger_content_length_is_refused_before_its_body_is_read(fresh_clients):
+    """Through an injected transport: the body's stream would fail if it were read at all."""
+
+    class Unread(httpx.AsyncByteStream, httpx.SyncByteStream):
+        def __iter__(self):
+            raise AssertionError("the body was read")
+
+        async def __aiter__(self):
+            raise AssertionError("the body was read")
+            yield b""
+
+    def answer(request):
+        return httpx.Response(200, headers={"Content-Length": str(2**31)}, stream=Unread())
+
+    with clients.injected(httpx.MockTransport(answer)):
+        refused = _exchange("http://provider.invalid/v1/systemone", limit=2**22)
+        with pytest.raises(clients.AnswerTooLarge):
+            clients.exchange("typesafe", "http://provider.invalid/", b"{}", {}, 5.0, 2**22)
+    assert isinstance(refused, clients.AnswerTooLarge) and refused.limit == 2**22
 
 
-@st.composite
-def _answers(draw) -> bytes:
-    """An HTTP/1.x answer, mostly well formed: its status line, headers (folded lines, odd
-    values, Connection, repeated or conflicting Content-Length, Transfer-Encoding) and a body
-    framed by length, by chunks (extensions, a trailer) or by the server's close."""
-    version = draw(st.sampled_from([b"1.1"] * 6 + [b"1.0"] * 2 + [b"2"]))
-    status = draw(st.sampled_from([200, 200, 204, 304, 404, 429, 500, 503]))
-    head = [b"HTTP/" + version + b" %d" % status + draw(_REASONS)]
-    if draw(st.booleans()) and draw(st.booleans()):
-        head = [b"HTTP/1.1 100 Continue", b"", *head]  # an informational answer first
-    for name, value in draw(st.lists(st.tuples(_NAMES, _VALUES), max_size=3)):
-        head.append(name + b":" + draw(st.sampled_from([b" ", b"", b"\t"])) + value)
-        if draw(st.integers(0, 9)) == 0:
-            head.append(b" folded on")
-    if draw(st.booleans()):
-        head.append(b"Connection: " + draw(st.sampled_from([b"close", b"keep-alive", b"Close, x"])))
-    body = draw(st.binary(max_size=40))
-    framing = draw(st.sampled_from(["length"] * 3 + ["chunked"] * 2 + ["close", "odd"]))
-    if framing == "length":
-        head.append(b"Content-Length: %d" % (len(body) + draw(st.sampled_from([0, 0, 0, -1, 2]))))
-        content = body
-    elif framing == "chunked":
-        head.append(b"Transfer-Encoding: " + draw(st.sampled_from([b"chunked", b"Chunked"])))
-        cut = draw(st.integers(0, len(body)))
-        content = (
-            b"".join(
-                b"%x" % len(part)
-                + draw(st.sampled_from([b"", b";ext=1", b" "]))
-                + b"\r\n"
-                + part
-                + b"\r\n"
-                for part in (body[:cut], body[cut:])
-                if part
+# --- behind a forward proxy (HTTP_PROXY), and without -------------------------------------
+
+
+class ForwardProxy:
+    """An HTTP forward proxy on 127.0.0.1: takes a request for an absolute URL, sends it on to
+    that server and relays the answer; records every URL it was asked for."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.seen.append(self.path)
+                target = urllib.parse.urlsplit(self.path)
+                upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                hop = {"proxy-connection", "connection", "keep-alive", "host"}
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in hop}
+                upstream.request("POST", target.path or "/", body=body, headers=headers)
+                answer = upstream.getresponse()
+                data = answer.read()
+                upstream.close()
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in hop | {"content-length", "transfer-encoding", "date"}:
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def forward_proxy(monkeypatch, fresh_clients):
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = ForwardProxy()
+    yield proxy
+    proxy.stop()
+
+
+def test_a_batch_run_reaches_the_provider_through_the_proxy_http_proxy_names(
+    provider, forward_proxy, monkeypatch
+):
+    version, writer = a_set(6)
+    monkeypatch.setenv("HTTP_PROXY", forward_proxy.url)
+    clients.forget()
+    proxied = run(version, writer, concurrency=3)
+    assert selectors.run_counts(proxied)["answered"] == 6
+    assert forward_proxy.seen == [f"{provider.url}/v1/systemone"] * 6  # each call, through it
+    assert sum(provider.calls.values()) == 6
+    state = version.question_set.sample_states.order_by("name").first()
+    services.decision_ask(
+        backend="typesafe", state=state.state, user=writer, document=version.document
+    )
+    assert len(forward_proxy.seen) == 7  # a single ask too
+    # NO_PROXY naming the provider's host: straight to it
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    clients.forget()
+    direct = run(version, writer, concurrency=3)
+    assert selectors.run_counts(direct)["answered"] == 6
+    assert len(forward_proxy.seen) == 7 and sum(provider.calls.values()) == 13
+    # and without any proxy variable, the same code and the same records
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.delenv("NO_PROXY")
+    clients.forget()
+    plain = run(version, writer, concurrency=3)
+    assert selectors.run_counts(plain)["answered"] == 6
+    assert len(forward_proxy.seen) == 7 and sum(provider.calls.values()) == 19
+    recorded = {
+        key: sorted(
+            Decision.objects.filter(pk__in=done.items.values("decision_id")).values_list(
+                "request_text", "response_text", "status"
             )
-            + b"0\r\n"
-            + draw(st.sampled_from([b"", b"Trailer: t\r\n"]))
-            + b"\r\n"
         )
-    elif framing == "odd":
-        head.append(draw(st.sampled_from([
-            b"Content-Length: 3, 3", b"Content-Length: 3, 4", b"Content-Length: -3",
-            b"Transfer-Encoding: gzip", b"Content-Length: 0x3",
-        ])))  # fmt: skip
-        content = body[:3]
-    else:
-        content = body
-    if draw(st.integers(0, 14)) == 0:  # a byte lost or garbled anywhere
-        answer = b"\r\n".join(head) + b"\r\n\r\n" + content
-        at = draw(st.integers(0, len(answer) - 1))
-        return answer[:at] + draw(st.sampled_from([b"", b"\n", b"\x00", b":"])) + answer[at + 1 :]
-    newline = b"\n" if draw(st.integers(0, 9)) == 0 else b"\r\n"
-    return newline.join(head) + newline + newline + content
-
-
-def _h11_reads(pieces: list[bytes], closed: bool):
-    """What h11 makes of an answer arriving in `pieces` (then the server's close, if
-    `closed`): (status, version, reason, headers, body, whether the next request may go on
-    the connection), "error" or "incomplete"."""
-    import h11
-
-    connection = h11.Connection(h11.CLIENT)
-    connection.send(h11.Request(method="POST", target="/", headers=[("Host", "h")]))
-    connection.send(h11.EndOfMessage())
-    feed, head, body = [*pieces, *([b""] if closed else [])], None, []
-    try:
-        while True:
-            event = connection.next_event()
-            if event is h11.NEED_DATA:
-                if not feed:
-                    return "incomplete"
-                connection.receive_data(feed.pop(0))
-            elif isinstance(event, h11.Response):
-                head = event
-            elif isinstance(event, h11.Data):
-                body.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                done = connection.their_state is h11.DONE and connection.our_state is h11.DONE
-                kept = done and not closed  # a closed connection is not used again
-                return (head.status_code, head.http_version, head.reason,
-                        list(head.headers.raw_items()), b"".join(body), kept)  # fmt: skip
-            elif isinstance(event, h11.ConnectionClosed):
-                return "error"
-    except h11.ProtocolError:
-        return "error"
-
-
-def _transport_reads(pieces: list[bytes], closed: bool):
-    """What the transport's connection makes of the same, in `_h11_reads`'s terms."""
-    import asyncio
-
-    class Socket:
-        def write(self, data):
-            pass
-
-        def close(self):
-            pass
-
-    async def go():
-        connection = streams._Connection((b"http", b"h", 80))
-        connection.connection_made(Socket())
-        exchange = asyncio.ensure_future(connection.exchange(b"POST / HTTP/1.1\r\n\r\n", 5, 5))
-        for piece in pieces:
-            await asyncio.sleep(0)
-            connection.data_received(piece)
-        if closed:
-            await asyncio.sleep(0)
-            connection.eof_received()
-        for _ in range(10):
-            await asyncio.sleep(0)
-        if not exchange.done():
-            exchange.cancel()
-            return "incomplete"
-        if exchange.exception() is not None:
-            assert isinstance(exchange.exception(), httpx.RemoteProtocolError)
-            return "error"
-        return (*exchange.result(), connection.kept and not connection.ended)
-
-    return batches._Loop.shared().run(go())  # the engine's loop (a test may hold this thread's)
-
-
-@settings(max_examples=400)
-@given(_answers(), st.data())
-def test_the_transport_reads_an_answer_as_h11_does_however_it_arrives(answer, data):
-    """Status, version, reason, headers (a repeated Content-Length given once), body and
-    whether the connection may be kept; an answer h11 refuses is refused, one it waits for is
-    waited for, cut into pieces anywhere, with or without the server's close after it."""
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(answer)), max_size=4)))
-    pieces = [answer[a:b] for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
-    pieces = [piece for piece in pieces if piece]  # to h11, no data is the server's close
-    closed = data.draw(st.booleans())
-    assert _transport_reads(pieces, closed) == _h11_reads(pieces, closed)
-
-
-def test_the_transport_refuses_a_head_h11_would_find_too_large():
-    huge = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (streams.HEAD_LIMIT + 10)
-    assert _transport_reads([huge], closed=False) == _h11_reads([huge], closed=False) == "error"
+        for key, done in (("proxied", proxied), ("direct", direct), ("plain", plain))
+    }
+    assert recorded["proxied"] == recorded["direct"] == recorded["plain"]
 
 
 # --- recordings in bulk ---------------------------------------------------------------------

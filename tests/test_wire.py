@@ -16,6 +16,7 @@ from django.urls import reverse
 from questions import roles, selectors, services
 from questions.core import answers, spec
 from questions.engine import backends
+from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
 from tests import factories
 from tests.providers import STATE, UNSORTED, Provider, answer_all, point_every_wire_at
@@ -393,5 +394,5 @@ def test_one_client_per_backend_whatever_the_timeout(provider, settings):
     services.decision_ask(backend="typesafe", document=UNSORTED, state=STATE, user=roles.OPERATOR)
     settings.DECISIONS_TIMEOUT_SECONDS = 3
     services.decision_ask(backend="typesafe", document=UNSORTED, state=STATE, user=roles.OPERATOR)
-    assert backends.base.shared_client("typesafe") is backends.base._clients["typesafe"]
-    assert [k for k in backends.base._clients if k == "typesafe"] == ["typesafe"]
+    assert clients.shared("typesafe") is clients._shared["typesafe"]
+    assert [k for k in clients._shared if k == "typesafe"] == ["typesafe"]

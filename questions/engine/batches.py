@@ -106,8 +106,10 @@ def retry_delay(outcome, attempt: int, max_attempts: int, stopped: bool) -> floa
     """How long to wait before asking again after `attempt` calls ended in `outcome`, or None
     when this outcome is the last: an answer, an error not worth retrying, the attempts spent,
     or the run stopped."""
-    if not retryable(outcome) or attempt >= max_attempts or stopped:
+    if not retryable(outcome) or stopped:
         return None
+    if attempt >= min(max_attempts, outcome.error.attempts or max_attempts):
+        return None  # the attempts spent: the run's, or fewer for this error (the table's)
     return backoff(attempt, outcome.error.retry_after)
 
 

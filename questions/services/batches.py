@@ -17,23 +17,19 @@ engine is `questions.batches`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import math
-import ssl
 import threading
 import time
-import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
@@ -43,7 +39,7 @@ from django_tasks import task
 from questions import roles
 from questions.core import attribution, controls, invariance, metrics, spec
 from questions.engine import backends, batches, processes
-from questions.engine.backends import streams
+from questions.engine.backends import clients
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import bulk
 from questions.services.decisions import (
@@ -70,6 +66,8 @@ RUNNERS_ONLY = "Only authors and reviewers run batches."
 # the run defaults, owned by the model
 DEFAULT_CONCURRENCY = BatchRun.DEFAULT_CONCURRENCY
 MAX_CONCURRENCY = BatchRun.MAX_CONCURRENCY
+#: the engine's clients kept idle between runs, at most: enough for the widest run
+IDLE_CLIENTS = MAX_CONCURRENCY
 DEFAULT_THRESHOLD = BatchRun.DEFAULT_THRESHOLD
 
 
@@ -306,64 +304,6 @@ def _claim(run_id: int, n: int) -> list[tuple[int, SampleStateRevision, int]]:
     ]
 
 
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """The TLS context of the batch clients (trusting what SSL_CERT_FILE / SSL_CERT_DIR name, as
-    every httpx client does), built once: building one costs tens of milliseconds."""
-    return httpx.create_ssl_context()
-
-
-class _Clients:
-    """The batch slots of this process (transports, or clients when a proxy is set), kept from
-    run to run: one connection each (httpx's
-    pool scans all its connections for every request and response, which at concurrency 64
-    cost more than the calls did). Made and used on the engine's loop only; at most `most`
-    idle ones are kept."""
-
-    most = MAX_CONCURRENCY
-
-    def __init__(self) -> None:
-        self.idle: list[streams.Slot] = []
-        self.proxied = bool(urllib.request.getproxies())
-
-    def take(self, n: int) -> list[streams.Slot]:
-        if bool(urllib.request.getproxies()) != self.proxied:  # the environment changed
-            self.proxied, self.idle = bool(urllib.request.getproxies()), []
-        taken = [self.idle.pop() for _ in range(min(n, len(self.idle)))]
-        return taken + [self._new() for _ in range(n - len(taken))]
-
-    async def give_back(self, clients: list[streams.Slot]) -> None:
-        room = self.most - len(self.idle)
-        self.idle.extend(clients[:room])
-        for client in clients[room:]:
-            await client.aclose()
-
-    def _new(self) -> streams.Slot:
-        """A transport of one connection on asyncio's streams (a call goes straight through it,
-        `backends.streams`), or, when the environment names a proxy, a client that finds it
-        (reading the environment costs ~2 ms a client, so only then)."""
-        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        if self.proxied:
-            return httpx.AsyncClient(
-                follow_redirects=False, limits=one, verify=_tls(), trust_env=True
-            )
-        return streams.Transport(verify=_tls())
-
-
-#: the kept clients of the engine's loop (a forked process has a loop, and clients, of its own)
-_KEPT: dict[int, tuple[asyncio.AbstractEventLoop, _Clients]] = {}
-
-
-def _clients() -> _Clients:
-    """The kept clients of the running loop (the engine's)."""
-    loop = asyncio.get_running_loop()
-    kept = _KEPT.get(id(loop))
-    if kept is None or kept[0] is not loop:
-        _KEPT.clear()
-        kept = _KEPT[id(loop)] = (loop, _Clients())
-    return kept[1]
-
-
 class _Execution:
     """One run's execution: what the engine's claim, ask, write and tick do for it."""
 
@@ -487,15 +427,10 @@ class _Execution:
             sleep=sleep,
         )
 
-    @contextlib.asynccontextmanager
-    async def session(self, concurrency: int) -> AsyncIterator[list[streams.Slot]]:
+    def session(self, concurrency: int) -> contextlib.AbstractAsyncContextManager[list]:
         """A client of one connection per slot, taken from this process's kept clients and given
-        back at the end, its connection still open for the next run."""
-        clients = _clients().take(max(1, concurrency))
-        try:
-            yield clients
-        finally:
-            await _clients().give_back(clients)
+        back at the end, its connection still open for the next run (`backends.clients`)."""
+        return clients.slots(max(1, concurrency), keep=IDLE_CLIENTS)
 
     def write(self, batch: list[batches.Done]) -> None:
         """Record a batch of outcomes in one transaction: every call that went out, then each

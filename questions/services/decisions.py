@@ -157,6 +157,20 @@ def _storable(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
+#: the most characters of a raw answer a decision keeps (the answers themselves are kept whole,
+#: checked, in its answer rows); a longer one is cut there and says so
+RESPONSE_TEXT_KEPT = 64 * 1024
+
+
+def _kept_response(text: str) -> str:
+    """A raw answer as a decision stores it: whole up to RESPONSE_TEXT_KEPT characters, else its
+    start, marked as cut (with how long it was)."""
+    if len(text) <= RESPONSE_TEXT_KEPT:
+        return _storable(text)
+    cut = f"\n[cut: the first {RESPONSE_TEXT_KEPT:,} of {len(text):,} characters are kept]"
+    return _storable(text[:RESPONSE_TEXT_KEPT]) + cut
+
+
 @transaction.atomic
 def decision_record(
     *,
@@ -206,7 +220,7 @@ def decision_rows(
         "request_sha256": outcome.request_sha256 or spec.sha256_of(outcome.request_body),
         "state_sha256": ask.state_sha256,
         "questions_sha256": backends.encoded_questions(ask.questions).sha256,
-        "response_text": _storable(outcome.response_text),
+        "response_text": _kept_response(outcome.response_text),
         "status": outcome.status,
         "provider_status_code": outcome.provider_status_code,
         "detail": _storable(error.detail) if error else "",

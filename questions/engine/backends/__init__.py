@@ -5,8 +5,9 @@ outcome = backend.ask(Ask(questions, state, model))   # never raises for a provi
 outcome = await backend.aask(ask, client)              # the same on an asyncio loop (HTTP wires)
 
 An HTTP wire is a `Wire` (base.py) behind an `_HttpBackend` (http.py): `ask` and `aask` share
-its pure steps (request bytes, error table, answer checks, scrubbing), so a wire added to `LIVE`
-serves single asks and the batch engine alike.
+its pure steps (request bytes, error table, answer checks, scrubbing: redaction.py) and one
+transport, httpx through the clients of clients.py, so a wire added to `LIVE` serves single
+asks and the batch engine alike.
 
 `custom` (custom.py) is your own function, `DECISIONS__CUSTOM_BACKEND=package.module:function`,
 live like the wires but asked in process, with no `aask` (a batch run asks it in its thread).

@@ -8,25 +8,18 @@ says about the key goes to the server log only, with the key removed.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
-import re
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 
 from questions.core import answers, spec
-
-if TYPE_CHECKING:
-    from questions.engine.backends import streams
-
-    #: what a wire reads of an answer: an httpx client's response, or the engine's reply
-    Response = httpx.Response | streams.Reply
+from questions.engine.backends import clients
+from questions.engine.backends.redaction import scrub, state_strings, without_secret
 
 log = logging.getLogger("questions.backends")
 
@@ -44,8 +37,10 @@ class DecisionError(Exception):
         provider_status_code: int | None = None,
         provider_detail: str | None = None,
         retry_after: float | None = None,
+        attempts: int | None = None,
     ):
         self.status = status
+        self.attempts = attempts  # the most calls this error is worth (None: the caller's)
         self.detail = detail
         self.provider_status_code = provider_status_code
         self.provider_detail = provider_detail
@@ -70,6 +65,7 @@ class Mapping_:
     with_provider_detail: bool  # the provider's own words reach the author (never about the key)
     about_the_key: bool = False
     relay_detail: bool = False  # the wire's own `detail` is shown after ours (the runtime's)
+    attempts: int | None = None  # the most calls a batch run makes for it (None: the run's)
 
 
 #: The error mapping (seed 000's): provider status → what the author sees. A row
@@ -92,6 +88,17 @@ ERROR_TABLE: dict[int | str | tuple[str, int | str], Mapping_] = {
     "4xx": Mapping_(502, "The provider answered with an unexpected error.", False),
     "timeout": Mapping_(504, "The provider did not answer in time.", False),
     "unreachable": Mapping_(502, "The provider could not be reached.", False),
+    # reached, but what came back is not HTTP (bad framing, a bare CR, a head too large): asked
+    # once more, on a new connection (an intermediary may have garbled one answer); a provider
+    # that always answers so would spend every attempt of the run for nothing
+    "protocol": Mapping_(502, "The provider's answer is not valid HTTP.", False, attempts=2),
+    # the connection failed once the answer's head had come: retried, as the network's doing
+    "broken": Mapping_(502, "The provider's answer broke off before its end.", False),
+    # over DECISIONS__ANSWER_MAX_BYTES: refused as it arrives, and not asked again (the same
+    # question would bring the same answer, paid for twice)
+    "too_large": Mapping_(
+        502, "The provider's answer is larger than the console reads.", False, attempts=1
+    ),
     "shape": Mapping_(502, "The provider answered in an unexpected shape.", False),
     # The runtime (seed 000) answers with its own mapped status and a `detail` of its own words,
     # never about a key: its 503 means decisions are not configured there.
@@ -114,29 +121,6 @@ def mapping_for(provider_status: int, wire: str = "") -> Mapping_:
         if key in ERROR_TABLE:
             return ERROR_TABLE[key]
     return ERROR_TABLE[kind]
-
-
-#: a state's strings at least this long are hidden where a provider may echo them
-STATE_STRING_MIN = 8
-
-
-def state_strings(state: Any) -> list[str]:
-    """The strings a sample state holds (values and keys, longest first; the whole state when
-    it is a string), of STATE_STRING_MIN characters or more: what is hidden from a provider's
-    words, which reach a page or a log line. Shorter ones are words any message may hold."""
-    found: set[str] = set()
-    pending = [state]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            if len(value) >= STATE_STRING_MIN:
-                found.add(value)
-        elif isinstance(value, Mapping):
-            pending.extend(value.keys())
-            pending.extend(value.values())
-        elif isinstance(value, list | tuple):
-            pending.extend(value)
-    return sorted(found, key=len, reverse=True)
 
 
 def provider_text(body: Any) -> str:
@@ -172,75 +156,6 @@ def provider_text(body: Any) -> str:
     if isinstance(detail, str):
         return detail
     return ""
-
-
-#: secrets longer than this (a state) are removed only as written, not in every encoding
-SCRUB_VARIANTS_UP_TO = 512
-
-
-def scrub(text: str, *secrets: str) -> str:
-    """Remove every secret (and any long string state) from text that may leave the server.
-
-    A secret is also found in any letter case, URL-encoded (any of its characters as `%XX`,
-    spaces as `+`), and base64-encoded (standard or URL-safe alphabet, with or without padding).
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-            if len(secret) <= SCRUB_VARIANTS_UP_TO and _may_hold(text, secret):
-                text = _secret_pattern(secret).sub("[redacted]", text)
-    return text
-
-
-def _may_hold(text: str, secret: str) -> bool:
-    """Whether `text` may hold `secret` in one of the forms `_secret_pattern` finds; False only
-    when it surely does not: ASCII text with no `%` (so no URL-encoded character) and an ASCII
-    secret with no space (so no `+`), in which no form of the secret is found letter case
-    aside — the pattern's case-insensitive match, between ASCII characters. An answer is such
-    text: this spares it the pattern, which tries every form at every character (~60 µs for
-    an answer of 1.3 KB)."""
-    if not (text.isascii() and secret.isascii()) or " " in secret or "%" in text:
-        return True
-    lowered = text.lower()
-    return any(form in lowered for form in _lowered_forms(secret))
-
-
-@functools.lru_cache(maxsize=64)
-def _lowered_forms(secret: str) -> tuple[str, ...]:
-    return tuple(form.lower() for form in [secret, *_base64_forms(secret)])
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(url: str) -> httpx.URL:
-    """A wire's URL, parsed once (an httpx.URL is immutable; parsing it costs ~40 µs a call)."""
-    return httpx.URL(url)
-
-
-@functools.lru_cache(maxsize=64)
-def _secret_pattern(secret: str) -> re.Pattern[str]:
-    def encodings(char: str) -> list[str]:
-        escaped = "".join(f"%{byte:02x}" for byte in char.encode())
-        return [re.escape(char), re.escape(escaped), *([r"\+"] if char == " " else [])]
-
-    as_written = "".join(f"(?:{'|'.join(encodings(char))})" for char in secret)
-    alternatives = [as_written, *map(re.escape, _base64_forms(secret))]
-    return re.compile("|".join(alternatives), re.IGNORECASE)
-
-
-def _base64_forms(secret: str) -> list[str]:
-    """The secret base64-encoded, standard and URL-safe, with and without padding, alone or
-    inside a longer encoding; the longest first."""
-    raw = secret.encode()
-    encoded = base64.b64encode(raw).decode()
-    forms = {encoded, encoded.rstrip("=")}
-    # inside a longer encoding (`Bearer <key>`, `user:<key>`) the key starts at any of three
-    # offsets; the whole groups that hold its bytes only are the same whatever surrounds them
-    for offset in range(3):
-        whole = 4 * ((offset + len(raw)) // 3)
-        core = base64.b64encode(bytes(offset) + raw).decode()[4 if offset else 0 : whole]
-        forms |= {core} if len(core) >= 8 else set()
-    forms |= {form.replace("+", "-").replace("/", "_") for form in forms}
-    return sorted(forms, key=len, reverse=True)
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -397,26 +312,14 @@ class Backend(Protocol):
 
 # --- the shared HTTP wire -----------------------------------------------------------------------
 
-_clients: dict[str, httpx.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def shared_client(name: str) -> httpx.Client:
-    """One httpx client per backend and process, so calls reuse the provider connection. Each
-    call brings its own timeout (what is left of its deadline)."""
-    client = _clients.get(name)
-    if client is None:
-        with _clients_lock:
-            client = _clients.get(name)
-            if client is None:
-                client = httpx.Client(follow_redirects=False)
-                _clients[name] = client
-    return client
+#: an answer this long or longer is read and checked on a thread, not on the engine's loop
+OFF_LOOP_BYTES = 64 * 1024
 
 
 @dataclass
 class Wire:
-    """How one HTTP backend talks: where, with which secret, and how it reads a reply."""
+    """How one HTTP backend talks: where, with which secret, and how it reads a reply. Its
+    calls go through `clients` (one transport for single asks and batch slots)."""
 
     name: str
     url: str
@@ -427,6 +330,8 @@ class Wire:
     body_keys: tuple[str, ...] = ("state", "model", "questions")
     #: False for a wire whose probabilities are not calibrated (seed 001)
     calibrated: bool = True
+    #: the most bytes of an answer read, decoded (DECISIONS__ANSWER_MAX_BYTES)
+    answer_max_bytes: int = 4 * 1024 * 1024
 
     def body(self, ask: Ask) -> dict[str, Any]:
         """What goes on the wire for an ask (pure; no key)."""
@@ -438,7 +343,7 @@ class Wire:
         read (pure; may raise `answers.AnswerError`). The native wires answer so already."""
         return parsed
 
-    def request_id(self, response: Response, body: Any) -> str:
+    def request_id(self, response: httpx.Response, body: Any) -> str:
         if self.request_id_header and response.headers.get(self.request_id_header):
             return response.headers[self.request_id_header][:200]
         if isinstance(body, Mapping) and isinstance(body.get("id"), str):
@@ -454,22 +359,30 @@ class Wire:
         outcome, payload, headers = self.prepare(ask)
         sent = time.perf_counter()
         try:
-            response, raw = self._exchange(payload, headers)
+            response, raw = clients.exchange(
+                self.name, self.url, payload, headers, self.timeout, self.answer_max_bytes
+            )
         except Exception as exc:
             return self.failed_exchange(outcome, exc, sent, started)
-        return self.answered(outcome, response, raw, ask, sent, started)
+        outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        return self.answered(outcome, response, raw, ask, started)
 
-    async def acall(self, ask: Ask, started: float, client: streams.Slot) -> Outcome:
-        """`call` on an asyncio loop through `client`: the same request bytes, deadline, error
-        table and answer checks (the pure steps are shared); for the batch engine."""
+    async def acall(self, ask: Ask, started: float, client: httpx.AsyncClient) -> Outcome:
+        """`call` on an asyncio loop through a batch slot's client: the same request bytes,
+        deadline, error table and answer checks. A long answer is parsed and scrubbed on a
+        thread, so the loop's other calls do not wait for it."""
         outcome, payload, headers = self.prepare(ask)
         sent = time.perf_counter()
         try:
-            async with asyncio.timeout(self.timeout):  # the whole exchange, trickle included
-                response, raw = await self._astream(client, payload, headers)
+            response, raw = await clients.aexchange(
+                client, self.url, payload, headers, self.timeout, self.answer_max_bytes
+            )
         except Exception as exc:
             return self.failed_exchange(outcome, exc, sent, started)
-        return self.answered(outcome, response, raw, ask, sent, started)
+        outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        if len(raw) >= OFF_LOOP_BYTES:
+            return await asyncio.to_thread(self.answered, outcome, response, raw, ask, started)
+        return self.answered(outcome, response, raw, ask, started)
 
     def prepare(self, ask: Ask) -> tuple[Outcome, bytes, dict[str, str]]:
         """The outcome to fill, the exact request bytes and the headers of one call."""
@@ -489,35 +402,33 @@ class Wire:
     def failed_exchange(
         self, outcome: Outcome, exc: Exception, sent: float, started: float
     ) -> Outcome:
-        """A call that got no whole answer: past its deadline (504) or no connection (502).
-        Anything else is not the provider's doing and is raised again."""
+        """A call that got no whole answer: past its deadline (504); an answer too large, not
+        HTTP or broken off, or no connection (502). Anything else is not the provider's doing
+        and is raised again."""
         outcome.provider_ms = (time.perf_counter() - sent) * 1000
-        if isinstance(exc, httpx.TimeoutException | TimeoutError):
-            return self._failed(
-                outcome,
-                "timeout",
-                started,
-                f"No answer within {self.timeout:g} seconds (DECISIONS__TIMEOUT_SECONDS).",
+        kind = clients.failure(exc)
+        if kind is None:
+            raise exc
+        log.warning("%s %s: %s", self.name, kind, type(exc).__name__)  # never its words
+        detail = ""
+        if kind == "timeout":
+            detail = f"No answer within {self.timeout:g} seconds (DECISIONS__TIMEOUT_SECONDS)."
+        elif isinstance(exc, clients.AnswerTooLarge):
+            outcome.provider_status_code = exc.status_code
+            detail = (
+                f"{ERROR_TABLE[kind].detail} It was not read past {exc.limit:,} bytes "
+                "(DECISIONS__ANSWER_MAX_BYTES)."
             )
-        if isinstance(exc, httpx.HTTPError):
-            log.warning("%s unreachable: %s", self.name, scrub(type(exc).__name__, self.secret))
-            return self._failed(outcome, "unreachable", started)
-        raise exc
+        return self._failed(outcome, kind, started, detail)
 
     def answered(
-        self,
-        outcome: Outcome,
-        response: Response,
-        raw: bytes,
-        ask: Ask,
-        sent: float,
-        started: float,
+        self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float
     ) -> Outcome:
-        """A whole answer, read and checked; whatever a provider sends, the call answers."""
-        outcome.provider_ms = (time.perf_counter() - sent) * 1000
+        """A whole answer, read and checked, without the key; whatever a provider sends, the
+        call answers."""
         outcome.provider_status_code = response.status_code
         try:
-            return self._read(outcome, response, raw, ask, started)
+            outcome = self._read(outcome, response, raw, ask, started)
         except Exception as exc:  # whatever a provider sends, the call answers (a 502)
             log.warning("%s answer could not be checked: %s", self.name, type(exc).__name__)
             outcome.checked = None
@@ -528,64 +439,10 @@ class Wire:
                 f"The provider answered in an unexpected shape: checking it failed with "
                 f"{type(exc).__name__}.",
             )
-
-    def _exchange(self, payload: bytes, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
-        """The request and its whole response within one deadline of `timeout` seconds.
-
-        httpx bounds each read, not the call, so a provider trickling bytes could hold a call
-        for ever. The exchange runs on its own thread and the caller waits until the deadline
-        only; the thread streams the body, stops at the deadline between chunks, and each of its
-        reads is bounded by the time left when it began."""
-        deadline = time.monotonic() + self.timeout
-        client = shared_client(self.name)
-        done = threading.Event()
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["result"] = self._stream(client, payload, headers, deadline)
-            except BaseException as exc:  # handed to the caller, who maps it
-                box["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=run, name=f"{self.name}-call", daemon=True).start()
-        if not done.wait(self.timeout):
-            raise httpx.TimeoutException("past the deadline")
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
-
-    def _stream(self, client, payload, headers, deadline) -> tuple[httpx.Response, bytes]:
-        left = max(0.001, deadline - time.monotonic())
-        with client.stream(
-            "POST", self.url, content=payload, headers=headers, timeout=httpx.Timeout(left)
-        ) as response:
-            chunks = []
-            for chunk in response.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout("past the deadline")
-                chunks.append(chunk)
-        return response, b"".join(chunks)
-
-    async def _astream(
-        self, slot: streams.Slot, payload: bytes, headers: dict
-    ) -> tuple[Response, bytes]:
-        """The exchange through a batch slot: straight through its transport (a client's layers —
-        cookies, redirects, hooks — cost a fifth of the call's CPU and do nothing here), with
-        the headers a client would add; or through a client, which finds the proxy the
-        environment names."""
-        if isinstance(slot, httpx.AsyncClient):
-            async with slot.stream(
-                "POST", self.url, content=payload, headers=headers, timeout=self.timeout
-            ) as response:
-                raw = await response.aread()
-            return response, raw
-        reply = await slot.post(_parsed(self.url), headers, payload, self.timeout)
-        return reply, reply.content
+        return without_secret(outcome, self.secret)
 
     def _read(
-        self, outcome: Outcome, response: Response, raw: bytes, ask: Ask, started: float
+        self, outcome: Outcome, response: httpx.Response, raw: bytes, ask: Ask, started: float
     ) -> Outcome:
         text = raw.decode("utf-8", errors="replace")  # JSON is UTF-8 (RFC 8259)
         problem = ""
@@ -632,7 +489,10 @@ class Wire:
     def _failed(self, outcome: Outcome, kind: str, started: float, detail: str = "") -> Outcome:
         row = ERROR_TABLE[kind]
         outcome.error = DecisionError(
-            row.status, detail or row.detail, provider_status_code=outcome.provider_status_code
+            row.status,
+            detail or row.detail,
+            provider_status_code=outcome.provider_status_code,
+            attempts=row.attempts,
         )
         outcome.total_ms = (time.perf_counter() - started) * 1000
         return outcome

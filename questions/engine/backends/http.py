@@ -1,14 +1,16 @@
 """The four live wires: TypeSafe's `POST /v1/systemone`, the runtime's `POST /api/decisions`,
 OpenRouter's `POST /alpha/decisions`, and any chat model's `POST /chat/completions` (`llm`, its
-request and reply in `llm.py`). Each reads its configuration from settings when asked,
-so a test can point it at a loopback server."""
+request and reply in `llm.py`). Each is a row of settings names — where its base URL, its
+secret and its price are, the path it posts to — and `_HttpBackend.wire` builds every `Wire`
+from that row when asked, so a test can point it at a loopback server."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import httpx
 from django.conf import settings
 
 from questions.core import answers, spec
@@ -20,12 +22,8 @@ from questions.engine.backends.base import (
     Outcome,
     Wire,
     mapping_for,
-    scrub,
 )
 from questions.engine.backends.custom import CustomBackend
-
-if TYPE_CHECKING:
-    from questions.engine.backends import streams
 
 
 class _HttpBackend:
@@ -34,9 +32,17 @@ class _HttpBackend:
     needs = ""  # the variables to set, for the 503
     rules = answers.GATEWAY  # the answer checks that refuse on this wire
     calibrated = True  # False: its probabilities are a model's words (seed 001)
+    # the wire's row: the settings that hold its base URL, its secret and its price; its path
+    base_setting = ""
+    secret_setting = ""
+    price_setting = "DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS"
+    path = ""
+    request_id_header = "x-request-id"
+    body_keys = Wire.body_keys
+    wire_class = Wire
 
     def configured(self) -> bool:
-        raise NotImplementedError
+        return bool(getattr(settings, self.secret_setting) and getattr(settings, self.base_setting))
 
     def missing_configuration(self) -> str:
         return f"Decisions through {self.name} need {self.needs} in the console's environment."
@@ -45,7 +51,19 @@ class _HttpBackend:
         return settings.DECISIONS_MODEL
 
     def wire(self) -> Wire:
-        raise NotImplementedError
+        """The wire as the settings say now: the one place a `Wire` is built."""
+        return self.wire_class(
+            name=self.name,
+            url=f"{getattr(settings, self.base_setting)}{self.path}",
+            secret=getattr(settings, self.secret_setting),
+            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
+            price_per_million=getattr(settings, self.price_setting),
+            request_id_header=self.request_id_header,
+            body_keys=self.body_keys,
+            rules=self.rules,
+            calibrated=self.calibrated,
+            answer_max_bytes=settings.DECISIONS_ANSWER_MAX_BYTES,
+        )
 
     def ask(self, ask: Ask) -> Outcome:
         started = time.perf_counter()
@@ -54,20 +72,17 @@ class _HttpBackend:
         refused = self.refused_by_schema(ask)
         if refused is not None:
             return refused
-        wire = self.wire()
-        return without_secret(wire.call(ask, started), wire.secret)
+        return self.wire().call(ask, started)
 
-    async def aask(self, ask: Ask, client: streams.Slot) -> Outcome:
-        """`ask` on an asyncio loop, through the caller's slot (the batch engine's transport,
-        or its client when a proxy is set)."""
+    async def aask(self, ask: Ask, client: httpx.AsyncClient) -> Outcome:
+        """`ask` on an asyncio loop, through the caller's client (a batch slot's)."""
         started = time.perf_counter()
         if not self.configured():
             return self._not_configured(ask)
         refused = self.refused_by_schema(ask)
         if refused is not None:
             return refused
-        wire = self.wire()
-        return without_secret(await wire.acall(ask, started, client), wire.secret)
+        return await self.wire().acall(ask, started, client)
 
     def refused_by_schema(self, ask: Ask) -> Outcome | None:
         """On a wire that carries the provider's published schema, what that schema refuses is
@@ -102,101 +117,32 @@ class _HttpBackend:
         )
 
 
-def without_secret(outcome: Outcome, secret: str) -> Outcome:
-    """A provider may echo the key in any field of an answer: the model that answered, the
-    request id, the fields it adds. Each is shown and stored, so each loses the key here (the
-    raw response text and the provider's words lose it on the wire)."""
-    outcome.request_id = scrub(outcome.request_id, secret)
-    checked = outcome.checked
-    if checked is not None:
-        outcome.checked = dataclasses.replace(
-            checked,
-            model=None if checked.model is None else scrub(checked.model, secret),
-            extra=_scrub_json(checked.extra, secret),
-        )
-    return outcome
-
-
-def _scrub_json(value: Any, secret: str) -> Any:
-    """Every string in parsed JSON, keys included, without the secret; iterative, as a provider's
-    JSON may nest as deep as the parser allows."""
-    root = [value]
-    pending: list[tuple[Any, Any]] = [(root, 0)]
-    while pending:
-        container, slot = pending.pop()
-        item = container[slot]
-        if isinstance(item, str):
-            container[slot] = scrub(item, secret)
-        elif isinstance(item, dict):
-            container[slot] = {scrub(k, secret): v for k, v in item.items()}
-            pending.extend((container[slot], k) for k in container[slot])
-        elif isinstance(item, list):
-            container[slot] = list(item)
-            pending.extend((container[slot], i) for i in range(len(item)))
-    return root[0]
-
-
 class TypeSafeBackend(_HttpBackend):
     name = "typesafe"
+    base_setting, secret_setting, path = "TYPESAFE_BASE_URL", "TYPESAFE_API_KEY", "/v1/systemone"
+    request_id_header = "x-typesafe-request-id"
 
     @property
     def needs(self) -> str:
         return settings.DECISIONS_API_KEY_ENV
-
-    def configured(self) -> bool:
-        return bool(settings.TYPESAFE_API_KEY)
-
-    def wire(self) -> Wire:
-        return Wire(
-            name=self.name,
-            url=f"{settings.TYPESAFE_BASE_URL}/v1/systemone",
-            secret=settings.TYPESAFE_API_KEY,
-            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
-            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
-            request_id_header="x-typesafe-request-id",
-        )
 
 
 class RuntimeBackend(_HttpBackend):
     name = "runtime"
     needs = "RUNTIME_URL and RUNTIME_TOKEN"
     rules = answers.RUNTIME  # the runtime passes on what its own checks (seed 000) accept
-
-    def configured(self) -> bool:
-        return bool(settings.RUNTIME_URL and settings.RUNTIME_TOKEN)
-
-    def wire(self) -> Wire:
-        return Wire(
-            name=self.name,
-            url=f"{settings.RUNTIME_URL}/api/decisions",
-            secret=settings.RUNTIME_TOKEN,
-            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
-            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
-            request_id_header="x-request-id",
-            body_keys=("state", "questions"),  # the runtime holds the provider and its model
-            rules=self.rules,
-        )
+    base_setting, secret_setting, path = "RUNTIME_URL", "RUNTIME_TOKEN", "/api/decisions"
+    body_keys = ("state", "questions")  # the runtime holds the provider and its model
 
 
 class OpenRouterBackend(_HttpBackend):
     name = "openrouter"
     needs = "OPENROUTER_API_KEY"
-
-    def configured(self) -> bool:
-        return bool(settings.OPENROUTER_API_KEY)
+    base_setting, secret_setting = "OPENROUTER_BASE_URL", "OPENROUTER_API_KEY"
+    path = "/alpha/decisions"
 
     def default_model(self) -> str:
         return settings.OPENROUTER_MODEL
-
-    def wire(self) -> Wire:
-        return Wire(
-            name=self.name,
-            url=f"{settings.OPENROUTER_BASE_URL}/alpha/decisions",
-            secret=settings.OPENROUTER_API_KEY,
-            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
-            price_per_million=settings.DECISIONS_PRICE_PER_MILLION_INPUT_TOKENS,
-            request_id_header="x-request-id",
-        )
 
 
 @dataclasses.dataclass
@@ -215,24 +161,12 @@ class LlmBackend(_HttpBackend):
     needs = "LLM_API_KEY (and LLM_BASE_URL, LLM_MODEL for an endpoint other than OpenRouter)"
     rules = llm.RULES
     calibrated = llm.CALIBRATED
-
-    def configured(self) -> bool:
-        return bool(settings.LLM_API_KEY)
+    base_setting, secret_setting, path = "LLM_BASE_URL", "LLM_API_KEY", "/chat/completions"
+    price_setting = "LLM_PRICE_PER_MILLION_INPUT_TOKENS"
+    wire_class = ChatWire
 
     def default_model(self) -> str:
         return settings.LLM_MODEL
-
-    def wire(self) -> Wire:
-        return ChatWire(
-            name=self.name,
-            url=f"{settings.LLM_BASE_URL}/chat/completions",
-            secret=settings.LLM_API_KEY,
-            timeout=settings.DECISIONS_TIMEOUT_SECONDS,
-            price_per_million=settings.LLM_PRICE_PER_MILLION_INPUT_TOKENS,
-            request_id_header="x-request-id",
-            rules=self.rules,
-            calibrated=self.calibrated,
-        )
 
 
 #: The live backends by name: the four wires, and your own function (`custom`, custom.py).
