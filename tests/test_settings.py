@@ -70,6 +70,27 @@ def test_values_from_the_environment():
 
 
 @pytest.mark.slow
+def test_the_answer_limit_is_4_mib_unless_set():
+    def limit(**env: str) -> str:
+        code = (
+            "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'console.settings'; "
+            "from django.conf import settings; print(settings.DECISIONS_ANSWER_MAX_BYTES)"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "DJANGO_SECRET_KEY": "k", **env},
+        )
+        return run.stdout.strip()
+
+    assert limit() == str(4 * 1024 * 1024)
+    assert limit(DECISIONS__ANSWER_MAX_BYTES="65536") == "65536"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "named"),
     [
@@ -78,6 +99,7 @@ def test_values_from_the_environment():
         ({"DECISIONS__TIMEOUT_SECONDS": "-1"}, "DECISIONS__TIMEOUT_SECONDS"),
         ({"DECISIONS__BATCH_PROCESS_CALLS": "0.5"}, "DECISIONS__BATCH_PROCESS_CALLS"),
         ({"DECISIONS__BATCH_ATTEMPTS": "2.5"}, "DECISIONS__BATCH_ATTEMPTS"),
+        ({"DECISIONS__ANSWER_MAX_BYTES": "4MB"}, "DECISIONS__ANSWER_MAX_BYTES"),
         ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG"),
         ({"DECISIONS__WEBHOOK_ALLOW_PRIVATE": "maybe"}, "DECISIONS__WEBHOOK_ALLOW_PRIVATE"),
     ],
