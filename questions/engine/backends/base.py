@@ -432,7 +432,7 @@ class Wire:
         except Exception as exc:  # whatever a provider sends, the call answers (a 502)
             log.warning("%s answer could not be checked: %s", self.name, type(exc).__name__)
             outcome.checked = None
-            return self._failed(
+            outcome = self._failed(
                 outcome,
                 "shape",
                 started,
