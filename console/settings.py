@@ -290,6 +290,9 @@ MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 # (the sign-in form) get 64 KiB (console.limits).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * (MAX_DOCUMENT_BYTES + DECISIONS_LIMITS.max_state_bytes) + 2**20
 ANONYMOUS_UPLOAD_MAX_BYTES = 64 * 1024
+#: the most records one file of sample states may hold (the set page's upload, the CLI's
+#: states-import): a larger file is refused before anything is read past the limit
+DECISIONS_UPLOAD_MAX_ROWS = _count("DECISIONS__UPLOAD_MAX_ROWS", 20_000)
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 DECISIONS_MODEL = _env("DECISIONS__MODEL") or "jev-latest"
 DECISIONS_API_KEY_ENV = _env("DECISIONS__API_KEY_ENV") or "TYPESAFE_API_KEY"
@@ -317,7 +320,8 @@ LLM_PRICE_PER_MILLION_INPUT_TOKENS = (
     if _env("LLM_PRICE_PER_MILLION_INPUT_TOKENS")
     else None
 )
-#: `custom`: your own function as a backend, package.module:function (questions/engine/backends/custom.py)
+#: `custom`: your own function as a backend, package.module:function
+#: (questions/engine/backends/custom.py)
 DECISIONS_CUSTOM_BACKEND = _env("DECISIONS__CUSTOM_BACKEND")
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")

@@ -28,7 +28,7 @@ SETTING = re.compile(
     r"(?<!secrets\.)\b((?:DECISIONS__|DJANGO_)[A-Z0-9_]*[A-Z0-9]"
     r"|(?:TYPESAFE|RUNTIME|OPENROUTER|LLM|CONSOLE)_[A-Z_]*[A-Z])\b"
 )
-READ = re.compile(r"_(?:env|flag|number)\(\s*\"([A-Z][A-Z0-9_]+)\"")
+READ = re.compile(r"_(?:env|flag|number|count)\(\s*\"([A-Z][A-Z0-9_]+)\"")
 
 
 def slug(heading: str) -> str:
