@@ -63,3 +63,30 @@ def world():
     from tests.helpers import make_world
 
     return make_world()
+
+
+@pytest.fixture
+def provider_factory(settings):
+    """Starts loopback providers and aims the console at them; each is stopped when the test
+    ends. `provider_factory(server, every_wire=False, key=KEY, **overrides)` takes a started
+    `Provider`, `FlakyProvider` or `StandIn` (tests/providers.py) and returns it: the typesafe
+    wire gets its URL and `key` (with `every_wire`, `point_every_wire_at` aims typesafe, runtime
+    and openrouter with the test key), and each keyword left is a setting to override
+    (`DECISIONS_BATCH_BACKOFF_SECONDS=0.01`)."""
+    from tests.providers import KEY, point_every_wire_at
+
+    started = []
+
+    def start(server, *, every_wire: bool = False, key: str = KEY, **overrides):
+        started.append(server)
+        if every_wire:
+            point_every_wire_at(settings, server)
+        else:
+            settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = key, server.url
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
