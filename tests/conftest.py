@@ -18,11 +18,28 @@ settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
 
+#: the fixtures through which a test reaches the test database (pytest-django's; every other
+#: database fixture requests `django_db_setup`, and a fixture's closure is in `fixturenames`)
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "live_server", "django_db_setup"}
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out."""
+    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out.
+
+    A test with no `django_db` mark and no database fixture is `pure`: pytest-django refuses it
+    the test database, and what it starts itself (a `manage.py`, `make serve`) names its own
+    SQLite file, so it runs the same whatever `DATABASE_URL` says. CI runs the pure tests on
+    the SQLite pass only (`.ci/run`), and the browser tests on the PostgreSQL pass: a browser
+    test is never pure, so each test is in one pass at least."""
     for item in items:
         if item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.slow)
+            continue
+        uses = DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("django_db") is None and not uses:
+            item.add_marker(pytest.mark.pure)
 
 
 @pytest.fixture(autouse=True)
