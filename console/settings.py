@@ -290,6 +290,9 @@ MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 # (the sign-in form) get 64 KiB (console.limits).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * (MAX_DOCUMENT_BYTES + DECISIONS_LIMITS.max_state_bytes) + 2**20
 ANONYMOUS_UPLOAD_MAX_BYTES = 64 * 1024
+#: the most records one file of sample states may hold (the set page's upload, the CLI's
+#: states-import): a larger file is refused before anything is read past the limit
+DECISIONS_UPLOAD_MAX_ROWS = _count("DECISIONS__UPLOAD_MAX_ROWS", 20_000)
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 #: the most bytes of a provider's answer read, decoded; a larger one is refused as it arrives
 DECISIONS_ANSWER_MAX_BYTES = _count("DECISIONS__ANSWER_MAX_BYTES", 4 * 1024 * 1024)

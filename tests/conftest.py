@@ -18,11 +18,28 @@ settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
 
+#: the fixtures through which a test reaches the test database (pytest-django's; every other
+#: database fixture requests `django_db_setup`, and a fixture's closure is in `fixturenames`)
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "live_server", "django_db_setup"}
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out."""
+    """A browser test is a slow one: `make test-fast` (`-m "not slow"`) leaves them out.
+
+    A test with no `django_db` mark and no database fixture is `pure`: pytest-django refuses it
+    the test database, and what it starts itself (a `manage.py`, `make serve`) names its own
+    SQLite file, so it runs the same whatever `DATABASE_URL` says. CI runs the pure tests on
+    the SQLite pass only (`.ci/run`), and the browser tests on the PostgreSQL pass: a browser
+    test is never pure, so each test is in one pass at least."""
     for item in items:
         if item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.slow)
+            continue
+        uses = DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("django_db") is None and not uses:
+            item.add_marker(pytest.mark.pure)
 
 
 @pytest.fixture(autouse=True)
@@ -63,3 +80,30 @@ def world():
     from tests.helpers import make_world
 
     return make_world()
+
+
+@pytest.fixture
+def provider_factory(settings):
+    """Starts loopback providers and aims the console at them; each is stopped when the test
+    ends. `provider_factory(server, every_wire=False, key=KEY, **overrides)` takes a started
+    `Provider`, `FlakyProvider` or `StandIn` (tests/providers.py) and returns it: the typesafe
+    wire gets its URL and `key` (with `every_wire`, `point_every_wire_at` aims typesafe, runtime
+    and openrouter with the test key), and each keyword left is a setting to override
+    (`DECISIONS_BATCH_BACKOFF_SECONDS=0.01`)."""
+    from tests.providers import KEY, point_every_wire_at
+
+    started = []
+
+    def start(server, *, every_wire: bool = False, key: str = KEY, **overrides):
+        started.append(server)
+        if every_wire:
+            point_every_wire_at(settings, server)
+        else:
+            settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = key, server.url
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

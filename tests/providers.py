@@ -7,7 +7,9 @@ answers with the stand-in's answers and can rate-limit, fail, hang up or answer 
 batch runs; `DOC` is the question map they ask; `run_cli` calls the command line.
 For webhooks: `Receiver` answers POSTs (over TLS too), `Listener` records every connection and
 can trickle its answer a byte at a time, `resolving` points the console's name lookups at a
-table, `work` runs django-tasks' database worker until a condition holds."""
+table, `work` runs django-tasks' database worker until a condition holds. `StandIn` is the local
+stand-in on a free port; the `provider_factory` fixture (conftest.py) starts any of them for a
+test, aims the console at it and stops it at the end."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ from questions.core import spec
 from questions.dev import standin
 
 KEY = "sk-test-4f9c2a7e1b"
+#: django-tasks' dummy backend: a run is queued and not worked (the test works it, or not)
+DUMMY_TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
 
 #: what a `FlakyProvider.raw` answer yields to reset its connection
 RESET = b"<reset>"
@@ -244,6 +248,21 @@ class FlakyProvider:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    stop = close  # as `Provider`'s, for `provider_factory`
+
+
+class StandIn:
+    """The local stand-in provider (`questions.dev.standin`) on a free loopback port, with its
+    `url` and `stop()` as a `Provider` has them."""
+
+    def __init__(self):
+        self.server = standin.serve_in_thread()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
 

@@ -23,19 +23,16 @@ from tests.providers import (
     FlakyProvider,
     Provider,
     answer_all,
-    point_every_wire_at,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=answer_all)
-    point_every_wire_at(settings, p)
-    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(
+        Provider(default=answer_all), every_wire=True, DECISIONS_BATCH_BACKOFF_SECONDS=0.01
+    )
 
 
 def a_run(backend: str, *, states=(STATE,), max_attempts=1, concurrency=2) -> BatchRun:

@@ -26,21 +26,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def provider_factory(settings):
-    made = []
-
-    def make(**kw) -> FlakyProvider:
-        p = FlakyProvider(**kw)
-        settings.TYPESAFE_API_KEY = "k-batch-test"
-        settings.TYPESAFE_BASE_URL = p.url
-        settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
-        settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS = 0.05
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        p.close()
+def provider_factory(provider_factory):
+    """conftest's, making `FlakyProvider(**kw)`s with short backoffs."""
+    return lambda **kw: provider_factory(
+        FlakyProvider(**kw),
+        key="k-batch-test",
+        DECISIONS_BATCH_BACKOFF_SECONDS=0.01,
+        DECISIONS_BATCH_BACKOFF_CAP_SECONDS=0.05,
+    )
 
 
 def a_set(states: int, *, expected=None):

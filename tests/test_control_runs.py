@@ -28,19 +28,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def provider(settings):
-    made: list[Provider] = []
-
-    def make(answer) -> Provider:
-        p = Provider(answer)
-        settings.TYPESAFE_API_KEY = "k-control-test"
-        settings.TYPESAFE_BASE_URL = p.url
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        p.stop()
+def provider(provider_factory):
+    return lambda answer: provider_factory(Provider(answer), key="k-control-test")
 
 
 def a_set(*, approved_label: str | None = None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ SETTING = re.compile(
     r"(?<!secrets\.)\b((?:DECISIONS__|DJANGO_)[A-Z0-9_]*[A-Z0-9]"
     r"|(?:TYPESAFE|RUNTIME|OPENROUTER|LLM|CONSOLE)_[A-Z_]*[A-Z])\b"
 )
-READ = re.compile(r"_(?:env|flag|number)\(\s*\"([A-Z][A-Z0-9_]+)\"")
+READ = re.compile(r"_(?:env|flag|number|count)\(\s*\"([A-Z][A-Z0-9_]+)\"")
 
 
 def slug(heading: str) -> str:
@@ -133,19 +134,42 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
-    """The tour's commands, as written, against `make run`'s console on a fresh demo database
-    (only the port differs)."""
-    env = {
+def _demo_env(database: Path) -> dict[str, str]:
+    return {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'tour.sqlite3'}",
+        "DATABASE_URL": f"sqlite:///{database}",
         "DJANGO_DEBUG": "1",
         "DJANGO_SETTINGS_MODULE": "console.settings",
     }
+
+
+@pytest.fixture(scope="module")
+def demo_database(tmp_path_factory) -> Path:
+    """A fresh demo database (`migrate`, then `questions demo`, as `make run` does), made once
+    for the module; each test gets a copy of it (`fresh_demo`), so none sees another's writes."""
+    database = tmp_path_factory.mktemp("demo") / "demo.sqlite3"
     manage = [sys.executable, "manage.py"]
     for step in (["migrate", "--noinput", "-v0"], ["questions", "demo"]):
-        subprocess.run([*manage, *step], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [*manage, *step], cwd=ROOT, env=_demo_env(database), check=True, capture_output=True
+        )
+    return database
+
+
+@pytest.fixture
+def fresh_demo(demo_database, tmp_path) -> dict[str, str]:
+    """The environment of a console on its own copy of the fresh demo database."""
+    database = tmp_path / "demo.sqlite3"
+    shutil.copyfile(demo_database, database)
+    return _demo_env(database)
+
+
+@pytest.mark.slow
+def test_the_readme_tour_runs_on_a_fresh_demo(fresh_demo):
+    """The tour's commands, as written, against `make run`'s console on a fresh demo database
+    (only the port differs)."""
+    env = fresh_demo
+    manage = [sys.executable, "manage.py"]
     port = _free_port()
     server = subprocess.Popen(
         [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -188,19 +212,12 @@ def test_the_readme_tour_runs_on_a_fresh_demo(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_documented_ci_gate_exits_0_on_a_fresh_demo(tmp_path):
+def test_the_documented_ci_gate_exits_0_on_a_fresh_demo(fresh_demo, tmp_path):
     """The gate command of the README's CI job, as written (its JUnit file in a scratch
     directory), on a fresh demo database: the demo approves each version on its finished run,
     so the flip bound has evidence to compare with, and its production meets the bounds."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'gate.sqlite3'}",
-        "DJANGO_DEBUG": "1",
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-    }
+    env = fresh_demo
     manage = [sys.executable, "manage.py"]
-    for step in (["migrate", "--noinput", "-v0"], ["questions", "demo"]):
-        subprocess.run([*manage, *step], cwd=ROOT, env=env, check=True, capture_output=True)
     job = re.search(r"```yaml\n(.*?)```", README.read_text(), re.S).group(1)
     command = re.search(r"manage\.py (questions gate .*)", job).group(1)
     args = [str(tmp_path / a) if a == "gate.xml" else a for a in command.split()]

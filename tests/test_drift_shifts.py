@@ -104,19 +104,8 @@ def test_a_repeatability_spread_is_the_floor_where_there_is_one():
 
 
 @pytest.fixture
-def provider(settings):
-    made: list[Provider] = []
-
-    def make(answer) -> Provider:
-        p = Provider(answer)
-        settings.TYPESAFE_API_KEY = "k-shift-test"
-        settings.TYPESAFE_BASE_URL = p.url
-        made.append(p)
-        return p
-
-    yield make
-    for p in made:
-        p.stop()
+def provider(provider_factory):
+    return lambda answer: provider_factory(Provider(answer), key="k-shift-test")
 
 
 def labelled_set():

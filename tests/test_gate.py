@@ -43,11 +43,8 @@ COST_PER_1K = 9 * 0.042 / 1_000_000 * 1000
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=reads_the_words)
-    point_every_wire_at(settings, p)
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(default=reads_the_words), every_wire=True)
 
 
 @pytest.fixture

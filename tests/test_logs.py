@@ -21,7 +21,7 @@ from questions import roles, services
 from questions.models import SampleState
 from tests import factories
 from tests.helpers import token_form
-from tests.providers import KEY, Provider, point_every_wire_at
+from tests.providers import KEY, Provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,11 +50,8 @@ def captured():
 
 
 @pytest.fixture
-def provider(settings):
-    provider = Provider()
-    point_every_wire_at(settings, provider)
-    yield provider
-    provider.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(), every_wire=True)
 
 
 def test_a_run_through_every_path_logs_json_lines_without_secrets(captured, provider, settings):

@@ -11,7 +11,7 @@ from django.urls import reverse
 from questions import roles, selectors, services
 from questions.dev import standin
 from tests import factories
-from tests.providers import DOC
+from tests.providers import DOC, StandIn
 
 pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
 
@@ -24,13 +24,8 @@ def writer(client):
 
 
 @pytest.fixture
-def provider(settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = standin.KEY
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    yield
-    server.shutdown()
-    server.server_close()
+def provider(provider_factory):
+    provider_factory(StandIn(), key=standin.KEY)
 
 
 def _states(qs, writer, count: int) -> None:

@@ -11,19 +11,14 @@ from questions import comparison, services
 from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
-from tests.providers import DOC
+from tests.providers import DOC, StandIn
 
 pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
 
 
 @pytest.fixture
-def provider(settings):
-    server = standin.serve_in_thread()
-    settings.TYPESAFE_API_KEY = standin.KEY
-    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
-    yield
-    server.shutdown()
-    server.server_close()
+def provider(provider_factory):
+    provider_factory(StandIn(), key=standin.KEY)
 
 
 def world(slug: str, *, states: int, versions: int, runs: int, author, reviewer):

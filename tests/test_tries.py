@@ -17,12 +17,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=lambda body: standin.respond(body)[1])
-    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = KEY, p.url
-    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(
+        Provider(default=lambda body: standin.respond(body)[1]),
+        key=KEY,
+        DECISIONS_BATCH_BACKOFF_SECONDS=0.01,
+    )
 
 
 def a_set(n: int = 4):

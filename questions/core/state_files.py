@@ -13,9 +13,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from questions.core import spec
 
@@ -71,51 +72,107 @@ def format_of(filename: str, data: bytes) -> str:
     return JSONL if start in (b"{", b"[") else CSV
 
 
-def _text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")  # a spreadsheet's byte-order mark is no character
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise FileError(f"line {line}: not UTF-8 text (save the file as UTF-8)") from None
+class TooManyRecords(FileError):
+    """The file holds more records than one file may (the reader stopped at the first extra)."""
+
+
+def too_many(limit: int) -> str:
+    """What a refusal of a file over `limit` records says: the limit and how to load more."""
+    return (
+        f"more than {limit:,} records, the most one file may hold (DECISIONS__UPLOAD_MAX_ROWS); "
+        f"split it into several files of at most {limit:,} records, or have an operator import "
+        "it with `manage.py questions states-import` and DECISIONS__UPLOAD_MAX_ROWS raised for "
+        "that one command"
+    )
 
 
 #: what a spreadsheet's own files start with (a zip: .xlsx, .ods; OLE2: .xls)
 SPREADSHEET_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")
+#: the line breaks a CSV file may use (as `newline=""` reads them: \r\n, \n or a lone \r)
+_BREAKS = re.compile(r"(?<=\r)(?!\n)|(?<=\n)")
 
 
-def read(data: bytes, *, filename: str = "") -> list[Row]:
-    """The records of a CSV or JSON Lines file, or `FileError` naming the first bad line."""
-    if data.startswith(SPREADSHEET_MAGIC):
+class Source(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def _lines(source: Source) -> Iterator[str]:
+    """The text lines of a UTF-8 file, read and decoded one at a time (a spreadsheet's byte-order
+    mark is no character); a byte that is not UTF-8 is refused naming its line."""
+    for number, raw in enumerate(iter(source.readline, b""), 1):
+        try:  # a line break is one byte that no other UTF-8 character holds
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise FileError(f"line {number}: not UTF-8 text (save the file as UTF-8)") from None
+        yield from (piece for piece in _BREAKS.split(text) if piece)
+
+
+class _Chained:
+    """The lines already read, then the rest of the file."""
+
+    def __init__(self, head: list[bytes], rest: Source):
+        self.head, self.rest = list(head), rest
+
+    def readline(self, size: int = -1, /) -> bytes:
+        return self.head.pop(0) if self.head else self.rest.readline()
+
+
+def read(
+    source: bytes | Source, *, filename: str = "", max_records: int | None = None
+) -> list[Row]:
+    """The records of a CSV or JSON Lines file (its bytes, or a binary file read line by line),
+    or `FileError` naming the first bad line. With `max_records`, a file holding more is refused
+    (`TooManyRecords`) when the first record past the limit is read: the rest of the file is
+    neither read nor parsed."""
+    stream = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
+    head: list[bytes] = []
+    for raw in iter(stream.readline, b""):  # up to the first line that is not blank
+        head.append(raw)
+        if raw.strip(b"\xef\xbb\xbf \t\r\n"):
+            break
+    start = b"".join(head)
+    if start.startswith(SPREADSHEET_MAGIC):
         raise FileError(
             "line 1: this is a spreadsheet's own file, not CSV; save it as CSV (UTF-8) and "
             "upload that"
         )
-    if format_of(filename, data) == CSV:
-        return read_csv(_text(data))
-    return read_jsonl(_text(data))
+    lines = _lines(_Chained(head, stream))
+    rows = _csv_rows(lines) if format_of(filename, start) == CSV else _jsonl_rows(lines)
+    kept = []
+    for row in rows:
+        if len(kept) == max_records:
+            raise TooManyRecords(f"{row.where}: {too_many(max_records)}")
+        kept.append(row)
+    return kept
 
 
 def read_jsonl(text: str) -> list[Row]:
     """JSON Lines (one value per non-blank line), or one JSON array of records (each record's
     line is then the array's first)."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        first = text[: len(text) - len(stripped)].count("\n") + 1
-        try:
-            value = spec.loads(text)
-        except spec.JSONTextError as exc:
-            raise FileError(f"line {first}: not a JSON array: {exc}") from None
-        if isinstance(value, list):
-            return [Row(first, item, i) for i, item in enumerate(value, 1)]
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    return list(_jsonl_rows(iter(text.splitlines(keepends=True))))
+
+
+def _jsonl_rows(lines: Iterator[str]) -> Iterator[Row]:
+    number, first = 0, True
+    for line in lines:
+        number += 1
         if not line.strip():
             continue
+        if first and line.lstrip().startswith("["):  # one JSON array of records, read whole
+            text = line + "".join(lines)
+            try:
+                value = spec.loads(text)
+            except spec.JSONTextError as exc:
+                raise FileError(f"line {number}: not a JSON array: {exc}") from None
+            if not isinstance(value, list):
+                raise FileError(f"line {number}: not a JSON array")
+            yield from (Row(number, item, i) for i, item in enumerate(value, 1))
+            return
+        first = False
         try:
-            rows.append(Row(number, spec.loads(line)))
+            yield Row(number, spec.loads(line))
         except spec.JSONTextError as exc:
             raise FileError(f"line {number}: not JSON: {exc}") from None
-    return rows
 
 
 def _json_cell(raw: str, column: str, line: int) -> Any:
@@ -138,13 +195,17 @@ def _tags_cell(raw: str, line: int) -> list[Any]:
 def read_csv(text: str) -> list[Row]:
     """A CSV file with a header row naming its columns (`name`, `state`, and optionally
     `expected` and `tags`, in any order)."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    return list(_csv_rows(iter(io.StringIO(text, newline=""))))
+
+
+def _csv_rows(lines: Iterator[str]) -> Iterator[Row]:
+    reader = csv.reader(lines, strict=True)
     try:
         header = next(reader, None)
     except csv.Error as exc:
         raise FileError(f"line 1: not CSV: {exc}") from None
     if header is None:
-        return []
+        return
     header = [h.strip() for h in header]
     unknown = [h for h in header if h not in COLUMNS]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
@@ -160,7 +221,6 @@ def read_csv(text: str) -> list[Row]:
         )
     if len(set(header)) != len(header):
         raise FileError("line 1: a column is named twice")
-    rows = []
     end = reader.line_num
     while True:
         start = end + 1
@@ -190,8 +250,7 @@ def read_csv(text: str) -> list[Row]:
             item["expected"] = _json_cell(cell["expected"], "expected", start)
         if cell.get("tags", "").strip():
             item["tags"] = _tags_cell(cell["tags"], start)
-        rows.append(Row(start, item))
-    return rows
+        yield Row(start, item)
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
 from questions import roles, selectors
-from questions.core import labelling, spec
+from questions.core import labelling, spec, state_files
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
@@ -284,9 +285,10 @@ def sample_states_import(
 ) -> StatesImported:
     """All or nothing: every item is {"name", "state", "expected"?, "tags"?}; a refusal names
     the item (or, given `places`, where in the file it came from: "line 7") and imports nothing.
-    No items at all is refused too. Each expected answer must be one its question takes
-    (`_answer_questions`: the labelled-for version's question, as the labelling page checks);
-    one for a question id no version has is refused.
+    No items at all is refused too, and so are more than `DECISIONS_UPLOAD_MAX_ROWS` (every
+    path, the CLI's too; the set page's reader stops at the limit). Each expected answer must
+    be one its question takes (`_answer_questions`: the labelled-for version's question, as the
+    labelling page checks); one for a question id no version has is refused.
 
     Never doubled: an item whose content (the state's hash) is a state of the set already, or
     an earlier item's, is skipped as a duplicate. An item named as an existing state with the
@@ -298,6 +300,8 @@ def sample_states_import(
     require(author, roles.may_write, WRITERS_ONLY)
     if not items:
         raise Invalid("the file holds no records")
+    if len(items) > settings.DECISIONS_UPLOAD_MAX_ROWS:
+        raise Invalid(state_files.too_many(settings.DECISIONS_UPLOAD_MAX_ROWS))
     questions: dict[str, tuple[labelling.Question, int]] | None = None
     report = StatesImported()
     by_name: dict[str, SampleState] = {}

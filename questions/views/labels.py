@@ -8,6 +8,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -41,7 +42,9 @@ def states_upload(request: HttpRequest, slug: str) -> HttpResponse:
     if upload is None:
         raise services.Invalid("Choose a CSV or JSONL file of sample states to import.")
     try:
-        rows = state_files.read(upload.read(), filename=upload.name)
+        rows = state_files.read(
+            upload, filename=upload.name, max_records=settings.DECISIONS_UPLOAD_MAX_ROWS
+        )
     except state_files.FileError as exc:
         raise services.Invalid(f"{upload.name[:64]}: {exc}. Nothing was imported.") from None
     try:

@@ -119,6 +119,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
         "records_upload_mib": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20,
+        "states_upload_max_rows": settings.DECISIONS_UPLOAD_MAX_ROWS,
     }
     return render(request, "questions/set_detail.html", context)
 

@@ -10,18 +10,14 @@ from questions.core import attribution
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow
-from tests.providers import ROUTING, ROUTING_STATE, Provider, overlap_answers
+from tests.providers import DUMMY_TASKS, ROUTING, ROUTING_STATE, Provider, overlap_answers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(overlap_answers)
-    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k-e2e", p.url
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(overlap_answers), key="k-e2e", TASKS=DUMMY_TASKS)
 
 
 def _attribute(page, details, state="refund"):

@@ -10,7 +10,7 @@ from questions.core import controls
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import SHOTS, overflow
-from tests.providers import DOC, TOPICS, Provider, reads_the_words
+from tests.providers import DOC, DUMMY_TASKS, TOPICS, Provider, reads_the_words
 
 #: how far right an element or anything in it reaches, but for what scrolls in its own box
 WIDEST = """e => Math.max(...[e, ...e.querySelectorAll('*')].filter(c => {
@@ -43,12 +43,8 @@ def answer(body):
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(answer)
-    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k-e2e", p.url
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(answer), key="k-e2e", TASKS=DUMMY_TASKS)
 
 
 def test_a_shuffle_control_report_at_a_laptops_and_a_phones_width(page, sign_in, provider):

@@ -33,6 +33,7 @@ def test_the_policy_is_enforced_and_a_violation_is_noticed(page, sign_in, consol
     console_messages.clear()  # seen and expected; the fixture's check is for the pages
 
 
+@pytest.mark.browser_smoke
 def test_editor_validation_preview_and_confirmations_work_under_the_policy(
     page, sign_in, console_messages
 ):

@@ -13,18 +13,16 @@ from questions.dev import standin
 from questions.models import BatchRun
 from tests import factories
 from tests.e2e.conftest import sign_in_user
-from tests.providers import DOC, KEY, Provider
+from tests.providers import DOC, DUMMY_TASKS, KEY, Provider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=lambda body: standin.respond(body)[1])
-    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = KEY, p.url
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(
+        Provider(default=lambda body: standin.respond(body)[1]), key=KEY, TASKS=DUMMY_TASKS
+    )
 
 
 def _a_set(states: int = 3):
