@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from django.test import Client
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.core import spec
 from questions.dev import standin
 from questions.models import Version
@@ -123,7 +123,7 @@ def test_the_export_carries_advice_beside_questions_and_validates(team):
     draft = factories.draft(qs)
     services.version_set_advice(version=draft, advice=ADVICE, author=writer)
     version = approve(draft, writer, checker)
-    export = selectors.export_document(version)
+    export = exports.export_document(version)
     validate_export(export)
     assert export["advice"] == ADVICE and export["questions"] == DOC
     assert list(export)[-2:] == ["questions", "advice"]
@@ -139,7 +139,7 @@ def test_the_export_carries_advice_beside_questions_and_validates(team):
 
 def test_an_export_without_advice_has_no_advice_key(team):
     writer, checker, qs = team
-    export = selectors.export_document(approve(factories.draft(qs), writer, checker))
+    export = exports.export_document(approve(factories.draft(qs), writer, checker))
     assert "advice" not in export
 
 
@@ -166,7 +166,7 @@ def test_an_imported_export_keeps_its_advice_and_bad_advice_imports_nothing(team
     writer, checker, qs = team
     draft = factories.draft(qs)
     services.version_set_advice(version=draft, advice=ADVICE, author=writer)
-    export = selectors.export_document(approve(draft, writer, checker))
+    export = exports.export_document(approve(draft, writer, checker))
     imported = services.version_import(slug="other", value=export, author=writer)
     assert imported.advice == ADVICE and imported.document == DOC
     bad = {**export, "advice": {"desk": {"min_confidence": 7}}}

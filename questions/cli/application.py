@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from questions import roles, selectors
+from questions import exports, roles
 from questions.core import gate, snippets
 from questions.engine import backends
 from questions.engine.backends import recorded
@@ -80,10 +80,10 @@ class ApplicationCommands:
     """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
 
     def do_snippet(self, *, slug: str, label: str, language: str, json: bool, **_: Any) -> int:
-        version = selectors.exportable_version(slug, label=label)
+        version = exports.exportable_version(slug, label=label)
         if version is None:
             return self.fail(_no_label(slug, label), as_json=json, status=404)
-        export = selectors.export_document(version)
+        export = exports.export_document(version)
         self.stdout.write(snippets.snippet(language, export, label), ending="")
         return EXIT_OK
 
@@ -101,7 +101,7 @@ class ApplicationCommands:
         problem = bounds.problem()
         if problem:
             return self._cannot_gate(problem, 400, json)
-        version = selectors.exportable_version(slug, label=label)
+        version = exports.exportable_version(slug, label=label)
         if version is None:
             return self._cannot_gate(_no_label(slug, label), 404, json)
         try:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import attribution
 from questions.engine import backends
+from questions.selectors import sets
 from questions.services import attribution as attribution_services
 from questions.services import batches as run_defaults
 
@@ -76,7 +77,7 @@ class AttributionCommands:
         json: bool,
         **_: Any,
     ) -> int:
-        version = selectors.version_named(slug, number=number, label=label)
+        version = sets.version_named(slug, number=number, label=label)
         if version is None:
             which = f"label {label}" if label else f"version {number}"
             return self.fail(f"{slug} has no {which}.", as_json=json, status=404)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import control_reports, roles, selectors, services
+from questions import exports, roles, services
 from questions.core import controls, stats
 from questions.engine import backends
+from questions.selectors import control_reports, runs, sets
 from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 
@@ -107,7 +108,7 @@ class ControlCommands:
     """The handlers, mixed into the management command (`fail`, `emit_json`, `stdout`)."""
 
     def progress(self, current) -> None:
-        counts = selectors.run_counts(current)
+        counts = runs.run_counts(current)
         self.stderr.write(
             f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
         )
@@ -140,7 +141,7 @@ class ControlCommands:
             )
             if n is not None
         )
-        version = selectors.version_named(slug, number=number, label=label)
+        version = sets.version_named(slug, number=number, label=label)
         if version is None:
             which = f"label {label}" if label else f"version {number or ''}".strip()
             return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
@@ -176,7 +177,7 @@ class ControlCommands:
         return EXIT_FAILED if summary["failed"] or control["no_signal"] else EXIT_OK
 
     def _invariance(self, slug, number, label, backend, model, concurrency, as_json) -> int:
-        version = selectors.version_named(slug, number=number, label=label)
+        version = sets.version_named(slug, number=number, label=label)
         if version is None:
             which = f"label {label}" if label else f"version {number or ''}".strip()
             return self.fail(f"{slug} has no {which}.", as_json=as_json, status=404)
@@ -227,7 +228,7 @@ class ControlCommands:
                 from questions.management.commands.questions import Unusable  # (it imports this)
 
                 raise Unusable(f"{name} is a fraction from 0 to 1")
-        version = selectors.exportable_version(slug, label=label)
+        version = exports.exportable_version(slug, label=label)
         if version is None:
             return self.fail(
                 f"{slug} has no label {label} on an approved version.", as_json=json, status=404
@@ -260,7 +261,7 @@ class ControlCommands:
                 f" → {stats.rate_words(summary['passed'], summary['checked'])}"
                 + ("" if summary["calibrated"] else " (calibrated: false)")
             )
-            paired = selectors.paired_verdicts(run.baseline, run)["overall"]
+            paired = runs.paired_verdicts(run.baseline, run)["overall"]
             self.stdout.write(f"  paired, per state: {paired.words()}")
             for name, c in summary["calibration"].items():
                 if c["delta"] is not None:

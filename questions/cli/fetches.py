@@ -1,13 +1,13 @@
 """`questions fetches`: the subcommand of the console's command line
 (`questions.management.commands.questions`) that lists who fetched what of a set's export, per
-label and token (`selectors.fetches_of`)."""
+label and token (`sets.fetches_of`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import selectors
 from questions.models import QuestionSet
+from questions.selectors import sets
 
 EXIT_OK = 0
 
@@ -32,7 +32,7 @@ class FetchCommands:
         question_set = QuestionSet.objects.filter(slug=slug).first()
         if question_set is None:
             return self.fail(f"There is no set {slug}.", as_json=json, status=404)
-        rows = selectors.fetches_of(question_set)
+        rows = sets.fetches_of(question_set)
         if json:
             self.emit_json(rows)
             return EXIT_OK

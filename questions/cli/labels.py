@@ -9,9 +9,9 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from questions import selectors
 from questions.core import labelling, state_files
 from questions.models import QuestionSet
+from questions.selectors import labels, sets
 
 EXIT_OK = 0
 
@@ -63,11 +63,11 @@ class LabelCommands:
         question_set = QuestionSet.objects.filter(slug=slug).first()
         if question_set is None:
             return self.fail(f"There is no set {slug}.", as_json=json, status=404)
-        version = selectors.labelling_version(question_set, number)
+        version = labels.labelling_version(question_set, number)
         if version is None:
             which = f"version {number}" if number is not None else "version"
             return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
-        states = selectors.states_to_label(question_set, version, limit=limit)
+        states = labels.states_to_label(question_set, version, limit=limit)
         if json:
             self.emit_json({"states": [c.as_json() for c in states]})
             return EXIT_OK
@@ -96,7 +96,7 @@ class LabelCommands:
                 )
             except OSError as exc:
                 raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
-            for line in write(selectors.state_records(question_set)):
+            for line in write(sets.state_records(question_set)):
                 written += 1
                 if fh is None:
                     self.stdout.write(line, ending="")

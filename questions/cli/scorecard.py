@@ -1,15 +1,15 @@
 """`questions scorecard`: the subcommand of the console's command line
 (`questions.management.commands.questions`) that prints a set's scorecard — per version and
 question the pass rate with its interval and n, the controls' verdicts and the cost — as a table
-or as JSON (`selectors.scorecard` builds it; this module only prints it)."""
+or as JSON (`scorecard.scorecard` builds it; this module only prints it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import selectors
 from questions.core import stats
 from questions.models import QuestionSet
+from questions.selectors import scorecard
 
 EXIT_OK = 0
 
@@ -66,7 +66,7 @@ class ScorecardCommands:
         question_set = QuestionSet.objects.filter(slug=slug).first()
         if question_set is None:
             return self.fail(f"No set {slug}.", as_json=json, status=404)
-        card = selectors.scorecard(question_set)
+        card = scorecard.scorecard(question_set)
         if json:
             self.emit_json(card)
             return EXIT_OK

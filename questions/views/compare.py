@@ -8,9 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from questions import comparison
 from questions.engine import backends
 from questions.models import QuestionSet
+from questions.selectors import comparison, comparison_formats
 
 TEMPLATE = "questions/set_compare.html"
 
@@ -47,10 +47,10 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     if fmt in ("json", "csv"):  # every row, streamed a chunk of states at a time
         columns, rows = comparison.stream(question_set, selection, request.user)
         if fmt == "json":
-            chunks = comparison.json_chunks(columns, rows, selection)
+            chunks = comparison_formats.json_chunks(columns, rows, selection)
             content_type = "application/json; charset=utf-8"
         else:
-            chunks = comparison.csv_lines(columns, rows)
+            chunks = comparison_formats.csv_lines(columns, rows)
             content_type = "text/csv; charset=utf-8"
         response = StreamingHttpResponse(chunks, content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="{slug}-comparison.{fmt}"'
@@ -86,7 +86,7 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
         for c in columns
     ]
     context |= {
-        "evidence": comparison.evidence(columns, selection.noise),
+        "evidence": comparison_formats.evidence(columns, selection.noise),
         # the state picker offers the states on this page (each state's name links to it too)
         "states": states,
         "choices": [c for c in choices if c[0] not in selection.columns],

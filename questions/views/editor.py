@@ -11,11 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import forms, roles, selectors, services
+from questions import forms, roles, services
 from questions.core import spec
 from questions.core.numbers import whole_number
 from questions.engine import backends
 from questions.models import Version
+from questions.selectors import sets
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
@@ -77,7 +78,7 @@ def _checked(
     result = spec.validate(
         document,
         limits=limits(),
-        sample_states=selectors.sample_state_paths(version.question_set),
+        sample_states=sets.sample_state_paths(version.question_set),
     )
     errors = [e for e in result.errors if ours(e)] + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
@@ -147,11 +148,11 @@ def _page(
 
 
 def _picker(question_set, selected: int | None) -> dict:
-    states, total = selectors.picker_states(question_set, selected)
+    states, total = sets.picker_states(question_set, selected)
     return {
         "sample_states": states,
         "sample_states_total": total,
-        "picker_states": selectors.PICKER_STATES,
+        "picker_states": sets.PICKER_STATES,
         "preview_state": selected,
     }
 
@@ -360,7 +361,7 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         result = spec.validate(
             spec.loads(text),
             limits=limits(),
-            sample_states=selectors.sample_state_paths(version.question_set),
+            sample_states=sets.sample_state_paths(version.question_set),
         )
     except spec.JSONTextError as exc:
         result = None

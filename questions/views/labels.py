@@ -14,11 +14,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import labelling, state_files
 from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState, Version
 from questions.post_forms import StateLabelForm, first_error
+from questions.selectors import labels, sets
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -74,7 +75,7 @@ def _export(slug: str, file_format: str) -> StreamingHttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
     response = StreamingHttpResponse(
-        write(selectors.state_records(question_set)),
+        write(sets.state_records(question_set)),
         content_type=f"{state_files.MEDIA_TYPES[file_format]}; charset=utf-8",
     )
     response["Content-Disposition"] = (
@@ -102,7 +103,7 @@ def _version(question_set: QuestionSet, raw: Any) -> Version:
     number = whole_number(raw, digits=9) if raw not in (None, "") else None
     if raw not in (None, "") and number is None:
         raise services.Invalid(f"The version is a whole number in digits, not {str(raw)[:20]!r}.")
-    version = selectors.labelling_version(question_set, number)
+    version = labels.labelling_version(question_set, number)
     if version is None:
         raise Http404(f"{question_set.slug} has no version {number or ''}".strip())
     return version
@@ -148,7 +149,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     version = _version(question_set, request.GET.get("version"))
     skipped = _skipped(request.GET.get("skipped", ""))
-    candidates = selectors.states_to_label(question_set, version, limit=None)
+    candidates = labels.states_to_label(question_set, version, limit=None)
     pks = dict(
         question_set.sample_states.filter(name__in=[c.name for c in candidates]).values_list(
             "name", "pk"
@@ -190,7 +191,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     if current is not None:
         sample = question_set.sample_states.get(pk=pks[current.name])
         question = by_id[current.questions[0]]
-        readings = selectors.label_readings(question_set, names=[sample.name]).get(sample.name, [])
+        readings = labels.label_readings(question_set, names=[sample.name]).get(sample.name, [])
         suggestions = _suggestions(question, readings)
         suggested = suggestions[0]["value"] if suggestions else None
         keys = ["t", "f"] if question.type == "noul" else [str(i + 1) for i in range(9)]

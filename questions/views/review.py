@@ -16,11 +16,12 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import advice, control_reports, roles, selectors, services
+from questions import exports, roles, services
 from questions.core import controls, diff, spec
 from questions.core.numbers import whole_number
 from questions.models import APIToken, Label, QuestionSet, Version
 from questions.post_forms import LabelMoveForm, first_error
+from questions.selectors import advice, control_reports, review, sets
 from questions.services.errors import require, storable
 from questions.services.reviews import REVIEWERS_ONLY
 from questions.services.tokens import TOKEN_MANAGERS_ONLY
@@ -31,7 +32,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "questions/review_queue.html",
-        {"versions": selectors.review_queue(), "can_review": roles.may_review(request.user)},
+        {"versions": review.review_queue(), "can_review": roles.may_review(request.user)},
     )
 
 
@@ -81,12 +82,12 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
             )
         except services.ServiceError as exc:
             problem = str(exc)
-    baseline, baseline_name = selectors.review_baseline(version)
+    baseline, baseline_name = review.review_baseline(version)
     document = version.document
     lints = spec.validate(
         document,
         limits=settings.DECISIONS_LIMITS,
-        sample_states=selectors.sample_state_paths(version.question_set),
+        sample_states=sets.sample_state_paths(version.question_set),
     ).warnings
     lints_of: dict[str, list[spec.Issue]] = {}
     for lint in lints:
@@ -97,11 +98,11 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
     against_parent = None
     if parent is not None and (baseline is None or parent.pk != baseline.pk):
         against_parent = diff.document_diff(parent.document, document)
-    evidence = selectors.review_evidence(version, baseline)
+    evidence = review.review_evidence(version, baseline)
     context = {
-        "comparisons": selectors.review_comparisons(version, baseline, baseline_name),
+        "comparisons": review.review_comparisons(version, baseline, baseline_name),
         "control_verdicts": control_reports.latest_verdicts(version),
-        "approval": selectors.approval_of(version) if version.is_approved else None,
+        "approval": exports.approval_of(version) if version.is_approved else None,
         "no_signal_words": controls.NO_SIGNAL,
         "set": version.question_set,
         "version": version,
@@ -131,7 +132,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "can_review": roles.may_review(request.user),
         "can_comment": roles.may_comment(request.user),
         "own_version": services.wrote(request.user, version),
-        "labels": selectors.labels_of(version.question_set),
+        "labels": sets.labels_of(version.question_set),
         "problem": problem,
         "evidence": evidence,
         "advice": advice.review_curves(version),
@@ -230,13 +231,13 @@ def label_move(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _export_response(
-    request: HttpRequest, ref: selectors.ExportRef, *, download: bool, if_none_match: str = ""
+    request: HttpRequest, ref: exports.ExportRef, *, download: bool, if_none_match: str = ""
 ) -> HttpResponse:
     """The export document; its ETag is the hash of these very bytes, so any change of body
     changes it, and an `If-None-Match` that holds it gets a 304. A client that accepts gzip
     gets the body gzipped (made once per version), its ETag marked weak as Django's own gzip
     does; either form of the tag matches."""
-    body = selectors.export_body(ref)
+    body = exports.export_body(ref)
     etag = f'"{body.etag}"'
     gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
     shown_etag = f"W/{etag}" if gzipped else etag
@@ -264,7 +265,7 @@ def _export_response(
 @require_GET
 def version_export(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Download the export document of an approved version."""
-    ref = selectors.export_ref(slug, number=number)
+    ref = exports.export_ref(slug, number=number)
     if ref is None:
         raise Http404("No such approved version.")
     return _export_response(request, ref, download=True)
@@ -275,7 +276,7 @@ def version_export(request: HttpRequest, slug: str, number: int) -> HttpResponse
 def export_schema(request: HttpRequest) -> HttpResponse:
     """The committed JSON Schema (draft 2020-12) of the export document, at a stable URL."""
     return FileResponse(
-        open(selectors.EXPORT_SCHEMA_PATH, "rb"), content_type="application/schema+json"
+        open(exports.EXPORT_SCHEMA_PATH, "rb"), content_type="application/schema+json"
     )
 
 
@@ -318,7 +319,7 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         )
     if label is not None and "\x00" in label:
         return JsonResponse({"detail": "label holds a NUL character (\\x00)."}, status=400)
-    ref = selectors.export_ref(slug, label=label, number=read)
+    ref = exports.export_ref(slug, label=label, number=read)
     if ref is None:
         what = f"label {label!r}" if label is not None else f"version {number}"
         return JsonResponse({"detail": f"{slug} has no approved {what}."}, status=404)

@@ -13,11 +13,21 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import control_reports, roles, selectors, services
+from questions import roles, services
 from questions.core import attribution, charts, controls, metrics
 from questions.core.numbers import whole_number
 from questions.models import BatchItem, BatchRun, Version
 from questions.post_forms import RunStartForm, first_error
+from questions.selectors import control_reports
+from questions.selectors.runs import (
+    FAILING_ITEM,
+    paired_verdicts,
+    results_order,
+    run_counts,
+    run_delta,
+    run_report,
+    run_tag_slices,
+)
 from questions.views import attribution as attribution_views
 
 
@@ -145,13 +155,13 @@ def _items_context(run: BatchRun, request: HttpRequest) -> dict:
         run.items.filter(variant=0).select_related("sample_state").only(*RUN_ITEM_FIELDS)
     )
     if show == "failing":
-        items = items.filter(selectors.FAILING_ITEM)
+        items = items.filter(FAILING_ITEM)
     if search:
         items = items.filter(sample_state__name__icontains=search)
     # a finished run stored each item's place in this order with its summary: a page of it is
     # a range of an index, not a sort of every item
     stored = run.finished and run.checked is not None
-    items = items.order_by("place") if stored else selectors.results_order(items)
+    items = items.order_by("place") if stored else results_order(items)
     items = list(items[start : start + ITEMS_PAGE + 1])
     more = len(items) > ITEMS_PAGE
     rows = [r for i in items[:ITEMS_PAGE] for r in _result_rows(i, questions, run, only, show)]
@@ -179,7 +189,7 @@ def _compare_base(run: BatchRun) -> str:
 def _progress_context(run: BatchRun) -> dict:
     """The progress bar's counts and what they count: a control asks each state once per
     variant, so its counts are calls, not states."""
-    counts = selectors.run_counts(run)
+    counts = run_counts(run)
     unit, states = "states", counts["total"]
     if control_reports.is_control(run):
         variants = controls.variants(run.kind, run.control_count)
@@ -224,7 +234,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.finished:
             response["HX-Refresh"] = "true"  # the report is ready: show the whole page
         return response
-    report = selectors.run_report(run)
+    report = run_report(run)
     declared = declared_questions(run.version.document)
     declared_at = {qid: n for n, qid in enumerate(declared)}
     runs = list(
@@ -237,8 +247,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if other_pk is not None:
         other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
         if other:
-            delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
-            paired = selectors.paired_verdicts(other, run)
+            delta = run_delta(other, run, run.version.document, CHANGES_SHOWN)
+            paired = paired_verdicts(other, run)
             noise = control_reports.noise_floor(run.question_set, [other.version, run.version])
     previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
     progress = _progress_context(run)
@@ -283,7 +293,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "delta": delta,
         "paired": paired,
         "paired_questions": [(k, v) for k, v in (paired or {}).items() if k != "overall"],
-        "tag_slices": selectors.run_tag_slices(run) if shown else [],
+        "tag_slices": run_tag_slices(run) if shown else [],
         "changes_shown": CHANGES_SHOWN,
         # the listed changes, each with whether it is within the repeatability noise floor
         "changes_listed": [

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from questions import comparison, roles, selectors, services
+from questions import exports, roles, services
 from questions.cli.application import ApplicationCommands
 from questions.cli.application import add_parsers as add_application_parsers
 from questions.cli.attribution import AttributionCommands
@@ -34,6 +34,7 @@ from questions.core import diff, spec, stats
 from questions.dev import demo
 from questions.engine import backends
 from questions.models import APIToken, BatchRun, Label, QuestionSet, Version
+from questions.selectors import comparison, comparison_formats, runs, sets
 from questions.services import batches as run_defaults
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -499,7 +500,7 @@ class Command(
                 )
             document = read_json_file(file)
         else:
-            version = selectors.version_named(slug, number=number, label=label)
+            version = sets.version_named(slug, number=number, label=label)
             if version is None:
                 which = f"label {label}" if label else f"version {number or ''}".strip()
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
@@ -602,11 +603,11 @@ class Command(
         json: bool,
         **_: Any,
     ) -> int:
-        version = selectors.exportable_version(slug, label=label, number=number)
+        version = exports.exportable_version(slug, label=label, number=number)
         if version is None:
             which = f"label {label!r}" if label is not None else f"version {number}"
             return self.fail(f"{slug} has no approved {which}.", as_json=json, status=404)
-        text = selectors.export_text(selectors.export_document(version))
+        text = exports.export_text(exports.export_document(version))
         if output:
             try:
                 Path(output).write_text(text, encoding="utf-8")
@@ -749,11 +750,11 @@ class Command(
         if problems:
             return self.fail("; ".join(problems), as_json=json)
         if json:
-            self.stdout.write(comparison.as_json(built, rows, selection))
+            self.stdout.write(comparison_formats.as_json(built, rows, selection))
         elif csv:
-            self.stdout.write(comparison.as_csv(built, rows), ending="")
+            self.stdout.write(comparison_formats.as_csv(built, rows), ending="")
         else:
-            self.stdout.write(comparison.as_text(built, rows, selection.noise))
+            self.stdout.write(comparison_formats.as_text(built, rows, selection.noise))
         return EXIT_OK
 
     def do_batch(
@@ -794,7 +795,7 @@ class Command(
                 return self.fail(f"There is no run {rerun_failed}.", as_json=json, status=404)
             run = services.batch_rerun_failed(run=earlier, user=roles.OPERATOR, enqueue=False)
         else:
-            version = selectors.version_named(slug, number=number, label=label)
+            version = sets.version_named(slug, number=number, label=label)
             if version is None:
                 which = f"label {label}" if label else f"version {number or ''}".strip()
                 return self.fail(f"{slug} has no {which}.", as_json=json, status=404)
@@ -813,7 +814,7 @@ class Command(
 
         services.batch_execute(run.pk, on_progress=self.progress)
         run.refresh_from_db()
-        summary = selectors.run_summary(run)
+        summary = runs.run_summary(run)
         if json:
             self.emit_json(summary)
         else:

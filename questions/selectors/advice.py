@@ -8,9 +8,9 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import selectors
 from questions.core import charts, metrics, spec
 from questions.models import BatchRun, Version
+from questions.selectors import runs
 
 WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}
 
@@ -21,7 +21,7 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
     result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS, lints=False)
     if result.document is None:
         return []
-    cases = selectors.run_cases(run) if run else []
+    cases = runs.run_cases(run) if run else []
     advice = version.advice
     items = []
     for qid, question in result.document.questions.items():
