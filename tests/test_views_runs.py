@@ -489,7 +489,7 @@ def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, cl
 def test_a_large_review_writes_out_changed_questions_and_loads_the_others_when_opened(
     setup, client, monkeypatch
 ):
-    from questions.views import review
+    from questions.selectors import review
 
     _client, version = setup
     checker, _first, _second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)

@@ -1,17 +1,18 @@
-"""The review queue and page: what a version is reviewed against, the runs' evidence and the
-comparisons it leads with."""
+"""The review queue and page: what a version is reviewed against, the runs' evidence, the
+comparisons it leads with, and the page's whole content (`review_page`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Avg, QuerySet
 
-from questions.core import stats
+from questions.core import controls, diff, spec, stats
 from questions.engine import backends
+from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
-from questions.selectors import runs
-from questions.selectors.sets import WITHOUT_DOCUMENTS
+from questions.selectors import advice, control_reports, runs, sets
 
 
 def review_queue() -> QuerySet[Version]:
@@ -99,7 +100,7 @@ def review_comparisons(
         kept = (
             version.question_set.versions.filter(status=Version.Status.KEPT)
             .exclude(pk=version.pk)
-            .defer(*WITHOUT_DOCUMENTS)
+            .defer(*sets.WITHOUT_DOCUMENTS)
             .order_by("-number")
             .first()
         )
@@ -129,3 +130,112 @@ def review_comparisons(
             }
         )
     return out
+
+
+#: up to this many options, levels and cases in all, the review page writes every question's
+#: out; above, those of unchanged questions load when opened (or all with ?full=1)
+INLINE_ENTRIES = 400
+
+
+def entry_count(document: dict) -> int:
+    return sum(
+        len(q["criteria"])
+        for q in document.values()
+        if isinstance(q, dict) and isinstance(q.get("criteria"), dict | list)
+    )
+
+
+def review_questions(
+    document: dict, against_baseline, against_parent, *, inline_all: bool = True
+) -> list[dict]:
+    """Every question of the version with its whole content, and what changed in it against
+    the baseline (production) and against the parent version, when that is another. The entries
+    of a question added, retyped or with changed entries are always written out; others' when
+    `inline_all`."""
+    by_baseline = {q.id: q for q in against_baseline.questions}
+    by_parent = {q.id: q for q in against_parent.questions} if against_parent else {}
+    questions = []
+    for qid, question in document.items():
+        base, parent = by_baseline.get(qid), by_parent.get(qid)
+        changed = any(
+            d is not None
+            and (
+                d.status in ("added", "retyped")
+                or any(c.label != "instructions" for c in d.changes)
+            )
+            for d in (base, parent)
+        )
+        questions.append(
+            {
+                "content": diff.question_content(qid, question),
+                "baseline": base,
+                "parent": parent,
+                "inline": inline_all or changed,
+            }
+        )
+    return questions
+
+
+def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
+    """What the review page shows of a version, whoever looks: the diff against its baseline
+    (and its parent, when that is another), its open lints per question, the runs' evidence
+    and comparisons, the controls' verdicts, the advice curves, the labels and the events.
+    Every question's entries are written out when `full` or when the version holds at most
+    `INLINE_ENTRIES`; otherwise only those of the questions that changed."""
+    baseline, baseline_name = review_baseline(version)
+    document = version.document
+    lints = spec.validate(
+        document,
+        limits=settings.DECISIONS_LIMITS,
+        sample_states=sets.sample_state_paths(version.question_set),
+    ).warnings
+    lints_of: dict[str, list[spec.Issue]] = {}
+    for lint in lints:
+        if lint.question is not None:
+            lints_of.setdefault(lint.question, []).append(lint)
+    parent = version.parent if version.parent_id else None
+    against_baseline = diff.document_diff(baseline.document if baseline else {}, document)
+    against_parent = None
+    if parent is not None and (baseline is None or parent.pk != baseline.pk):
+        against_parent = diff.document_diff(parent.document, document)
+    evidence = review_evidence(version, baseline)
+    inline_all = full or entry_count(document) <= INLINE_ENTRIES
+    questions = review_questions(document, against_baseline, against_parent, inline_all=inline_all)
+    page = {
+        "comparisons": review_comparisons(version, baseline, baseline_name),
+        "control_verdicts": control_reports.latest_verdicts(version),
+        "approval": approval_of(version) if version.is_approved else None,
+        "no_signal_words": controls.NO_SIGNAL,
+        "set": version.question_set,
+        "version": version,
+        "baseline": baseline,
+        "baseline_name": baseline_name,
+        "parent": parent,
+        "diff": against_baseline,
+        "questions": [{**q, "lints": lints_of.get(q["content"].id, [])} for q in questions],
+        "removed": [
+            q
+            for d in (against_baseline, against_parent)
+            if d
+            for q in d.questions
+            if q.status == "removed"
+        ],
+        "lints": lints,
+        "events": version.events.select_related("actor"),
+        "labels": sets.labels_of(version.question_set),
+        "evidence": evidence,
+        "advice": advice.review_curves(version),
+        "evidence_rows": [
+            (f"v{version.number} (this version)", evidence["this"], version),
+            *(
+                [(f"v{baseline.number} ({baseline_name})", evidence["base"], baseline)]
+                if baseline
+                else []
+            ),
+        ],
+    }
+    if evidence["this"] and evidence["base"]:
+        page["compare_query"] = (
+            f"col=run:{evidence['base']['run']}&col=run:{evidence['this']['run']}&filter=changes"
+        )
+    return page

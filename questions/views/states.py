@@ -180,31 +180,37 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
             **keep,
         )
     try:
-        if sample is None:
-            sample = services.sample_state_create(
-                question_set=question_set,
-                name=name,
-                state=checked["value"],
-                author=request.user,
-                expected=expected,
-                tags=tags,
-            )
-        else:
-            sample = services.sample_state_update(
-                sample=sample,
-                name=name,
-                state=checked["value"],
-                author=request.user,
-                base_revision=revision,
-                expected=expected,
-                tags=tags,
-            )
+        sample = _store(request.user, question_set, sample, checked["value"], keep)
     except services.ServiceError as exc:
         return _form(request, question_set, sample, status=exc.status, problem=str(exc), **keep)
     messages.success(request, f"Saved sample state {sample.name} (revision {sample.revision}).")
     if request.POST.get("then") == "another":
         return redirect("state-create", question_set.slug)
     return redirect("state-edit", question_set.slug, sample.pk)
+
+
+def _store(
+    user: Any, question_set: QuestionSet, sample: SampleState | None, value: Any, keep: dict
+) -> SampleState:
+    """Create the state, or update `sample` from the revision the form was based on."""
+    if sample is None:
+        return services.sample_state_create(
+            question_set=question_set,
+            name=keep["name"],
+            state=value,
+            author=user,
+            expected=keep["expected"],
+            tags=keep["tags"],
+        )
+    return services.sample_state_update(
+        sample=sample,
+        name=keep["name"],
+        state=value,
+        author=user,
+        base_revision=keep["revision"],
+        expected=keep["expected"],
+        tags=keep["tags"],
+    )
 
 
 @require_POST
