@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from questions import exports, roles, services
-from questions.core import spec
+from questions.core import spec, thresholds
 from questions.dev import standin
 from questions.models import Version
 from tests import factories
@@ -210,7 +210,7 @@ def test_the_curve_counts_precision_recall_and_coverage():
     cases = [
         metrics.Case(n, "urgent", "noul", {"noul": p}, urgent) for n, urgent, p, *_ in LABELLED
     ]
-    at = {p.threshold: p for p in metrics.threshold_curve("noul", cases)}
+    at = {p.threshold: p for p in thresholds.threshold_curve("noul", cases)}
     assert len(at) == 21
     # t = 0.5: a, b, c read true; a and b are; both true ones found
     assert (at[0.5].precision, at[0.5].recall, at[0.5].coverage) == (2 / 3, 1.0, 0.75)
@@ -221,9 +221,9 @@ def test_the_curve_counts_precision_recall_and_coverage():
         metrics.Case(n, "desk", "choice", {"choice": c, "confidence": k}, d)
         for n, _, _, d, c, k in LABELLED
     ]
-    point = metrics.curve_point("choice", desks, 0.35)  # a, b, c kept; a and b right
+    point = thresholds.curve_point("choice", desks, 0.35)  # a, b, c kept; a and b right
     assert (point.precision, point.recall, point.coverage, point.kept) == (2 / 3, 0.5, 0.75, 3)
-    assert metrics.curve_point("choice", [], 0.5).recall is None
+    assert thresholds.curve_point("choice", [], 0.5).recall is None
 
 
 def test_the_designer_draws_the_curves_marks_the_advice_and_saves_it(team):

@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from questions.core import controls, metrics, stats
+from questions.core import controls, metrics, stats, thresholds
 from questions.models import BatchItem, BatchRun
 from questions.selectors import runs
 from tests import factories
@@ -113,8 +113,8 @@ def test_tag_slices_count_the_checked_cases_of_the_states_that_carry_each_tag():
 
 def test_the_held_out_split_is_deterministic_and_holds_about_a_third():
     names = [f"s{i:03d}" for i in range(300)]
-    held = [n for n in names if metrics.held_out(n)]
-    assert held == [n for n in names if metrics.held_out(n)]
+    held = [n for n in names if thresholds.held_out(n)]
+    assert held == [n for n in names if thresholds.held_out(n)]
     assert 70 <= len(held) <= 130
 
 
@@ -125,8 +125,8 @@ def test_a_threshold_is_chosen_on_the_choosing_part_and_read_on_the_held_out_one
         metrics.Case(f"s{i:03d}", "urgent", "noul", {"noul": 0.8 if i % 2 else 0.3}, bool(i % 2))
         for i in range(40)
     ]
-    found = metrics.choose_threshold("noul", cases)
-    holding = [c for c in cases if metrics.held_out(c.state)]
+    found = thresholds.choose_threshold("noul", cases)
+    holding = [c for c in cases if thresholds.held_out(c.state)]
     assert (found.choosing, found.holding) == (40 - len(holding), len(holding))
     assert found.chosen == 0.35
     true_held = sum(1 for c in holding if c.expected)
@@ -137,7 +137,7 @@ def test_a_threshold_is_chosen_on_the_choosing_part_and_read_on_the_held_out_one
 
 
 def test_with_nothing_labelled_no_threshold_is_chosen():
-    found = metrics.choose_threshold("noul", [])
+    found = thresholds.choose_threshold("noul", [])
     assert (found.chosen, found.check, found.choosing, found.holding) == (None, None, 0, 0)
 
 

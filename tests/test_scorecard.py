@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from questions import services
-from questions.core import stats
+from questions.core import stats, thresholds
 from questions.models import BatchRun, QuestionSet, Version
 from questions.selectors import runs, scorecard, sets
 from tests import factories
@@ -325,9 +325,9 @@ def test_a_no_signal_verdict_on_the_run_page_links_to_the_card_and_the_states(ca
 def test_the_advice_curves_write_their_text_at_11_px_or_more_on_a_phone():
     import re as regex
 
-    from questions.core import charts, metrics
+    from questions.core import charts
 
-    points = [metrics.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
+    points = [thresholds.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
     svg = str(charts.threshold_chart("desk", points, points[5]))
     sizes = [float(s) for s in regex.findall(r'font-size="([0-9.]+)"', svg)]
     width = float(regex.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))

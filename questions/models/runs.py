@@ -202,7 +202,7 @@ class RunReport(models.Model):
     """A finished run's report, worked out once when the run finishes (`services.batches`
     through `services.summaries`) and read by the run and review pages in constant time:
     `against` None holds its test report (`metrics.report_as_json`); `against` a run holds
-    this run set against that one (`metrics.delta_as_json`: the counts and the first changed
+    this run set against that one (`deltas.delta_as_json`: the counts and the first changed
     cells), the pair the review of its version shows."""
 
     run = models.ForeignKey(BatchRun, on_delete=models.CASCADE, related_name="reports")

@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db.models import Case, Count, F, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from questions.core import metrics, stats
+from questions.core import deltas, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, RunReport, Version
 
@@ -161,7 +161,7 @@ def run_readings(run: BatchRun, qtypes: dict[str, str]) -> dict[str, tuple[Any, 
     """A run's answered states reduced to what a comparison reads: state name → (expected
     answers, per question of `qtypes` the chosen option, the score or P(true), or None), each
     extracted by the database from the stored answers, so no answer's probabilities are
-    decoded (see `metrics.compare_readings`)."""
+    decoded (see `deltas.compare_readings`)."""
     fields = {  # explicit transforms: a question id may hold "__"
         f"r{i}": KeyTextTransform(READING_KEYS.get(qtype, "noul"), KeyTransform(qid, "answers"))
         for i, (qid, qtype) in enumerate(qtypes.items())
@@ -205,7 +205,7 @@ def compared(document: Any) -> dict[str, str]:
 
 def run_delta(
     base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
-) -> metrics.RunDelta:
+) -> deltas.RunDelta:
     """Run `this` against run `base` on the states both answered (the questions of
     `document`): pass rates over the pairs both checked and the cells that moved, regressions
     first, the first `shown` of them with their whole answers (the others with their
@@ -214,7 +214,7 @@ def run_delta(
     worked out once per process and kept in the cache."""
     data = stored_report(this, base) if base.finished else None
     if data is not None and data["shown"] >= shown and data.get("types") == compared(document):
-        return metrics.delta_from_json(data)
+        return deltas.delta_from_json(data)
     key = None
     if base.finished_at and this.finished_at and base.finished and this.finished:
         stamps = (base.pk, base.finished_at.timestamp(), this.pk, this.finished_at.timestamp())
@@ -230,10 +230,10 @@ def run_delta(
 
 def run_delta_computed(
     base: BatchRun, this: BatchRun, document: dict[str, Any], shown: int
-) -> metrics.RunDelta:
+) -> deltas.RunDelta:
     """`run_delta` worked out from both runs' answers."""
     types = compared(document)
-    delta = metrics.compare_readings(
+    delta = deltas.compare_readings(
         run_readings(base, types),
         run_readings(this, types),
         types,
@@ -297,14 +297,14 @@ def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stat
 def paired_verdicts_computed(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
     """`paired_verdicts` from both runs' answers."""
     types = compared(run_after.version.document)
-    by_question = metrics.paired_checks(
+    by_question = deltas.paired_checks(
         run_readings(run_before, types),
         run_readings(run_after, types),
         types,
         run_after.threshold,
         threshold_before=run_before.threshold,
     )
-    found = {"overall": stats.paired(list(metrics.state_checks(by_question).values()))}
+    found = {"overall": stats.paired(list(deltas.state_checks(by_question).values()))}
     for qid, checks in by_question.items():
         found[qid] = stats.paired([checks[state] for state in sorted(checks)])
     return found

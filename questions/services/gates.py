@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions.core import answers, gate, metrics, spec
+from questions.core import answers, deltas, gate, metrics, spec
 from questions.engine import backends
 from questions.engine.backends.http import TypeSafeBackend
 from questions.engine.backends.recorded import RecordedBackend
@@ -159,7 +159,7 @@ def _flips(
     types = {qid: q.type for qid, q in questions.items()}
     before, after = runs.run_readings(base, types), runs.run_readings(run, types)
     compared = set(before) & set(after)
-    delta = metrics.compare_readings(
+    delta = deltas.compare_readings(
         before, after, types, run.threshold, threshold_before=base.threshold
     )
     flipped: set[str] = set()

@@ -11,7 +11,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from questions.core import metrics
+from questions.core import deltas, metrics
 
 log = logging.getLogger("questions.batches")
 
@@ -124,7 +124,7 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
         run_id=run.pk,
         against_id=base.pk,
         defaults={
-            "data": metrics.delta_as_json(delta, review.REVIEW_FLIPS_SHOWN)
+            "data": deltas.delta_as_json(delta, review.REVIEW_FLIPS_SHOWN)
             | {
                 "types": runs.compared(run.version.document),
                 "paired": runs.paired_as_json(runs.paired_verdicts_computed(base, run)),
