@@ -102,3 +102,23 @@ def test_the_version_queryset_and_both_export_readers_agree():
         assert found == exports.exportable_version("s", **ask)
         assert (found.pk if found else None) == (ref.version_id if ref else None), ask
     assert Version.objects.approved("other", number=1).first() is None
+
+
+def test_the_export_reads_no_selector():
+    """The export document stands on its own: selectors may import it, never the reverse (the
+    two importing each other would be a circle)."""
+    assert not {m for m in _imports(ROOT / "exports.py") if m.startswith("questions.selectors")}
+
+
+#: a view reads the request, calls one service or selector and renders: this many lines at most
+VIEW_LINES = 50
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS.glob("*.py")), ids=lambda p: p.name)
+def test_no_view_function_is_a_room_of_its_own(path):
+    lengths = {
+        n.name: n.end_lineno - n.lineno + 1
+        for n in ast.parse(path.read_text()).body
+        if isinstance(n, ast.FunctionDef)
+    }
+    assert {name: n for name, n in lengths.items() if n > VIEW_LINES} == {}
