@@ -1,6 +1,7 @@
 """The comparison grid: columns (a batch run, or a version asked through a backend), rows (the
 questions, for one sample state or for every state of the set), cells marked against the first
-column. The whole selection is a query string, so a link reproduces the view."""
+column. The whole selection is a query string, so a link reproduces the view. Its downloads and
+its text for a terminal are `comparison_formats`'s."""
 
 from __future__ import annotations
 
