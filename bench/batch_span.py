@@ -129,8 +129,9 @@ def main() -> None:
     import httpx
     from django.conf import settings
 
-    from questions import selectors, services
+    from questions import services
     from questions.core import spec
+    from questions.selectors import runs
 
     ideal = args.states / args.concurrency * latency
 
@@ -158,7 +159,7 @@ def main() -> None:
     start = time.perf_counter()
     run = services.batch_execute(run.pk)
     span = time.perf_counter() - start
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     recorded_span = (run.finished_at - run.started_at).total_seconds()
 
     print(

@@ -37,8 +37,9 @@ def main() -> None:
 
     latency = args.latency_ms / 1000
     process, seen, version, user, _ = bench_world("bench-control-", latency, args.states)
-    from questions import control_reports, selectors, services
+    from questions import services
     from questions.core import controls
+    from questions.selectors import control_reports, runs
     from questions.services import controls as control_services
 
     calls = args.states * controls.variants(controls.SHUFFLE, args.shuffles)
@@ -57,7 +58,7 @@ def main() -> None:
     start = time.perf_counter()
     run = services.batch_execute(run.pk)
     span = time.perf_counter() - start
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     summary = control_reports.control_summary(run)
 
     print(

@@ -1,7 +1,7 @@
 """What the fetch log adds to one export fetch, in process (no HTTP): the time of
 `services.export_fetch_record` when it only counts (the usual case: same token, label and
 version within `FLUSH_EVERY`) and when it writes (one upsert), beside the two statements every
-fetch makes anyway (the token check and `selectors.export_ref`).
+fetch makes anyway (the token check and `exports.export_ref`).
 
 Run:  DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_export \
       .venv/bin/python bench/fetch_log.py [--calls 20000] [--writes 500]
@@ -44,7 +44,7 @@ def main() -> None:
     start_django()
     from django.db import connection
 
-    from questions import roles, selectors, services
+    from questions import exports, roles, services
     from questions.models import Label
     from questions.services import fetches
 
@@ -55,7 +55,7 @@ def main() -> None:
     token, raw = services.api_token_create(
         name=f"bench fetch log {time.time():.0f}", user=roles.OPERATOR
     )
-    ref = selectors.export_ref(slug, label="production")
+    ref = exports.export_ref(slug, label="production")
 
     def record() -> None:
         services.export_fetch_record(
@@ -75,7 +75,7 @@ def main() -> None:
     checks = per_call_us(
         lambda: (
             services.api_token_authenticate(raw),
-            selectors.export_ref(slug, label="production"),
+            exports.export_ref(slug, label="production"),
         ),
         args.writes,
     )

@@ -1,6 +1,6 @@
 """The word-reading stand-in on the demo: described options vs bare ids vs shuffled descriptions.
 
-For every demo set (whatever `questions.dev.demo.SETS` holds), every version and every labelled
+For every demo set (whatever `questions.dev.demo_sets.SETS` holds), every version and every labelled
 sample state, the stand-in (`questions.dev.standin.respond`, the code its HTTP server runs) answers
 three variants of the questions:
 
@@ -30,7 +30,7 @@ from _console import start_django
 start_django()
 
 from questions.core import answers, controls, metrics, spec  # noqa: E402
-from questions.dev import demo, demo_rules, standin  # noqa: E402
+from questions.dev import demo_rules, demo_sets, standin  # noqa: E402
 
 
 def bare(questions: dict[str, spec.Question]) -> dict[str, spec.Question]:
@@ -61,7 +61,7 @@ def main() -> None:
     totals = {"described": [0, 0], "bare ids": [0, 0], "shuffled": [0, 0]}
     every = {name: [0, 0] for name in totals}  # every question type
     verdicts = {"signal": 0, "no signal": 0, "nothing to judge": 0}
-    for entry in demo.SETS:
+    for entry in demo_sets.SETS:
         labelled = [s for s in entry["states"] if s.get("expected")]
         for number, document in enumerate(entry["versions"], 1):
             questions = spec.validate(
@@ -147,7 +147,7 @@ def tiers() -> None:
             {"state": state, "questions": q}, standin.CHAT_SALT
         )[1],
     }
-    for entry in demo.SETS:
+    for entry in demo_sets.SETS:
         if not entry.get("side_by_side"):
             continue
         questions = spec.validate(

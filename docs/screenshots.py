@@ -69,11 +69,13 @@ def side_by_side() -> list[int]:
     import django
 
     django.setup()
-    from questions.dev import demo
+    from questions.dev import demo_sets
     from questions.models import BatchRun
 
     runs = BatchRun.objects.filter(question_set__slug="support-routing", kind=BatchRun.PLAIN)
-    first = [runs.filter(backend=backend).order_by("pk").first() for backend in demo.SIDE_BY_SIDE]
+    first = [
+        runs.filter(backend=backend).order_by("pk").first() for backend in demo_sets.SIDE_BY_SIDE
+    ]
     return [run.pk for run in first if run]
 
 

@@ -2,6 +2,7 @@ from django.urls import path
 
 from questions.views import (
     advice,
+    api,
     attribution,
     check,
     compare,
@@ -16,6 +17,7 @@ from questions.views import (
     sets,
     snippets,
     states,
+    tokens,
     tries,
     webhooks,
 )
@@ -59,9 +61,9 @@ urlpatterns = [
     path("sets/<slug:slug>/v<int:number>/try/plan/", tries.try_plan, name="try-plan"),
     path("runs/<int:pk>/rerun-failed/", runs.run_rerun_failed, name="run-rerun-failed"),
     path("sets/<slug:slug>/v<int:number>/runs/", runs.run_create, name="run-create"),
-    path("tokens/", review.token_list, name="token-list"),
-    path("schemas/question-set-1.json", review.export_schema, name="export-schema"),
-    path("api/sets/<slug:slug>/export.json", review.api_export, name="api-export"),
+    path("tokens/", tokens.token_list, name="token-list"),
+    path("schemas/question-set-1.json", api.export_schema, name="export-schema"),
+    path("api/sets/<slug:slug>/export.json", api.api_export, name="api-export"),
     path("sets/<slug:slug>/labels/", review.label_move, name="label-move"),
     path(
         "sets/<slug:slug>/labels/<str:label>/export/",
@@ -69,9 +71,7 @@ urlpatterns = [
         name="label-export",
     ),
     path("sets/<slug:slug>/v<int:number>/review/", review.version_review, name="version-review"),
-    path(
-        "sets/<slug:slug>/v<int:number>/export.json", review.version_export, name="version-export"
-    ),
+    path("sets/<slug:slug>/v<int:number>/export.json", api.version_export, name="version-export"),
     path("sets/new/", sets.set_create, name="set-create"),
     path("sets/<slug:slug>/", sets.set_detail, name="set-detail"),
     path("sets/<slug:slug>/history/", sets.set_history, name="set-history"),

@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
-from questions import selectors, services
+from questions import exports, services
 from questions.core import attribution, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
 from questions.services import attribution as attribution_services
@@ -413,7 +413,7 @@ def execute_closing(run_id: int) -> None:
         connection.close()
 
 
-SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+SCHEMA = json.loads(exports.EXPORT_SCHEMA_PATH.read_text())
 
 
 def validate_export(document: dict) -> None:

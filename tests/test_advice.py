@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 from django.test import Client
 
-from questions import roles, selectors, services
-from questions.core import spec
+from questions import exports, roles, services
+from questions.core import spec, thresholds
 from questions.dev import standin
 from questions.models import Version
 from tests import factories
@@ -123,7 +123,7 @@ def test_the_export_carries_advice_beside_questions_and_validates(team):
     draft = factories.draft(qs)
     services.version_set_advice(version=draft, advice=ADVICE, author=writer)
     version = approve(draft, writer, checker)
-    export = selectors.export_document(version)
+    export = exports.export_document(version)
     validate_export(export)
     assert export["advice"] == ADVICE and export["questions"] == DOC
     assert list(export)[-2:] == ["questions", "advice"]
@@ -139,7 +139,7 @@ def test_the_export_carries_advice_beside_questions_and_validates(team):
 
 def test_an_export_without_advice_has_no_advice_key(team):
     writer, checker, qs = team
-    export = selectors.export_document(approve(factories.draft(qs), writer, checker))
+    export = exports.export_document(approve(factories.draft(qs), writer, checker))
     assert "advice" not in export
 
 
@@ -166,7 +166,7 @@ def test_an_imported_export_keeps_its_advice_and_bad_advice_imports_nothing(team
     writer, checker, qs = team
     draft = factories.draft(qs)
     services.version_set_advice(version=draft, advice=ADVICE, author=writer)
-    export = selectors.export_document(approve(draft, writer, checker))
+    export = exports.export_document(approve(draft, writer, checker))
     imported = services.version_import(slug="other", value=export, author=writer)
     assert imported.advice == ADVICE and imported.document == DOC
     bad = {**export, "advice": {"desk": {"min_confidence": 7}}}
@@ -210,7 +210,7 @@ def test_the_curve_counts_precision_recall_and_coverage():
     cases = [
         metrics.Case(n, "urgent", "noul", {"noul": p}, urgent) for n, urgent, p, *_ in LABELLED
     ]
-    at = {p.threshold: p for p in metrics.threshold_curve("noul", cases)}
+    at = {p.threshold: p for p in thresholds.threshold_curve("noul", cases)}
     assert len(at) == 21
     # t = 0.5: a, b, c read true; a and b are; both true ones found
     assert (at[0.5].precision, at[0.5].recall, at[0.5].coverage) == (2 / 3, 1.0, 0.75)
@@ -221,9 +221,9 @@ def test_the_curve_counts_precision_recall_and_coverage():
         metrics.Case(n, "desk", "choice", {"choice": c, "confidence": k}, d)
         for n, _, _, d, c, k in LABELLED
     ]
-    point = metrics.curve_point("choice", desks, 0.35)  # a, b, c kept; a and b right
+    point = thresholds.curve_point("choice", desks, 0.35)  # a, b, c kept; a and b right
     assert (point.precision, point.recall, point.coverage, point.kept) == (2 / 3, 0.5, 0.75, 3)
-    assert metrics.curve_point("choice", [], 0.5).recall is None
+    assert thresholds.curve_point("choice", [], 0.5).recall is None
 
 
 def test_the_designer_draws_the_curves_marks_the_advice_and_saves_it(team):

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.models import BatchRun, Decision
+from questions.selectors import runs
 from tests import factories
 from tests.helpers import execute_closing
 from tests.providers import (
@@ -116,7 +117,7 @@ def test_a_run_writes_a_few_statements_per_state(settings):
             run = services.batch_execute(run.pk)
     finally:
         provider.close()
-    assert selectors.run_counts(run)["answered"] == 48
+    assert runs.run_counts(run)["answered"] == 48
     # claims in chunks, outcomes in batches: at worst 3 statements per state (one outcome per
     # write); the thread-per-state engine ran 7 and a transaction or more per state
     assert len(queries) <= 3 * 48 + 10, len(queries)
@@ -147,7 +148,7 @@ def test_a_run_holds_one_database_connection_whatever_its_concurrency(settings):
             most = max(most, cursor.fetchall()[0][0])
             time.sleep(0.02)
     provider.close()
-    assert selectors.run_counts(BatchRun.objects.get(pk=run.pk))["answered"] == 64
+    assert runs.run_counts(BatchRun.objects.get(pk=run.pk))["answered"] == 64
     assert max(provider.max_in_flight, 0) > 8  # the calls did run concurrently
     assert most - before <= 1  # the run's own thread; it was concurrency + 2
 

@@ -18,10 +18,11 @@ import pytest
 from django.db import connection
 
 from console import settings as console_settings
-from questions import selectors, services
+from questions import services
 from questions.core import spec
 from questions.engine import batches, processes
 from questions.models import BatchItem, BatchRun, Decision
+from questions.selectors import runs
 from questions.services import batches as batch_services
 from tests import factories
 from tests.helpers import execute_closing, process_ended, wait_for
@@ -123,7 +124,7 @@ def test_a_wide_run_is_spread_over_a_helper_and_keeps_its_concurrency(
     assert provider.max_in_flight == WIDE  # the run's concurrency, across both processes
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
     assert Decision.objects.count() == STATES
-    assert selectors.run_counts(run)["answered"] == STATES
+    assert runs.run_counts(run)["answered"] == STATES
     # the helper asked its share, and what it added up came back: the tally covers every answer
     [share] = shares
     assert 0 < share.calls < STATES and not share.stopped
@@ -150,7 +151,7 @@ def test_a_cancel_stops_every_process_of_a_spread_run(postgres, gated):
     thread.join(120)
     assert not thread.is_alive()
     run.refresh_from_db()
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert run.status == "cancelled"
     assert counts["answered"] >= WIDE  # the calls in flight finished and were kept
     assert counts["answered"] + counts["cancelled"] == STATES
@@ -171,7 +172,7 @@ def test_a_stopping_worker_stops_its_helper_and_hands_the_run_back(postgres, gat
     thread.join(120)
     assert not thread.is_alive()
     run.refresh_from_db()
-    answered = selectors.run_counts(run)["answered"]
+    answered = runs.run_counts(run)["answered"]
     assert run.status == "queued"
     assert not run.items.filter(status="running").exists()  # claimed ahead, given back
     assert run.items.filter(status="pending").count() == STATES - answered
@@ -179,7 +180,7 @@ def test_a_stopping_worker_stops_its_helper_and_hands_the_run_back(postgres, gat
 
     batches.stopping.clear()  # another worker takes it over
     run = services.batch_execute(run.pk)
-    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    assert run.status == "done" and runs.run_counts(run)["answered"] == STATES
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
 
 
@@ -195,7 +196,7 @@ def test_a_helper_that_dies_leaves_its_states_to_the_executor(postgres, gated):
     assert not thread.is_alive()
     run.refresh_from_db()
     assert run.status == "done", run.detail
-    assert selectors.run_counts(run)["answered"] == STATES
+    assert runs.run_counts(run)["answered"] == STATES
     assert len(provider.calls) == STATES
     asked_twice = [state for state, n in provider.calls.items() if n == 2]
     assert len(asked_twice) == WIDE // 2 and set(provider.calls.values()) == {1, 2}
@@ -214,7 +215,7 @@ def test_a_run_goes_on_alone_when_no_helper_can_be_started(postgres, gated, monk
 
     monkeypatch.setattr(processes, "pool", no_pool)
     run = services.batch_execute(run.pk)
-    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    assert run.status == "done" and runs.run_counts(run)["answered"] == STATES
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
     assert provider.max_in_flight == WIDE  # this process asked them all, 64 at a time
     assert f"run {run.pk}: no helper process could be started" in caplog.text
@@ -236,7 +237,7 @@ def test_helpers_started_before_one_fails_to_start_stop_first(
 
     monkeypatch.setattr(processes.Pool, "submit", second_fails)
     run = services.batch_execute(run.pk)
-    assert run.status == "done" and selectors.run_counts(run)["answered"] == STATES
+    assert run.status == "done" and runs.run_counts(run)["answered"] == STATES
     [first] = submitted
     assert first.done()  # waited for before this process asked the rest alone
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}

@@ -24,11 +24,12 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from questions import selectors, services
+from questions import services
 from questions.core import spec
 from questions.engine import batches
 from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
+from questions.selectors import runs
 from questions.services import batches as batch_services
 from questions.services import bulk
 from tests import factories
@@ -83,10 +84,10 @@ def test_a_second_run_in_the_process_reuses_the_first_runs_connections(provider)
     version, writer = a_set(12)
     first = run(version, writer, concurrency=4)
     opened = provider.accepted
-    assert selectors.run_counts(first)["answered"] == 12
+    assert runs.run_counts(first)["answered"] == 12
     assert 1 <= opened <= 4
     second = run(version, writer, concurrency=4)
-    assert selectors.run_counts(second)["answered"] == 12
+    assert runs.run_counts(second)["answered"] == 12
     assert provider.accepted == opened  # no new connection: the kept ones answered
 
 
@@ -95,7 +96,7 @@ def test_a_run_wider_than_the_kept_clients_opens_only_the_missing_ones(provider)
     run(version, writer, concurrency=2)
     before = provider.accepted
     wider = run(version, writer, concurrency=6)
-    assert selectors.run_counts(wider)["answered"] == 12
+    assert runs.run_counts(wider)["answered"] == 12
     assert before <= 2 and provider.accepted - before <= 4
 
 
@@ -103,7 +104,7 @@ def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
     monkeypatch.setattr(batch_services, "IDLE_CLIENTS", 3)
     batches._Loop.shared().run(_forget_kept())  # what earlier tests' runs left
     version, writer = a_set(10)
-    assert selectors.run_counts(run(version, writer, concurrency=5))["answered"] == 10
+    assert runs.run_counts(run(version, writer, concurrency=5))["answered"] == 10
     kept = batches._Loop.shared().run(_idle())
     assert kept == 3
 
@@ -123,12 +124,12 @@ def test_a_connection_the_provider_closed_while_idle_is_opened_again(provider):
     """A kept connection the provider hung up on between runs is noticed (it reads as closed)
     and a new one made: nothing fails."""
     version, writer = a_set(4)
-    assert selectors.run_counts(run(version, writer, concurrency=2))["answered"] == 4
+    assert runs.run_counts(run(version, writer, concurrency=2))["answered"] == 4
     opened = provider.accepted
     for sock in provider.sockets:
         sock.shutdown(socket.SHUT_RDWR)
     again = run(version, writer, concurrency=2)
-    assert selectors.run_counts(again)["answered"] == 4
+    assert runs.run_counts(again)["answered"] == 4
     assert again.items.filter(attempts=1).count() == 4  # noticed before sending, not retried
     assert provider.accepted > opened
 
@@ -145,7 +146,7 @@ def test_the_batch_sends_the_bytes_and_headers_a_single_ask_sends(settings):
         services.decision_ask(
             backend="typesafe", state=state.state, user=writer, document=version.document
         )
-        assert selectors.run_counts(run(version, writer, concurrency=1))["answered"] == 1
+        assert runs.run_counts(run(version, writer, concurrency=1))["answered"] == 1
         single, batched = p.requests
         assert single["raw"] == batched["raw"]
         same = {k.lower(): v for k, v in single["headers"].items()}
@@ -696,7 +697,7 @@ def test_one_loop_serves_the_runs_of_a_process_and_one_that_stopped_is_replaced(
     assert batches._Loop.shared() is first
     first.loop.call_soon_threadsafe(first.loop.stop)
     first.thread.join(5)
-    assert selectors.run_counts(run(version, writer, concurrency=2))["answered"] == 2
+    assert runs.run_counts(run(version, writer, concurrency=2))["answered"] == 2
     assert batches._Loop.shared() is not first
 
 

@@ -16,9 +16,10 @@ import pytest
 from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
-from questions import selectors, services
+from questions import services
 from questions.engine import batches
 from questions.models import BatchItem, BatchRun, Decision
+from questions.selectors import runs
 from tests import factories
 from tests.helpers import (
     execute_closing,
@@ -82,7 +83,7 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
     thread.join(60)
     assert not thread.is_alive()
     run.refresh_from_db()
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert run.status == "queued" and run.heartbeat_at is None
     assert 2 <= counts["answered"] < 20
     assert not run.items.filter(status="running").exists()  # claimed ahead, given back
@@ -93,7 +94,7 @@ def test_a_stopping_process_releases_what_it_has_not_sent_and_queues_the_run_aga
     batches.stopping.clear()  # another worker takes it over
     provider.hold = None
     run = services.batch_execute(run.pk)
-    assert run.status == "done" and selectors.run_counts(run)["answered"] == 20
+    assert run.status == "done" and runs.run_counts(run)["answered"] == 20
     assert len(provider.calls) == 20 and set(provider.calls.values()) == {1}
     assert Decision.objects.count() == 20
 
@@ -164,7 +165,7 @@ def workers(provider):
 def _exactly_once(run: BatchRun, provider: FlakyProvider, states: int) -> None:
     run.refresh_from_db()
     assert run.status == "done", run.detail
-    assert selectors.run_counts(run)["answered"] == states
+    assert runs.run_counts(run)["answered"] == states
     assert len(provider.calls) == states and set(provider.calls.values()) == {1}
     assert Decision.objects.count() == states
 
@@ -223,7 +224,7 @@ def test_a_real_worker_spreads_a_wide_run_and_hands_it_over_on_sigterm(workers, 
     run.refresh_from_db()
     # it handed the run back (or finished it before its next tick saw the signal)
     assert run.status in ("queued", "done") and not run.items.filter(status="running").exists()
-    answered = selectors.run_counts(run)["answered"]
+    answered = runs.run_counts(run)["answered"]
     assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was kept
     if not run.finished:
         workers("w2")  # another worker goes on with it

@@ -14,10 +14,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import stats
 from questions.engine import backends, batches
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
+from questions.selectors import runs
 from questions.services import batches as batch_services
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
@@ -59,7 +60,7 @@ def test_every_state_answered_once_with_bounded_concurrency(provider_factory):
     )
     run = services.batch_execute(run.pk)
     assert run.status == "done"
-    assert selectors.run_counts(run)["answered"] == 12
+    assert runs.run_counts(run)["answered"] == 12
     assert set(provider.calls.values()) == {1}
     assert provider.max_in_flight <= 3
     assert DecisionAnswer.objects.count() == 12 * len(DOC)
@@ -80,7 +81,7 @@ def test_429s_are_retried_within_the_attempts_and_recorded(provider_factory):
         enqueue=False,
     )
     run = services.batch_execute(run.pk)
-    assert selectors.run_counts(run)["answered"] == 5
+    assert runs.run_counts(run)["answered"] == 5
     assert set(provider.calls.values()) == {3}  # two 429s, then the answer
     assert set(run.items.values_list("attempts", flat=True)) == {3}
     assert Decision.objects.filter(status=429).count() == 10  # every call is recorded
@@ -94,7 +95,7 @@ def test_retries_never_exceed_the_configured_attempts(provider_factory):
         version=version, backend="typesafe", user=writer, max_attempts=3, enqueue=False
     )
     run = services.batch_execute(run.pk)
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert (counts["answered"], counts["failed"]) == (0, 3)
     assert set(provider.calls.values()) == {3}
     item = run.items.first()
@@ -135,7 +136,7 @@ def test_an_unreachable_provider_is_retried(provider_factory):
     )
     run = services.batch_execute(run.pk)
     assert run.status == "done"
-    assert selectors.run_counts(run)["answered"] == 3
+    assert runs.run_counts(run)["answered"] == 3
     assert set(provider.calls.values()) == {3}  # two hang-ups, then the answer
     assert set(run.items.values_list("attempts", flat=True)) == {3}
     assert Decision.objects.filter(status=502, provider_status_code=None).count() == 6
@@ -157,7 +158,7 @@ def test_a_timeout_is_retried(provider_factory, settings):
         version=version, backend="typesafe", user=writer, max_attempts=2, enqueue=False
     )
     run = services.batch_execute(run.pk)
-    assert selectors.run_counts(run)["answered"] == 2
+    assert runs.run_counts(run)["answered"] == 2
     assert set(provider.calls.values()) == {2}
     assert Decision.objects.filter(status=504).count() == 2
 
@@ -194,7 +195,7 @@ def test_an_answer_that_cannot_be_checked_fails_its_state_alone(provider_factory
     )
     run = services.batch_execute(run.pk)
     assert run.status == "done"
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert (counts["answered"], counts["failed"]) == (3, 1)
     failed = run.items.get(status="failed")
     assert failed.sample_state.state == {"n": 1}
@@ -215,7 +216,7 @@ def test_an_answer_holding_nul_fails_its_state_alone(provider_factory):
     failed = run.items.get(status="failed")
     assert (failed.sample_state.state, failed.error_status) == ({"n": 0}, 502)
     assert "NUL" in failed.error_detail
-    assert selectors.run_counts(run)["answered"] == 2
+    assert runs.run_counts(run)["answered"] == 2
 
 
 def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
@@ -237,7 +238,7 @@ def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
     with caplog.at_level("ERROR", logger="questions.batches"):
         run = services.batch_execute(run.pk)
     assert run.status == "done"
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert (counts["answered"], counts["failed"]) == (4, 1)
     failed = run.items.get(status="failed")
     assert (failed.sample_state.state, failed.error_status, failed.attempts) == ({"n": 2}, 502, 1)
@@ -316,7 +317,7 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory, m
         cancel_seen.set()  # a failed test leaves no call held
     thread.join()
     final = result["run"]
-    counts = selectors.run_counts(final)
+    counts = runs.run_counts(final)
     assert final.status == "cancelled"
     assert counts["answered"] == 2  # the first, and the second that was in flight
     assert counts["cancelled"] == 8
@@ -374,7 +375,7 @@ def test_a_run_whose_worker_died_is_taken_over_and_each_state_answered_once(
     BatchRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
     run = services.batch_execute(run.pk)
     assert run.status == "done"
-    assert selectors.run_counts(run)["answered"] == 6
+    assert runs.run_counts(run)["answered"] == 6
     assert set(provider.calls.values()) == {1}
     assert DecisionAnswer.objects.count() == 6 * len(DOC)
 
@@ -413,7 +414,7 @@ def test_the_idle_sweep_takes_over_a_run_whose_worker_died(provider_factory, set
     assert services.batch_sweep_stale() == [run.pk]
     run.refresh_from_db()
     assert run.status == "done"
-    assert selectors.run_counts(run)["answered"] == 5
+    assert runs.run_counts(run)["answered"] == 5
     assert sum(provider.calls.values()) == 3  # the two answered before are not asked again
     assert services.batch_sweep_stale() == []
 
@@ -478,7 +479,7 @@ def test_a_plain_db_worker_takes_over_a_stale_run_while_idle(
     took = time.monotonic() - started
     run.refresh_from_db()
     assert run.status == "done"
-    assert selectors.run_counts(run)["answered"] == 4
+    assert runs.run_counts(run)["answered"] == 4
     assert sum(provider.calls.values()) == 2
     assert took >= 1  # it waited for the heartbeat to go stale (SIGALRM bounds the rest)
 
@@ -489,7 +490,7 @@ def test_batch_create_enqueues_a_task_after_the_commit(settings):
     run = services.batch_create(version=version, backend="recorded", user=writer)
     run.refresh_from_db()
     assert run.finished  # the immediate backend ran it at the commit
-    assert selectors.run_counts(run)["failed"] == 2  # nothing was recorded to replay
+    assert runs.run_counts(run)["failed"] == 2  # nothing was recorded to replay
 
 
 def test_batch_create_refuses_what_cannot_run(settings):
@@ -534,7 +535,7 @@ def test_cli_batch_summary_and_gate(provider_factory):
     low, high = summary["pass_rate_interval"]
     assert low <= summary["pass_rate"] <= high
     run = BatchRun.objects.get(pk=summary["run"])
-    report = selectors.run_summary(run)
+    report = runs.run_summary(run)
     assert report["pass_rate"] == summary["pass_rate"]
     assert code == 0
     code, _, _ = run_cli("batch", "--set", slug, "--min-pass-rate", "1.01")
@@ -619,7 +620,7 @@ def test_rerun_failed_asks_only_the_failed_revisions_again(provider_factory):
     assert set(rerun.items.values_list("sample_state_id", flat=True)) == failed_revisions
     rerun = services.batch_execute(rerun.pk)
     assert rerun.status == "done"
-    assert selectors.run_counts(rerun)["answered"] == 2
+    assert runs.run_counts(rerun)["answered"] == 2
     assert list(first.reruns.all()) == [rerun]
     # the old revisions' states, and places of their own: the failed ones led the first run
     for item in rerun.items.select_related("sample_state"):
@@ -635,7 +636,7 @@ def test_rerun_failed_is_enqueued_like_a_new_run(provider_factory, settings):
     rerun = services.batch_rerun_failed(run=first, user=writer)
     rerun.refresh_from_db()
     assert rerun.status == "done"  # the immediate backend ran it at the commit
-    assert selectors.run_counts(rerun)["answered"] == 2
+    assert runs.run_counts(rerun)["answered"] == 2
 
 
 def test_rerun_failed_refuses_a_run_without_failures_or_not_finished(provider_factory):

@@ -268,7 +268,7 @@ def test_token_needs_a_name_or_a_revoke_but_not_both():
 
 @pytest.mark.django_db(transaction=True)  # the run's calls write from their own threads
 def test_compare_prints_every_state_not_one_page(world, stand_in):
-    from questions import comparison
+    from questions.selectors import comparison
 
     s = Version.objects.get(question_set__slug="s", number=1).question_set
     writer = _user("writer")

@@ -8,8 +8,9 @@ import pytest
 from django.http import QueryDict
 from django.urls import reverse
 
-from questions import comparison, services
+from questions import services
 from questions.models import BatchItem
+from questions.selectors import comparison, comparison_formats
 from questions.views.compare import selection_of
 from tests import factories
 from tests.helpers import COMPARE_DOC as DOC
@@ -207,7 +208,7 @@ def test_numbers_the_console_writes_stay_numbers_in_the_csv(two_runs):
     )
     row.cells.append(comparison.Cell(score, distance=-0.25))
     columns = [comparison.Column(key=f"run:{n}", label="") for n in (1, 2)]
-    table = list(csv.reader(io.StringIO(comparison.as_csv(columns, [row]))))
+    table = list(csv.reader(io.StringIO(comparison_formats.as_csv(columns, [row]))))
     baseline, changed = ["-0.50", "false", "", ""], ["-0.50", "false", "-0.2500", ""]
     assert table[1] == ["a", "level", "score", "-1", *baseline, *changed]
 
@@ -238,7 +239,7 @@ def test_the_csv_writes_true_and_false_as_the_contract_does_and_no_flip_without_
     cells = [comparison.Cell(None), comparison.Cell({"type": "noul", "noul": 0.9})]
     cells[1].flipped, cells[1].passed = True, False
     row = comparison.Row(SimpleNamespace(name="s"), "urgent", "noul", True, cells)
-    text = comparison.as_csv([column, column], [row])
+    text = comparison_formats.as_csv([column, column], [row])
     line = text.splitlines()[1].split(",")
     assert line[:4] == ["s", "urgent", "noul", "true"]
     assert line[5] == "" and line[9] == "true" and line[11] == "false"
@@ -400,7 +401,7 @@ def test_the_page_shows_the_moves_and_the_json_has_option_deltas(client, two_run
 def test_the_terminal_grid_lists_the_moves_too(two_runs):
     qs, base, new, *_ = two_runs
     _selection, columns, rows = grid(qs, f"col=run:{base.pk}&col=run:{new.pk}")
-    text = comparison.as_text(columns, rows)
+    text = comparison_formats.as_text(columns, rows)
     assert "a · desk (expected billing): [1] billing (0.70) ✓ | [2] tech (0.60) *0.30" in text
     assert "(billing −0.30, tech +0.30) ✗" in text
 

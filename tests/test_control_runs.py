@@ -9,9 +9,10 @@ import threading
 
 import pytest
 
-from questions import control_reports, services
+from questions import services
 from questions.core import controls, stats
 from questions.models import BatchItem, BatchRun, Decision
+from questions.selectors import control_reports, runs
 from questions.services import controls as control_services
 from tests import factories
 from tests.providers import (
@@ -400,7 +401,6 @@ def test_a_viewer_starts_no_control(provider, client):
 def test_a_control_is_never_taken_for_the_latest_run(provider, client):
     """Compare's default columns, the review's evidence and the advice designer's default take
     plain runs: a control's shuffled calls say nothing about the version as written."""
-    from questions import selectors
 
     provider(reads_the_words)
     version, writer = a_set()
@@ -412,7 +412,7 @@ def test_a_control_is_never_taken_for_the_latest_run(provider, client):
         version=version, backend="typesafe", user=writer, kind="shuffle", count=2, seed=1
     )
     services.batch_execute(control.pk)
-    assert selectors.latest_run(version) == second
+    assert runs.latest_run(version) == second
     client.force_login(writer)
     compare = client.get(f"/sets/{version.question_set.slug}/compare/")
     assert compare.status_code == 200

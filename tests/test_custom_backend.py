@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from questions import services
 from questions.core import metrics, spec
-from questions.dev import demo, demo_rules
+from questions.dev import demo_rules, demo_sets
 from questions.engine import backends
 from questions.models import BatchItem, Decision
 from tests import factories
@@ -162,7 +162,7 @@ def test_a_good_function_through_a_batch_run_a_control_compare_and_the_cli(setti
 
 
 def test_the_demo_rules_route_the_support_set():
-    support = next(s for s in demo.SETS if s["slug"] == "support-routing")
+    support = next(s for s in demo_sets.SETS if s["slug"] == "support-routing")
     questions = spec.validate(support["versions"][0], lints=False, limits=spec.DEFAULT_LIMITS)
     for state in support["states"]:
         body = demo_rules.answer(state["state"], questions.document.questions_json(), "m")
@@ -199,7 +199,7 @@ def test_the_demo_runs_rules_stand_in_and_llm_side_by_side(settings):
     code, out, err = run_cli("demo")
     assert code == 0, err
     runs = BatchRun.objects.filter(question_set__slug="support-routing").order_by("pk")
-    assert [(r.backend, r.status) for r in runs] == [(b, "done") for b in demo.SIDE_BY_SIDE]
+    assert [(r.backend, r.status) for r in runs] == [(b, "done") for b in demo_sets.SIDE_BY_SIDE]
     assert "side by side (custom, typesafe, llm): /sets/support-routing/compare/?col=run:" in out
     rules = runs[0]
     models = set(rules.items.values_list("decision__model_answered", flat=True))

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.core import spec
 from questions.dev import standin
 from questions.models import APIToken
@@ -99,7 +99,7 @@ AUTHOR_ORDER = {
         "type": "choice",
     },
 }
-SCHEMA = json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+SCHEMA = json.loads(exports.EXPORT_SCHEMA_PATH.read_text())
 
 
 @pytest.fixture
@@ -169,10 +169,10 @@ def test_several_models_answering_are_all_named_and_no_run_names_none(client, an
     answering.models[:] = ["jev-1.12.0", "jev-1.13.0"]
     version = approved_on_a_run(2)
     assert version.approved_model_answered == ["jev-1.12.0", "jev-1.13.0"]
-    document = selectors.export_document(version)
+    document = exports.export_document(version)
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
     bare = approved_on_a_run(run=False, slug="bare")
-    document = selectors.export_document(bare)
+    document = exports.export_document(bare)
     assert document["answered_by"] is None and bare.approved_evidence_run is None
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
 
@@ -185,7 +185,7 @@ def test_answered_by_is_frozen_at_approval(answering):
     )
     services.batch_execute(later.pk)  # a later run answered by another model changes nothing
     version.refresh_from_db()
-    assert selectors.export_document(version)["answered_by"] == "jev-1.13.0"
+    assert exports.export_document(version)["answered_by"] == "jev-1.13.0"
 
 
 def in_review_on_a_run(model: str | None = None):
@@ -268,7 +268,7 @@ def test_a_structured_description_is_exported_as_written_and_fits_the_schema(ans
     version = services.version_approve(
         version=version, reviewer=checker, confirm_weak_evidence=True
     )
-    text = selectors.export_text(selectors.export_document(version))
+    text = exports.export_text(exports.export_document(version))
     jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(text))
     assert spec.wire_json(spec.loads(text)["questions"]) == spec.wire_json(STRUCTURED)
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from questions import selectors, services
+from questions import services
 from questions.core import gate
 from questions.models import BatchRun, Decision, Version
+from questions.selectors import review, runs, scorecard, sets
 from questions.services import gates as gate_services
 from tests import factories
 from tests.providers import (
@@ -188,11 +189,11 @@ def test_a_gate_run_is_its_own_kind_and_never_review_evidence(gated, settings, c
     run = BatchRun.objects.get(pk=result["run"])
     assert code == 0 and run.kind == gate.KIND and run.backend == "typesafe"
     assert run.pk > evidence.pk and run.finished
-    assert selectors.latest_run(gated) == evidence
-    assert selectors.review_evidence(gated, None)["this"]["run"] == evidence.pk
-    card = selectors.scorecard(gated.question_set)
+    assert runs.latest_run(gated) == evidence
+    assert review.review_evidence(gated, None)["this"]["run"] == evidence.pk
+    card = scorecard.scorecard(gated.question_set)
     assert card["versions"][0]["run"]["run"] == evidence.pk
-    found = selectors.question_sets().get(slug="g")
+    found = sets.question_sets().get(slug="g")
     assert found.last_run_id == evidence.pk
     # a new version approved on its own run: its evidence is that run, never a gate's
     writer, checker = gated.author, factories.reviewer("r2")

@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from questions import selectors
-from questions.core import controls, metrics, stats
+from questions.core import controls, metrics, stats, thresholds
 from questions.models import BatchItem, BatchRun
+from questions.selectors import runs
 from tests import factories
 from tests.helpers import ADVICE_DOC, desk, paired_runs
 from tests.providers import run_cli
@@ -30,7 +30,7 @@ def _set():
 def test_paired_verdict_better_when_ten_states_are_fixed_and_none_broken():
     qs, version, writer = _set()
     before, after = paired_runs(qs, version, writer, [(False, True)] * 10 + [(True, True)] * 4)
-    found = selectors.paired_verdicts(before, after)
+    found = runs.paired_verdicts(before, after)
     assert set(found) == {"overall", "urgent", "desk", "anger"}
     urgent = found["urgent"]
     assert (urgent.n, urgent.better, urgent.worse) == (14, 10, 0)
@@ -53,15 +53,15 @@ def test_paired_verdict_better_when_ten_states_are_fixed_and_none_broken():
 def test_paired_verdict_worse_and_the_opposite_direction():
     qs, version, writer = _set()
     before, after = paired_runs(qs, version, writer, [(True, False)] * 8)
-    assert selectors.paired_verdicts(before, after)["urgent"].verdict == stats.WORSE
-    assert selectors.paired_verdicts(after, before)["urgent"].verdict == stats.BETTER
+    assert runs.paired_verdicts(before, after)["urgent"].verdict == stats.WORSE
+    assert runs.paired_verdicts(after, before)["urgent"].verdict == stats.BETTER
 
 
 def test_no_difference_detected_when_a_few_states_move_both_ways():
     qs, version, writer = _set()
     outcomes = [(False, True)] * 3 + [(True, False)] * 1 + [(True, True)] * 4
     before, after = paired_runs(qs, version, writer, outcomes)
-    urgent = selectors.paired_verdicts(before, after)["urgent"]
+    urgent = runs.paired_verdicts(before, after)["urgent"]
     assert urgent.verdict == stats.NO_DIFFERENCE
     assert urgent.p_value == 0.625
     assert urgent.words() == "no difference detected on 8 states (3 fixed, 1 broken, p = 0.62)"
@@ -71,7 +71,7 @@ def test_only_states_both_runs_checked_count():
     qs, version, writer = _set()
     before, after = paired_runs(qs, version, writer, [(False, True)] * 6)
     after.items.filter(sample_state__sample_state__name="s000").delete()
-    assert selectors.paired_verdicts(before, after)["urgent"].n == 5
+    assert runs.paired_verdicts(before, after)["urgent"].n == 5
 
 
 # --- calibration: MCE and log loss ----------------------------------------------------------------
@@ -113,8 +113,8 @@ def test_tag_slices_count_the_checked_cases_of_the_states_that_carry_each_tag():
 
 def test_the_held_out_split_is_deterministic_and_holds_about_a_third():
     names = [f"s{i:03d}" for i in range(300)]
-    held = [n for n in names if metrics.held_out(n)]
-    assert held == [n for n in names if metrics.held_out(n)]
+    held = [n for n in names if thresholds.held_out(n)]
+    assert held == [n for n in names if thresholds.held_out(n)]
     assert 70 <= len(held) <= 130
 
 
@@ -125,8 +125,8 @@ def test_a_threshold_is_chosen_on_the_choosing_part_and_read_on_the_held_out_one
         metrics.Case(f"s{i:03d}", "urgent", "noul", {"noul": 0.8 if i % 2 else 0.3}, bool(i % 2))
         for i in range(40)
     ]
-    found = metrics.choose_threshold("noul", cases)
-    holding = [c for c in cases if metrics.held_out(c.state)]
+    found = thresholds.choose_threshold("noul", cases)
+    holding = [c for c in cases if thresholds.held_out(c.state)]
     assert (found.choosing, found.holding) == (40 - len(holding), len(holding))
     assert found.chosen == 0.35
     true_held = sum(1 for c in holding if c.expected)
@@ -137,7 +137,7 @@ def test_a_threshold_is_chosen_on_the_choosing_part_and_read_on_the_held_out_one
 
 
 def test_with_nothing_labelled_no_threshold_is_chosen():
-    found = metrics.choose_threshold("noul", [])
+    found = thresholds.choose_threshold("noul", [])
     assert (found.chosen, found.check, found.choosing, found.holding) == (None, None, 0, 0)
 
 

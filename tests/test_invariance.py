@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from questions import control_reports, services
+from questions import services
 from questions.core import invariance, spec
 from questions.models import BatchRun
+from questions.selectors import control_reports
 from questions.services import controls as control_services
 from tests import factories
 from tests.providers import ROUTING, ROUTING_STATE, Provider, overlap_answers, run_cli

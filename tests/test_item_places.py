@@ -1,6 +1,6 @@
 """What a finished run stores about each item so that its pages read an index, not every
 item: its missed answers (`misses`), its place in the results table (`place`, in
-`selectors.results_order`), its copy of its state (`state`); and the paired verdicts stored
+`runs.results_order`), its copy of its state (`state`); and the paired verdicts stored
 with its review baseline's comparison. Each is checked against what the answers say, and the
 reads that use them against the reads they replace."""
 
@@ -13,9 +13,10 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import metrics
 from questions.models import BatchItem, BatchRun, RunReport
+from questions.selectors import runs, sets
 from questions.services.summaries import store_summary
 from tests import factories
 from tests.providers import DOC, stand_in_serving
@@ -129,7 +130,7 @@ def test_the_run_page_lists_its_items_in_their_stored_places(client, version):
 
     ordered = [
         BatchItem.objects.get(pk=pk).sample_state.name
-        for pk in selectors.results_order(run.items.filter(variant=0)).values_list("pk", flat=True)
+        for pk in runs.results_order(run.items.filter(variant=0)).values_list("pk", flat=True)
     ]
     assert ordered == [BatchItem.objects.get(pk=pk).sample_state.name for pk in _the_old_order(run)]
     page = client.get(url).content.decode()
@@ -152,13 +153,13 @@ def test_the_failing_filter_reads_the_stored_fact_as_the_old_one_read_the_answer
     ).order_by("name")
     failing = [s.name for s in old]
     assert failing  # some state missed
-    page = selectors.sample_states_page(qs, show="failing", failing_in=run)
+    page = sets.sample_states_page(qs, show="failing", failing_in=run)
     assert [s.name for s in page.rows] == failing and page.total == len(failing)
-    named = selectors.sample_states_page(qs, show="failing", failing_in=run, name=failing[0])
+    named = sets.sample_states_page(qs, show="failing", failing_in=run, name=failing[0])
     assert [s.name for s in named.rows] == [failing[0]] and named.total == 1
-    tagged = selectors.sample_states_page(qs, show="failing", failing_in=run, tag="even")
+    tagged = sets.sample_states_page(qs, show="failing", failing_in=run, tag="even")
     assert [s.name for s in tagged.rows] == [s.name for s in old.filter(tags__icontains="even")]
-    assert selectors.sample_states_page(qs, show="failing", failing_in=None).total == 0
+    assert sets.sample_states_page(qs, show="failing", failing_in=None).total == 0
     # by hand, from the answers: a state fails when one of its answers missed
     assert failing == sorted(
         i.sample_state.name
@@ -188,9 +189,9 @@ def test_the_review_reads_the_paired_verdicts_stored_with_the_run(client, versio
     v2 = services.version_draft_from(version=version, author=version.author)
     second = _run(v2, threshold=0.99)
     services.version_submit(version=v2, author=version.author)
-    computed = selectors.paired_verdicts_computed(first, second)
+    computed = runs.paired_verdicts_computed(first, second)
     stored = RunReport.objects.get(run=second, against=first).data["paired"]
-    assert selectors.paired_from_json(stored) == computed
+    assert runs.paired_from_json(stored) == computed
     assert [row[0] for row in stored] == list(computed)  # in their order, "overall" first
     client.force_login(checker)
     url = reverse("version-review", args=["s", v2.number])
@@ -199,12 +200,12 @@ def test_the_review_reads_the_paired_verdicts_stored_with_the_run(client, versio
     def refuse(*args, **kwargs):
         raise AssertionError("stored paired verdicts were worked out again")
 
-    monkeypatch.setattr(selectors, "paired_verdicts_computed", refuse)
-    monkeypatch.setattr(selectors, "run_readings", refuse)
+    monkeypatch.setattr(runs, "paired_verdicts_computed", refuse)
+    monkeypatch.setattr(runs, "run_readings", refuse)
     cache.clear()  # a process that never saw them: cold reads what warm reads
     cold = client.get(url).content.decode()
     assert _without_tokens(cold) == _without_tokens(expected)
-    assert selectors.paired_verdicts(first, second) == computed
+    assert runs.paired_verdicts(first, second) == computed
 
 
 def test_the_migration_runs_over_a_database_that_holds_finished_runs(version):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from questions.core import lints, spec
-from questions.dev import demo
+from questions.dev import demo_sets
 from tests import strategies
 
 HERE = Path(__file__).parent
@@ -40,7 +40,7 @@ def good_sets():
     """The well-written corpus: the demo's sets (with their sample states), the examples, the
     seeds' examples and the hand-written sets of lint_corpus/good.json."""
     out = []
-    for s in demo.SETS:
+    for s in demo_sets.SETS:
         states = [st["state"] for st in s["states"]]
         for i, version in enumerate(s["versions"], 1):
             out.append((f"demo {s['slug']} v{i}", version, states))

@@ -391,7 +391,7 @@ def test_the_preview_run_page_comparison_exports_and_cli_batch_say_calibrated_fa
     from django.test import Client
     from django.urls import reverse
 
-    from questions import comparison
+    from questions.selectors import comparison, comparison_formats
     from tests import factories
 
     writer = factories.author("writer")
@@ -414,11 +414,11 @@ def test_the_preview_run_page_comparison_exports_and_cli_batch_say_calibrated_fa
     assert "calibrated: false" in client.get(reverse("run-detail", args=[run.pk])).content.decode()
     selection = comparison.Selection(columns=[f"run:{run.pk}", "v1:recorded"])
     columns, rows = comparison.build(qs, selection, writer)
-    exported = json.loads(comparison.as_json(columns, rows, selection))
+    exported = json.loads(comparison_formats.as_json(columns, rows, selection))
     assert [c["calibrated"] for c in exported["columns"]] == [False, True]
     assert "calibrated: false" in exported["columns"][0]["label"]
-    assert f"run:{run.pk} answer (calibrated: false)" in comparison.as_csv(columns, rows)
-    assert "v1:recorded answer," in comparison.as_csv(columns, rows)
+    assert f"run:{run.pk} answer (calibrated: false)" in comparison_formats.as_csv(columns, rows)
+    assert "v1:recorded answer," in comparison_formats.as_csv(columns, rows)
     services.version_submit(version=version, author=writer)
     review = client.get(reverse("version-review", args=["s", version.number])).content.decode()
     assert "calibrated: false" in review  # the evidence's run went through llm

@@ -8,8 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.dev import standin
+from questions.selectors import sets
 from tests import factories
 from tests.providers import DOC, StandIn
 
@@ -53,7 +54,7 @@ def _measured(client, url: str) -> tuple[int, int]:
 
 
 def test_the_set_list_comes_a_page_at_a_time_and_keeps_the_search(client, writer, monkeypatch):
-    monkeypatch.setattr(selectors, "SETS_PAGE", 3)
+    monkeypatch.setattr(sets, "SETS_PAGE", 3)
     for i in range(7):
         name = f"{'Alpha' if i < 5 else 'Beta'} {i}"
         services.question_set_create(slug=f"set-{i}", name=name, owner=writer)
@@ -77,7 +78,7 @@ def test_the_set_list_comes_a_page_at_a_time_and_keeps_the_search(client, writer
 def test_the_set_page_lists_a_page_of_states_found_by_name_tag_and_label(
     client, writer, monkeypatch
 ):
-    monkeypatch.setattr(selectors, "STATES_PAGE", 2)
+    monkeypatch.setattr(sets, "STATES_PAGE", 2)
     qs = factories.question_set("s", owner=writer, doc=DOC)
     _states(qs, writer, 7)
     url = reverse("set-detail", args=["s"])
@@ -136,7 +137,7 @@ def test_the_set_page_finds_the_states_that_failed_in_the_last_run(
 def test_the_editor_picker_lists_the_first_states_and_the_one_asked_for(
     client, writer, monkeypatch
 ):
-    monkeypatch.setattr(selectors, "PICKER_STATES", 2)
+    monkeypatch.setattr(sets, "PICKER_STATES", 2)
     qs = factories.question_set("s", owner=writer, doc=DOC)
     _states(qs, writer, 4)
     url = reverse("version-edit", args=["s", 1])
@@ -153,9 +154,9 @@ def test_the_editor_picker_lists_the_first_states_and_the_one_asked_for(
 def test_long_lists_cost_the_same_queries_and_about_the_same_bytes_at_any_size(
     client, writer, monkeypatch
 ):
-    monkeypatch.setattr(selectors, "STATES_PAGE", 3)
-    monkeypatch.setattr(selectors, "SETS_PAGE", 3)
-    monkeypatch.setattr(selectors, "PICKER_STATES", 3)
+    monkeypatch.setattr(sets, "STATES_PAGE", 3)
+    monkeypatch.setattr(sets, "SETS_PAGE", 3)
+    monkeypatch.setattr(sets, "PICKER_STATES", 3)
     few = factories.question_set("few", owner=writer, doc=DOC)
     _states(few, writer, 9)
     many = factories.question_set("many", owner=writer, doc=DOC)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from questions.core import charts, metrics
+from questions.core import charts, deltas, metrics
 from questions.core.metrics import Case
 
 
@@ -128,7 +128,7 @@ def test_compare_runs_lists_regressions_and_fixes_first():
         Case("s3", "n", "noul", noul(0.8), True),
         Case("s4", "n", "noul", noul(0.2), True),
     ]
-    delta = metrics.compare_runs(before, after)
+    delta = deltas.compare_runs(before, after)
     # s3 and s4 did not flip nor change their check: not listed
     assert [(c.state, c.kind) for c in delta.changes] == [("s1", "regression"), ("s2", "fix")]
     assert (delta.checked, delta.passed_before, delta.passed_after) == (4, 2, 2)
@@ -146,7 +146,7 @@ def test_compare_runs_lists_flips_without_expected_answers_after_the_fixes():
         Case("s1", "c", "choice", choice("b", a=0.3, b=0.7)),
         Case("s2", "n", "noul", noul(0.2), True),
     ]
-    delta = metrics.compare_runs(before, after)
+    delta = deltas.compare_runs(before, after)
     assert [(c.state, c.kind) for c in delta.changes] == [("s2", "regression"), ("s1", "flip")]
     assert delta.delta == -1.0
     assert metrics.shown("choice", delta.changes[1].after) == "b 0.70"
@@ -208,8 +208,8 @@ def test_comparing_readings_agrees_with_comparing_whole_answers():
             for state, by_q in answers.items()
         }
 
-    whole = metrics.compare_runs(cases(before_answers), cases(after_answers), 0.7, 0.5)
-    read = metrics.compare_readings(
+    whole = deltas.compare_runs(cases(before_answers), cases(after_answers), 0.7, 0.5)
+    read = deltas.compare_readings(
         readings(before_answers), readings(after_answers), qtypes, 0.7, 0.5
     )
     assert (read.checked, read.passed_before, read.passed_after) == (
@@ -224,10 +224,10 @@ def test_comparing_readings_agrees_with_comparing_whole_answers():
 
 
 def test_the_change_of_pass_rate_reads_in_signed_points():
-    assert metrics.RunDelta(6000, 1609, 1604, []).points == "-0.1"
-    assert metrics.RunDelta(4, 1, 2, []).points == "+25.0"
-    assert metrics.RunDelta(4, 2, 2, []).points == "0.0"
-    assert metrics.RunDelta(0, 0, 0, []).points == ""
+    assert deltas.RunDelta(6000, 1609, 1604, []).points == "-0.1"
+    assert deltas.RunDelta(4, 1, 2, []).points == "+25.0"
+    assert deltas.RunDelta(4, 2, 2, []).points == "0.0"
+    assert deltas.RunDelta(0, 0, 0, []).points == ""
 
 
 def test_option_deltas_are_after_minus_before_rounded_and_largest_first():

@@ -7,9 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import comparison, services
+from questions import services
 from questions.dev import standin
 from questions.models import BatchRun
+from questions.selectors import comparison
 from tests import factories
 from tests.providers import DOC, StandIn
 
@@ -177,12 +178,12 @@ def found_pages(qs) -> dict[str, str]:
 def test_page_queries_and_bytes_do_not_grow_with_states_or_sets(client, provider, monkeypatch):
     """With the versions and runs the same, more states and more sets cost no query and no
     byte beyond the digits of the counts: every page shows a bounded part of them."""
-    from questions import selectors
+    from questions.selectors import review, sets
     from questions.views import runs
 
     for name in ("STATES_PAGE", "SETS_PAGE", "PICKER_STATES"):
-        monkeypatch.setattr(selectors, name, 2)
-    monkeypatch.setattr(selectors, "REVIEW_FLIPS_SHOWN", 1)  # stored with the runs so
+        monkeypatch.setattr(sets, name, 2)
+    monkeypatch.setattr(review, "REVIEW_FLIPS_SHOWN", 1)  # stored with the runs so
     monkeypatch.setattr(runs, "ITEMS_PAGE", 2)
     author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
     client.force_login(author)

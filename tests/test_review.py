@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.core import spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
@@ -217,7 +217,7 @@ def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_ca
     version = services.version_approve(
         version=submitted(qs, writer), reviewer=checker, confirm_weak_evidence=True
     )
-    exported = selectors.export_document(version)
+    exported = exports.export_document(version)
     assert exported["status"] == spec.EXPORT_STATUS == Version.Status.APPROVED
     assert SCHEMA["properties"]["status"] == {"const": spec.EXPORT_STATUS}
     document = {**exported, "status": status}
@@ -230,7 +230,7 @@ def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
     writer, checker, qs = team
     doc = json.loads((EXAMPLES / "runtime-request.json").read_text())["questions"]
     version = approved(qs, writer, checker, doc)
-    export = selectors.export_document(version)
+    export = exports.export_document(version)
     validate_export(export)
     assert export["questions"] == doc
     assert list(export["questions"]["intent"]["criteria"]) == ["explicit", "incidental", "none"]
@@ -254,7 +254,7 @@ def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
 def test_export_import_approve_export_keeps_the_hash(team, tmp_path, doc):
     writer, checker, qs = team
     first = approved(qs, writer, checker, doc)
-    exported = selectors.export_document(first)
+    exported = exports.export_document(first)
     validate_export(exported)
     slug = f"copy-{first.pk}-{Version.objects.count()}"
     code, _, _ = run("import", write(tmp_path, exported), "--set", slug, "--user", "writer")
@@ -262,7 +262,7 @@ def test_export_import_approve_export_keeps_the_hash(team, tmp_path, doc):
     copy = Version.objects.get(question_set__slug=slug)
     services.version_submit(version=copy, author=writer)
     copy = services.version_approve(confirm_weak_evidence=True, version=copy, reviewer=checker)
-    again = selectors.export_document(copy)
+    again = exports.export_document(copy)
     assert again["sha256"] == exported["sha256"]
     assert again["questions"] == exported["questions"]
 

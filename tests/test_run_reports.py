@@ -10,9 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import metrics
 from questions.models import BatchRun, RunReport
+from questions.selectors import review, runs
 from tests import factories
 from tests.providers import stand_in_serving
 
@@ -58,21 +59,21 @@ def _nothing_worked_out(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a stored report was worked out again")
 
-    monkeypatch.setattr(selectors, "run_report_computed", refuse)
-    monkeypatch.setattr(selectors, "run_delta_computed", refuse)
-    monkeypatch.setattr(selectors, "run_cases", refuse)
-    monkeypatch.setattr(selectors, "run_tag_slices_computed", refuse)
+    monkeypatch.setattr(runs, "run_report_computed", refuse)
+    monkeypatch.setattr(runs, "run_delta_computed", refuse)
+    monkeypatch.setattr(runs, "run_cases", refuse)
+    monkeypatch.setattr(runs, "run_tag_slices_computed", refuse)
 
 
 def test_a_finished_run_stores_its_report_and_the_run_page_reads_it(client, version, monkeypatch):
     run = _run(version)
     stored = RunReport.objects.get(run=run, against=None)
-    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices(run)]
+    assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
     }
-    assert [s.tag for s in selectors.run_tag_slices(run)] == ["even", "odd"]
+    assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     again = metrics.report_from_json(stored.data)
-    computed = selectors.run_report_computed(run)
+    computed = runs.run_report_computed(run)
     assert (again.checked, again.passed, again.pass_rate) == (
         computed.checked,
         computed.passed,
@@ -103,7 +104,7 @@ def test_a_finished_run_stores_its_report_and_the_run_page_reads_it(client, vers
 def test_the_review_page_reads_the_comparison_stored_with_the_run(client, version, monkeypatch):
     first, second, v2, checker = _reviewed(version)
     stored = RunReport.objects.get(run=second, against=first)
-    delta = selectors.run_delta_computed(first, second, v2.document, selectors.REVIEW_FLIPS_SHOWN)
+    delta = runs.run_delta_computed(first, second, v2.document, review.REVIEW_FLIPS_SHOWN)
     assert stored.data["changed"] == delta.flips > 0
     assert (stored.data["checked"], stored.data["passed_after"]) == (
         delta.checked,
@@ -124,18 +125,18 @@ def test_the_review_page_reads_the_comparison_stored_with_the_run(client, versio
 
 def test_the_stored_comparison_lists_the_first_changes_and_counts_them_all(version):
     first, second, v2, _checker = _reviewed(version)
-    read = selectors.run_delta(first, second, v2.document, 1)
-    assert len(read.changes) <= max(1, selectors.REVIEW_FLIPS_SHOWN)
-    computed = selectors.run_delta_computed(first, second, v2.document, 1)
+    read = runs.run_delta(first, second, v2.document, 1)
+    assert len(read.changes) <= max(1, review.REVIEW_FLIPS_SHOWN)
+    computed = runs.run_delta_computed(first, second, v2.document, 1)
     assert read.flips == computed.flips
     assert [(c.state, c.question, c.kind) for c in read.changes[:1]] == [
         (c.state, c.question, c.kind) for c in computed.changes[:1]
     ]
     # more than it stored, or other questions: worked out from the answers
-    more = selectors.run_delta(first, second, v2.document, selectors.REVIEW_FLIPS_SHOWN + 1)
+    more = runs.run_delta(first, second, v2.document, review.REVIEW_FLIPS_SHOWN + 1)
     assert more.flips == computed.flips and len(more.changes) == computed.flips
     fewer = {k: v for k, v in v2.document.items() if k != "desk"}
-    assert all(c.question != "desk" for c in selectors.run_delta(first, second, fewer, 5).changes)
+    assert all(c.question != "desk" for c in runs.run_delta(first, second, fewer, 5).changes)
 
 
 def test_an_unfinished_run_or_one_without_a_stored_report_is_worked_out_and_not_stored(
@@ -150,7 +151,7 @@ def test_an_unfinished_run_or_one_without_a_stored_report_is_worked_out_and_not_
     queued = services.batch_create(
         version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
     )
-    assert selectors.run_report(queued).checked == 0
+    assert runs.run_report(queued).checked == 0
     assert not RunReport.objects.exists()
 
 
@@ -160,10 +161,10 @@ def test_the_migration_stores_the_report_of_runs_finished_before_it(version):
     migration = importlib.import_module("questions.migrations.0020_run_reports")
     migration.fill_finished_runs(apps, None)
     stored = RunReport.objects.get(run=run, against=None)
-    assert stored.data == metrics.report_as_json(selectors.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in selectors.run_tag_slices(run)]
+    assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
     }
-    assert [s.tag for s in selectors.run_tag_slices(run)] == ["even", "odd"]
+    assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     assert RunReport.objects.count() == 1  # the comparisons are worked out when read
     assert BatchRun.objects.get(pk=run.pk).checked == stored.data["checked"]
 
@@ -181,7 +182,7 @@ def test_a_comparison_that_cannot_be_worked_out_leaves_the_run_finished_with_its
         confirm_weak_evidence=True, version=version, reviewer=checker, label="production"
     )
     v2 = services.version_draft_from(version=version, author=version.author)
-    monkeypatch.setattr(selectors, "run_delta_computed", broken)
+    monkeypatch.setattr(runs, "run_delta_computed", broken)
     second = _run(v2)
     assert second.status == "done"
     assert RunReport.objects.filter(run=second, against=None).exists()

@@ -10,9 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import metrics
 from questions.models import BatchRun
+from questions.selectors import runs
 from questions.services import tries
 from tests import factories
 from tests.providers import stand_in_serving
@@ -110,14 +111,14 @@ def _summary_of_all(run: BatchRun) -> tuple:
         "pk", "status", "sample_state__expected", "answers"
     )
     summary = metrics.summarize(rows, run.threshold)
-    report = metrics.report_as_json(selectors.run_report_computed(run))
+    report = metrics.report_as_json(runs.run_report_computed(run))
     return (summary.checked, summary.passed, summary.failed_states, summary.misses), report
 
 
 def _stored(run: BatchRun) -> tuple:
     run = BatchRun.objects.get(pk=run.pk)
     misses = dict(run.items.filter(status="answered").values_list("pk", "misses"))
-    report = selectors.stored_report(run)
+    report = runs.stored_report(run)
     report.pop("tags")
     return (run.checked, run.passed, run.failed_states, misses), report
 

@@ -1,4 +1,4 @@
-"""The scorecard (`selectors.scorecard`, its page and `questions scorecard`), the paired
+"""The scorecard (`scorecard.scorecard`, its page and `questions scorecard`), the paired
 verdicts it shares with the review page, the review page that leads with its verdict, and the
 walkthrough's small fixes on the pages they touch."""
 
@@ -12,9 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from questions import selectors, services
-from questions.core import stats
+from questions import services
+from questions.core import stats, thresholds
 from questions.models import BatchRun, QuestionSet, Version
+from questions.selectors import runs, scorecard, sets
 from tests import factories
 from tests.helpers import CARD_CALL_COST, CARD_STATES, _card_run, scorecard_world
 from tests.providers import run_cli
@@ -39,7 +40,7 @@ def _client(name: str) -> Client:
 
 
 def test_paired_verdicts_count_the_states_both_runs_checked(card):
-    verdicts = selectors.paired_verdicts(card["run_v1"], card["run_v2"])
+    verdicts = runs.paired_verdicts(card["run_v1"], card["run_v2"])
     assert set(verdicts) == {"overall", "desk", "urgent"}
     desk = verdicts["desk"]
     # v1 right on states 0-3, v2 on 0-10: 7 fixed, none broken
@@ -105,7 +106,7 @@ def test_the_scorecard_reads_a_fixed_number_of_queries(card):
     client = _client("writer")
     client.get("/sets/card/scorecard/")  # the session is read once, as on any later page
     with CaptureQueriesContext(connection) as few:
-        selectors.scorecard(question_set)
+        scorecard.scorecard(question_set)
     with CaptureQueriesContext(connection) as few_page:
         assert client.get("/sets/card/scorecard/").status_code == 200
     for _ in range(4):  # more versions with runs and controls: not one query more
@@ -133,7 +134,7 @@ def test_the_scorecard_reads_a_fixed_number_of_queries(card):
             ),
         )
     with CaptureQueriesContext(connection) as many:
-        found = selectors.scorecard(question_set)
+        found = scorecard.scorecard(question_set)
     assert len(found["versions"]) == 7
     assert [v["run"] is not None for v in found["versions"]] == [False] + [True] * 6
     assert len(many.captured_queries) == len(few.captured_queries) == 8
@@ -174,7 +175,7 @@ def test_the_review_page_leads_with_the_verdict_and_the_buttons(card):
     # nothing approved: against the version it came from (v1, kept: the latest kept one too)
     head = html[verdict:questions]
     assert "Against v1 (the version it came from, the latest kept one)" in head
-    words = selectors.paired_verdicts(card["run_try"], card["run_v2"])["desk"].words()
+    words = runs.paired_verdicts(card["run_try"], card["run_v2"])["desk"].words()
     assert words.startswith("better on 12 states (7 fixed, 0 broken") and words in head
     assert "no difference detected on 12 states" in head  # urgent
     assert "the words carry no signal here" in head and 'href="/sets/card/v2/#card-desk"' in head
@@ -252,7 +253,7 @@ def test_the_set_list_keeps_the_latest_run_that_checked_states(card):
         passed=0,
         failed_states=12,
     )
-    found = selectors.question_sets().get(slug="card")
+    found = sets.question_sets().get(slug="card")
     assert found.last_run_id != failed.pk and found.last_checked == 24
     html = _client("writer").get("/").content.decode()
     row = html[html.index('href="/sets/card/"') :]
@@ -324,9 +325,9 @@ def test_a_no_signal_verdict_on_the_run_page_links_to_the_card_and_the_states(ca
 def test_the_advice_curves_write_their_text_at_11_px_or_more_on_a_phone():
     import re as regex
 
-    from questions.core import charts, metrics
+    from questions.core import charts
 
-    points = [metrics.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
+    points = [thresholds.CurvePoint(t / 10, 0.5, 0.5, 1 - t / 10, 5) for t in range(11)]
     svg = str(charts.threshold_chart("desk", points, points[5]))
     sizes = [float(s) for s in regex.findall(r'font-size="([0-9.]+)"', svg)]
     width = float(regex.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))

@@ -18,7 +18,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import Client
 
-from questions import selectors, services
+from questions import exports, services
 from questions.core import snippets
 from questions.models import Version
 from tests import factories
@@ -60,7 +60,7 @@ def approved():
     services.version_approve(
         version=version, reviewer=checker, label="production", confirm_weak_evidence=True
     )
-    return selectors.export_document(Version.objects.get(pk=version.pk))
+    return exports.export_document(Version.objects.get(pk=version.pk))
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_the_curl_snippet_sends_the_exported_bytes(approved, runtime, tmp_path):
     # the questions block of the body is the export document's, byte for byte
     body = runtime.requests[0]["raw"].decode()
     block = body[body.index('"questions": ') : body.rindex("}")]
-    assert block in selectors.export_text(approved)
+    assert block in exports.export_text(approved)
 
 
 def test_the_python_snippet_sends_the_exported_map_and_prints_the_answers(

@@ -3,10 +3,11 @@
 import pytest
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import stats
 from questions.dev import standin
 from questions.models import BatchRun
+from questions.selectors.runs import paired_verdicts, run_report
 from tests import factories
 from tests.providers import DOC
 
@@ -118,7 +119,7 @@ def test_compare_two_runs_lists_regressions_first(setup):
     assert "→ <strong>false " in delta  # before → after values of the noul read at 0.99
     # the change said as a paired verdict on the states both checked, never bare points
     assert "points</strong>" not in delta
-    verdict = selectors.paired_verdicts(first, second)["overall"]
+    verdict = paired_verdicts(first, second)["overall"]
     assert f'McNemar\'s exact test): <strong class="verdict verdict-{verdict.verdict}">' in delta
     assert verdict.words() in delta
 
@@ -291,7 +292,7 @@ def test_a_finished_run_stores_its_summary_and_the_set_list_shows_the_last_pass_
     first, second = _two_runs(version)
     first.refresh_from_db()
     second.refresh_from_db()
-    report = selectors.run_report(second)
+    report = run_report(second)
     assert (second.checked, second.passed) == (report.checked, report.passed) == (8, report.passed)
     assert second.pass_rate == report.pass_rate
     assert first.passed != second.passed  # the threshold moved some nouls
@@ -377,7 +378,7 @@ def test_approving_a_version_that_passes_less_than_production_needs_a_confirmati
     url = f"/sets/s/v{v2.number}/review/"
     page = client.get(url).content.decode().replace("&#x27;", "'")
     assert 'name="confirm_weak"' in page and "fewer than the baseline's run" in page
-    paired = selectors.paired_verdicts(first, second)["overall"]
+    paired = paired_verdicts(first, second)["overall"]
     assert paired.after < paired.before
     assert (
         f"passes {paired.passed_after} of the {paired.n} states both runs checked "
@@ -439,7 +440,7 @@ def test_weak_evidence_reads_the_states_both_runs_checked_not_two_different_sets
     checker, v1_run, v2_run, v2 = _v1_approved_then_v2(version, first=first)
     assert v2_run.checked > v1_run.checked
     assert v2_run.pass_rate < v1_run.pass_rate  # what the old rule compared
-    paired = selectors.paired_verdicts(v1_run, v2_run)["overall"]
+    paired = paired_verdicts(v1_run, v2_run)["overall"]
     assert paired.n == 4 and paired.after == paired.before
     assert services.weak_evidence(v2) == ""
     client.force_login(checker)
@@ -461,7 +462,7 @@ def test_weak_evidence_when_no_state_was_checked_by_both_runs(setup, client):
             base_revision=sample.revision,
         )
     checker, first, second, v2 = _v1_approved_then_v2(version, tag_v1="early", tag_v2="late")
-    assert selectors.paired_verdicts(first, second)["overall"].n == 0
+    assert paired_verdicts(first, second)["overall"].n == 0
     weak = services.weak_evidence(v2)
     assert weak == (
         f"shares no checked state with the baseline's run {first.pk}: nothing shows it does as well"
@@ -488,7 +489,7 @@ def test_approving_a_version_that_passes_as_well_needs_no_confirmation(setup, cl
 def test_a_large_review_writes_out_changed_questions_and_loads_the_others_when_opened(
     setup, client, monkeypatch
 ):
-    from questions.views import review
+    from questions.selectors import review
 
     _client, version = setup
     checker, _first, _second, v2 = _reviewed_v2(version, v2_threshold=0.5, reword=False)

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.core import answers, spec
 from questions.engine import backends
 from questions.engine.backends import clients
@@ -66,7 +66,7 @@ def test_every_wire_sends_the_export_documents_order_and_records_those_bytes(
     provider, approved, backend
 ):
     version, writer = approved
-    exported = selectors.export_document(version)["questions"]
+    exported = exports.export_document(version)["questions"]
     outcome = services.decision_ask(
         backend=backend, document=version.document, state=STATE, user=writer, version=version
     )
@@ -86,7 +86,7 @@ def test_a_batch_run_sends_the_authors_order(provider, approved, transactional_d
     run = services.batch_execute(run.pk)
     assert run.status == "done"
     raw = provider.requests[0]["raw"]
-    assert wire_questions(raw) == pairs(selectors.export_document(version)["questions"])
+    assert wire_questions(raw) == pairs(exports.export_document(version)["questions"])
     assert Decision.objects.get().request_text.encode("utf-8") == raw
 
 
@@ -100,7 +100,7 @@ def test_the_preview_sends_the_authors_order(provider, approved, client):
     )
     assert response.status_code == 200 and "zeta" in response.content.decode()
     raw = provider.requests[0]["raw"]
-    assert wire_questions(raw) == pairs(selectors.export_document(version)["questions"])
+    assert wire_questions(raw) == pairs(exports.export_document(version)["questions"])
     assert Decision.objects.get().request_text.encode("utf-8") == raw
 
 

@@ -270,7 +270,7 @@ CURVES = (
 def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
     """Precision, recall and coverage against the threshold (0…1), with the chosen point marked
     by a vertical line and a dot on each curve; the description lists the chosen point's figures.
-    `points` are `metrics.CurvePoint`s in threshold order; `chosen` is one, or None."""
+    `points` are `thresholds.CurvePoint`s in threshold order; `chosen` is one, or None."""
     # text sizes are in the chart's own units: at the narrowest the chart is drawn (a phone's
     # column, ~330 px for its 420) a 14-unit label is still 11 px
     width, height, pad, below = 420, 290, 36, 80

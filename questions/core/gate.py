@@ -11,7 +11,7 @@ A gate holds when every labelled state was answered and every bound given holds:
 - `max_flip_rate` — a ceiling for the share of labelled states whose decision differs from the
   answers the version was approved on (its evidence run): over the states both answered, a
   state flips when any question's reading differs — a choice's option, a score's nearest
-  level, a noul's side of the threshold (each run at its own), `metrics.compare_readings`;
+  level, a noul's side of the threshold (each run at its own), `deltas.compare_readings`;
 - `max_cost_per_1k` — a ceiling for what 1,000 calls cost: the mean cost of the calls that
   answered the gated states, each `answers.cost_of` its usage and the wire's price.
 

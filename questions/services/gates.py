@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import selectors
-from questions.core import answers, gate, metrics, spec
+from questions.core import answers, deltas, gate, metrics, spec
 from questions.engine import backends
 from questions.engine.backends.http import TypeSafeBackend
 from questions.engine.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
+from questions.selectors import runs
 from questions.services.batches import batch_create, batch_execute, labelled_for
 from questions.services.errors import Invalid
 from questions.services.versions import limits
@@ -95,7 +95,7 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
         if item_status != BatchItem.Status.ANSWERED
     }
     measures = {qid: gate.QuestionMeasure(qid, q.type) for qid, q in questions.items()}
-    cases = [c for c in selectors.run_cases(run) if c.question in measures]
+    cases = [c for c in runs.run_cases(run) if c.question in measures]
     answered = {(c.state, c.question) for c in cases}
     for name, expected, *_ in items:
         for qid, wanted in (expected or {}).items():
@@ -157,9 +157,9 @@ def _flips(
             "answers to compare with"
         )
     types = {qid: q.type for qid, q in questions.items()}
-    before, after = selectors.run_readings(base, types), selectors.run_readings(run, types)
+    before, after = runs.run_readings(base, types), runs.run_readings(run, types)
     compared = set(before) & set(after)
-    delta = metrics.compare_readings(
+    delta = deltas.compare_readings(
         before, after, types, run.threshold, threshold_before=base.threshold
     )
     flipped: set[str] = set()

@@ -14,11 +14,12 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from questions import roles, selectors
+from questions import roles
 from questions.core import stats
 from questions.dev import standin
 from questions.engine import webhooks
 from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
+from questions.selectors import review, runs
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
 from questions.services.webhooks import webhook_event
@@ -69,14 +70,14 @@ class WeakEvidence(Invalid):
 def weak_evidence(version: Version, evidence: dict | None = None) -> str:
     """Why approving `version` needs an explicit confirmation, or "": it has no finished run;
     or, on the states both its latest run and the baseline's latest run checked (the paired
-    verdict's, `selectors.paired_verdicts`), it passes fewer than the baseline's, or no state
-    was checked by both. `evidence` is what `selectors.review_evidence` gave, when the caller
+    verdict's, `runs.paired_verdicts`), it passes fewer than the baseline's, or no state
+    was checked by both. `evidence` is what `review.review_evidence` gave, when the caller
     has it already."""
     if evidence is None:
-        baseline, _name = selectors.review_baseline(version)
+        baseline, _name = review.review_baseline(version)
         evidence = {
-            "this": selectors.run_evidence(selectors.latest_run(version)),
-            "base": selectors.run_evidence(selectors.latest_run(baseline)),
+            "this": review.run_evidence(runs.latest_run(version)),
+            "base": review.run_evidence(runs.latest_run(baseline)),
         }
     this, base = evidence["this"], evidence["base"]
     if this is None:
@@ -84,7 +85,7 @@ def weak_evidence(version: Version, evidence: dict | None = None) -> str:
     if base is None:
         return ""
     base_run = base["run_obj"]
-    paired = selectors.paired_verdicts(base_run, this["run_obj"])["overall"]
+    paired = runs.paired_verdicts(base_run, this["run_obj"])["overall"]
     if paired.n == 0:
         return (
             f"shares no checked state with the baseline's run {base_run.pk}: nothing shows "
@@ -129,7 +130,7 @@ def version_approve(
         note = f"Approved although this version {weak} (confirmed). {note}".strip()
     # frozen with the version: the model production asks (the export's model), and who
     # answered the evidence it was approved on (the export's answered_by)
-    run = selectors.latest_run(locked)
+    run = runs.latest_run(locked)
     locked.approved_model = settings.DECISIONS_MODEL
     locked.approved_evidence_run = run
     locked.approved_model_answered = pinned(answered_models(run))
@@ -287,7 +288,7 @@ def pin_check(version: Version, run: BatchRun | None = None, *, find: bool = Tru
     if approved:
         run = version.approved_evidence_run
     elif run is None and find:
-        run = selectors.latest_run(version)
+        run = runs.latest_run(version)
     check = PinCheck(production=production, run=run)
     if run is None:
         return check

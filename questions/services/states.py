@@ -11,9 +11,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from questions import roles, selectors
+from questions import roles
 from questions.core import labelling, spec, state_files
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
+from questions.selectors.labels import labelling_version
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
@@ -243,10 +244,10 @@ def _import_item(item: Any, where: str) -> tuple[str, Any, dict[str, Any], list[
 
 def _answer_questions(question_set: QuestionSet) -> dict[str, tuple[labelling.Question, int]]:
     """Per question id, the question an imported expected answer must fit, with its version's
-    number: the version the states are labelled for (`selectors.labelling_version`, the newest
+    number: the version the states are labelled for (`labelling_version`, the newest
     valid one, as the state form defaults to) when it has the question, else the newest
     version that has it."""
-    labelled_for = selectors.labelling_version(question_set)
+    labelled_for = labelling_version(question_set)
     versions = [labelled_for] if labelled_for is not None else []
     versions += question_set.versions.order_by("-number").only(
         "number", "document_text", "question_set_id"

@@ -11,7 +11,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from questions.core import metrics
+from questions.core import deltas, metrics
 
 log = logging.getLogger("questions.batches")
 
@@ -27,8 +27,8 @@ def store_summary(
     its own); otherwise the answers are read and added up here. `item_model` is the historical
     BatchItem model of the migration that filled the summaries of older runs (which stores no
     place and no report: they came later)."""
-    from questions import selectors
     from questions.models import BatchItem
+    from questions.selectors import runs
 
     live = item_model is None
     item_model = item_model or BatchItem
@@ -36,7 +36,7 @@ def store_summary(
     items = list(run.items.filter(variant=0).values_list("pk", "status", "misses"))
     answered = {pk for pk, status, _ in items if status == BatchItem.Status.ANSWERED}
     if tally is None or tally.misses.keys() != answered:
-        tally = selectors.run_tally(run)
+        tally = runs.run_tally(run)
     summary = tally.summary(sum(status == BatchItem.Status.FAILED for _, status, _ in items))
     stored = {pk: misses for pk, _, misses in items}
     by_count: dict[int, list[int]] = defaultdict(list)
@@ -60,7 +60,7 @@ def store_summary(
 
 def store_places(run: Any, item_model: Any = None) -> None:
     """Store each of a finished run's items' place in its results table
-    (`selectors.results_order`, by the misses just stored): one UPDATE that numbers the items in
+    (`runs.results_order`, by the misses just stored): one UPDATE that numbers the items in
     that order (a window over it), so the database sorts them as a page would, and writes them
     in one statement (one UPDATE per item kept PostgreSQL busy 0.13 s at 1,000 items: the
     longest step of a finishing run). `item_model`: the historical BatchItem model of the
@@ -69,11 +69,11 @@ def store_places(run: Any, item_model: Any = None) -> None:
     from django.db.models import Window
     from django.db.models.functions import RowNumber
 
-    from questions import selectors
+    from questions.selectors import runs
 
     if item_model is None:
         from questions.models import BatchItem as item_model
-    ordered = selectors.results_order(item_model.objects.filter(run_id=run.pk, variant=0))
+    ordered = runs.results_order(item_model.objects.filter(run_id=run.pk, variant=0))
     numbered = ordered.annotate(
         n=Window(RowNumber(), order_by=list(ordered.query.order_by))
     ).values_list("pk", "n")
@@ -100,25 +100,23 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
     page read, once, whatever the number of answers. Worked out again (replaced) if asked
     twice. `report_model` is the historical RunReport model of the migration that filled the
     test reports of older runs (it stores no comparison). `tally`: the run's answered items
-    added up (`selectors.run_tally`), when they were already."""
-    from questions import selectors
+    added up (`runs.run_tally`), when they were already."""
+    from questions.models import RunReport
+    from questions.selectors import review, runs
 
-    if report_model is None:
-        from questions.models import RunReport as report_model
-    tally = selectors.run_tally(run) if tally is None else tally
+    report_model = report_model or RunReport
+    tally = runs.run_tally(run) if tally is None else tally
     data = metrics.report_as_json(tally.report())
     data["tags"] = [[s.tag, s.states, s.checked, s.passed] for s in tally.slices()]
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
-    if report_model is not selectors.RunReport or run.kind != run.PLAIN:
+    if report_model is not RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
     try:
-        baseline, _name = selectors.review_baseline(run.version)
-        base = selectors.latest_run(baseline)
+        baseline, _name = review.review_baseline(run.version)
+        base = runs.latest_run(baseline)
         if base is None or base.pk == run.pk:
             return
-        delta = selectors.run_delta_computed(
-            base, run, run.version.document, selectors.REVIEW_FLIPS_SHOWN
-        )
+        delta = runs.run_delta_computed(base, run, run.version.document, review.REVIEW_FLIPS_SHOWN)
     except Exception:  # the review works it out when read; the run is finished all the same
         log.exception("run %s: its comparison with the review baseline was not stored", run.pk)
         return
@@ -126,10 +124,10 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
         run_id=run.pk,
         against_id=base.pk,
         defaults={
-            "data": metrics.delta_as_json(delta, selectors.REVIEW_FLIPS_SHOWN)
+            "data": deltas.delta_as_json(delta, review.REVIEW_FLIPS_SHOWN)
             | {
-                "types": selectors.compared(run.version.document),
-                "paired": selectors.paired_as_json(selectors.paired_verdicts_computed(base, run)),
+                "types": runs.compared(run.version.document),
+                "paired": runs.paired_as_json(runs.paired_verdicts_computed(base, run)),
             }
         },
     )

@@ -12,9 +12,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from questions import roles, services
-from questions.advice import designer_items, labelled_runs
 from questions.core.numbers import whole_number
 from questions.models import Version
+from questions.selectors.advice import designer_items, labelled_runs
 
 
 @require_http_methods(["GET", "POST"])

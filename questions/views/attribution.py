@@ -9,11 +9,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import attribution
 from questions.engine import backends
 from questions.models import BatchRun, Version
 from questions.post_forms import AttributionForm, first_error
+from questions.selectors import runs
 from questions.services import attribution as attribution_services
 
 TEMPLATE = "questions/_attribution.html"
@@ -88,7 +89,7 @@ def run_context(run: BatchRun, into: str) -> dict:
     return {
         "run": run,
         "into": into,
-        "counts": selectors.run_counts(run),
+        "counts": runs.run_counts(run),
         "reports": reports,
         "state_name": run.items.select_related("sample_state__sample_state")
         .first()

@@ -8,9 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from questions import comparison
 from questions.engine import backends
 from questions.models import QuestionSet
+from questions.selectors import comparison, comparison_formats
 
 TEMPLATE = "questions/set_compare.html"
 
@@ -35,26 +35,46 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     selection = selection_of(request.GET, question_set)
     if request.method == "POST":
-        key = request.POST.get("ask", "")
-        outcome = comparison.ask_column(question_set, selection, key, request.user)
-        if outcome.error:
-            messages.error(request, f"{key}: {outcome.error.status}: {outcome.error.detail}")
-        else:
-            messages.success(request, f"Asked {key} and recorded its answer.")
-        url = f"{reverse('set-compare', args=[slug])}?{selection.query()}"
-        return redirect(url)
+        return _compare_ask(request, question_set, selection, request.POST.get("ask", ""))
     fmt = request.GET.get("format")
-    if fmt in ("json", "csv"):  # every row, streamed a chunk of states at a time
-        columns, rows = comparison.stream(question_set, selection, request.user)
-        if fmt == "json":
-            chunks = comparison.json_chunks(columns, rows, selection)
-            content_type = "application/json; charset=utf-8"
-        else:
-            chunks = comparison.csv_lines(columns, rows)
-            content_type = "text/csv; charset=utf-8"
-        response = StreamingHttpResponse(chunks, content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="{slug}-comparison.{fmt}"'
-        return response
+    if fmt in ("json", "csv"):
+        return _compare_download(request, question_set, selection, fmt)
+    return _compare_page(request, question_set, selection)
+
+
+def _compare_ask(
+    request: HttpRequest, question_set: QuestionSet, selection: comparison.Selection, key: str
+) -> HttpResponse:
+    outcome = comparison.ask_column(question_set, selection, key, request.user)
+    if outcome.error:
+        messages.error(request, f"{key}: {outcome.error.status}: {outcome.error.detail}")
+    else:
+        messages.success(request, f"Asked {key} and recorded its answer.")
+    url = f"{reverse('set-compare', args=[question_set.slug])}?{selection.query()}"
+    return redirect(url)
+
+
+def _compare_download(
+    request: HttpRequest, question_set: QuestionSet, selection: comparison.Selection, fmt: str
+) -> HttpResponse:
+    """Every row, streamed a chunk of states at a time, as JSON or CSV."""
+    columns, rows = comparison.stream(question_set, selection, request.user)
+    if fmt == "json":
+        chunks = comparison_formats.json_chunks(columns, rows, selection)
+        content_type = "application/json; charset=utf-8"
+    else:
+        chunks = comparison_formats.csv_lines(columns, rows)
+        content_type = "text/csv; charset=utf-8"
+    response = StreamingHttpResponse(chunks, content_type=content_type)
+    filename = f"{question_set.slug}-comparison.{fmt}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _compare_page(
+    request: HttpRequest, question_set: QuestionSet, selection: comparison.Selection
+) -> HttpResponse:
+    """A page of the grid; as the table scrolls (htmx, past the first page) its rows only."""
     columns, rows = comparison.build(question_set, selection, request.user)
     context = {
         "set": question_set,
@@ -69,15 +89,6 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     }
     if request.htmx and selection.start:  # the next page of rows, as the table scrolls
         return render(request, TEMPLATE + "#compare-rows", context)
-    choices = [
-        (f"run:{r.pk}", f"run {r.pk} · v{r.version.number} · {r.backend} · {r.status}")
-        for r in question_set.batch_runs.select_related("version").defer("version__document_text")[
-            :30
-        ]
-    ]
-    for number in question_set.versions.order_by("-number").values_list("number", flat=True):
-        for b in backends.available():
-            choices.append((f"v{number}:{b.name}", f"v{number} · {b.name}"))
     states = list(dict.fromkeys(r.state for r in rows))
     if selection.state != "all" and not states:  # a chosen state with no row to show
         states = list(comparison.states_of(question_set, selection)[:1])
@@ -86,10 +97,10 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
         for c in columns
     ]
     context |= {
-        "evidence": comparison.evidence(columns, selection.noise),
+        "evidence": comparison_formats.evidence(columns, selection.noise),
         # the state picker offers the states on this page (each state's name links to it too)
         "states": states,
-        "choices": [c for c in choices if c[0] not in selection.columns],
+        "choices": [c for c in _column_choices(question_set) if c[0] not in selection.columns],
         "removals": removals,
         "filters": [(f, selection.query(filter=f)) for f in comparison.FILTERS],
         "first_query": selection.query() if selection.start else None,
@@ -97,3 +108,17 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
         "json_query": selection.query() + "&format=json",
     }
     return render(request, TEMPLATE, context)
+
+
+def _column_choices(question_set: QuestionSet) -> list[tuple[str, str]]:
+    """The columns a page offers to add: the set's latest 30 runs, and every version through
+    every backend."""
+    runs = question_set.batch_runs.select_related("version").defer("version__document_text")
+    choices = [
+        (f"run:{r.pk}", f"run {r.pk} · v{r.version.number} · {r.backend} · {r.status}")
+        for r in runs[:30]
+    ]
+    for number in question_set.versions.order_by("-number").values_list("number", flat=True):
+        for b in backends.available():
+            choices.append((f"v{number}:{b.name}", f"v{number} · {b.name}"))
+    return choices

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import forms, roles, selectors, services
+from questions import forms, roles, services
 from questions.core import spec
 from questions.core.numbers import whole_number
 from questions.engine import backends
 from questions.models import Version
+from questions.selectors import sets
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
@@ -77,7 +79,7 @@ def _checked(
     result = spec.validate(
         document,
         limits=limits(),
-        sample_states=selectors.sample_state_paths(version.question_set),
+        sample_states=sets.sample_state_paths(version.question_set),
     )
     errors = [e for e in result.errors if ours(e)] + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
@@ -147,11 +149,11 @@ def _page(
 
 
 def _picker(question_set, selected: int | None) -> dict:
-    states, total = selectors.picker_states(question_set, selected)
+    states, total = sets.picker_states(question_set, selected)
     return {
         "sample_states": states,
         "sample_states_total": total,
-        "picker_states": selectors.PICKER_STATES,
+        "picker_states": sets.PICKER_STATES,
         "preview_state": selected,
     }
 
@@ -218,35 +220,22 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     )
     if base is None:
         base = -1
-    if not edited.representable:
+
+    def refused(status: int, **shown: Any) -> HttpResponse:
         return _page(
-            request,
-            version,
-            cards,
-            edited.document,
-            revision=base,
-            status=422,
-            problem="Nothing was saved: fix what is marked below first.",
+            request, version, cards, edited.document, revision=base, status=status, **shown
         )
+
+    if not edited.representable:
+        return refused(422, problem="Nothing was saved: fix what is marked below first.")
     try:
         saved = services.version_save(
             version=version, document=edited.document, base_revision=base, author=request.user
         )
     except services.StaleRevision as exc:
-        return _page(
-            request,
-            version,
-            cards,
-            edited.document,
-            revision=base,
-            status=409,
-            conflict=exc,
-            latest_revision=exc.version.revision,
-        )
+        return refused(409, conflict=exc, latest_revision=exc.version.revision)
     except services.NotADraft as exc:
-        return _page(
-            request, version, cards, edited.document, revision=base, status=409, problem=str(exc)
-        )
+        return refused(409, problem=str(exc))
     invalid = spec.validate(saved.document, limits=limits(), lints=False).errors
     if invalid:
         messages.warning(
@@ -335,11 +324,10 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The whole document as JSON; a pasted one is validated before it replaces anything."""
     version = _version(slug, number)
-    text = json.dumps(version.document, ensure_ascii=False, indent=2)
     context = {
         "set": version.question_set,
         "version": version,
-        "text": text,
+        "text": json.dumps(version.document, ensure_ascii=False, indent=2),
         "revision": version.revision,
         "result": None,
         "problem": None,
@@ -348,6 +336,12 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, "questions/version_json.html", context)
     require(request.user, roles.may_write, WRITERS_ONLY)
+    return _json_replace(request, version, context)
+
+
+def _json_replace(request: HttpRequest, version: Version, context: dict) -> HttpResponse:
+    """Check the pasted document (`action=check`: the result only), or replace the draft's
+    with it when it is valid."""
     # a submitted textarea ends its lines with CRLF, the live check's value with LF: the same
     # text gives the same character offsets either way
     context["text"] = text = request.POST.get("document", "").replace("\r\n", "\n")
@@ -360,7 +354,7 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         result = spec.validate(
             spec.loads(text),
             limits=limits(),
-            sample_states=selectors.sample_state_paths(version.question_set),
+            sample_states=sets.sample_state_paths(version.question_set),
         )
     except spec.JSONTextError as exc:
         result = None

@@ -15,11 +15,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import labelling, state_files
 from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState, Version
 from questions.post_forms import StateLabelForm, first_error
+from questions.selectors import labels, sets
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -77,7 +78,7 @@ def _export(slug: str, file_format: str) -> StreamingHttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
     response = StreamingHttpResponse(
-        write(selectors.state_records(question_set)),
+        write(sets.state_records(question_set)),
         content_type=f"{state_files.MEDIA_TYPES[file_format]}; charset=utf-8",
     )
     response["Content-Disposition"] = (
@@ -105,7 +106,7 @@ def _version(question_set: QuestionSet, raw: Any) -> Version:
     number = whole_number(raw, digits=9) if raw not in (None, "") else None
     if raw not in (None, "") and number is None:
         raise services.Invalid(f"The version is a whole number in digits, not {str(raw)[:20]!r}.")
-    version = selectors.labelling_version(question_set, number)
+    version = labels.labelling_version(question_set, number)
     if version is None:
         raise Http404(f"{question_set.slug} has no version {number or ''}".strip())
     return version
@@ -151,7 +152,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     version = _version(question_set, request.GET.get("version"))
     skipped = _skipped(request.GET.get("skipped", ""))
-    candidates = selectors.states_to_label(question_set, version, limit=None)
+    candidates = labels.states_to_label(question_set, version, limit=None)
     pks = dict(
         question_set.sample_states.filter(name__in=[c.name for c in candidates]).values_list(
             "name", "pk"
@@ -162,7 +163,6 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     if current is None:
         current = next((c for c in candidates if pks.get(c.name) not in skipped), None)
     questions = labelling.questions_of(version.document)
-    by_id = {q.id: q for q in questions}
     counts = labelling.label_counts(
         questions, (e or {} for e in question_set.sample_states.values_list("expected", flat=True))
     )
@@ -180,43 +180,65 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
         "skipped_count": len(skipped),
         "restart_url": _page_url(slug, version=version.number),
     }
-    last = request.GET.get("last", "")
+    undo = _undo_offer(question_set, request.GET.get("last", ""))
+    if undo is not None:
+        context["undo"] = undo
+    if current is not None:
+        sample = question_set.sample_states.get(pk=pks[current.name])
+        by_id = {q.id: q for q in questions}
+        context.update(_labelling(question_set, version, sample, current, by_id, skipped))
+    return render(request, "questions/label_states.html", context)
+
+
+def _undo_offer(question_set: QuestionSet, last: str) -> dict[str, int] | None:
+    """The save `last` names (`<state>-<revision>`), offered for undoing only while it is still
+    the state's latest: once undone (or changed elsewhere) a reload or the back button would
+    lead to the stale-revision refusal."""
     last_pk, _, last_revision = last.partition("-")
     undo = (whole_number(last_pk), whole_number(last_revision))
-    # offered only while that save is still the state's latest: once undone (or changed
-    # elsewhere) a reload or the back button would lead to the stale-revision refusal
     if (
         None not in undo
         and question_set.sample_states.filter(pk=undo[0], revision=undo[1]).exists()
     ):
-        context["undo"] = {"state": undo[0], "revision": undo[1]}
-    if current is not None:
-        sample = question_set.sample_states.get(pk=pks[current.name])
-        question = by_id[current.questions[0]]
-        readings = selectors.label_readings(question_set, names=[sample.name]).get(sample.name, [])
-        suggestions = _suggestions(question, readings)
-        suggested = suggestions[0]["value"] if suggestions else None
-        keys = ["t", "f"] if question.type == "noul" else [str(i + 1) for i in range(9)]
-        context.update(
-            sample=sample,
-            state_text=json.dumps(sample.state, ensure_ascii=False, indent=2),
-            question=question,
-            reason=current.reason,
-            other_questions=current.questions[1:],
-            suggestions=suggestions,
-            choices=[
-                {
-                    "value": value,
-                    "text": text,
-                    "key": keys[i] if i < len(keys) else "",
-                    "suggested": value == suggested,
-                }
-                for i, (value, text) in enumerate(question.choices)
-            ],
-            skip_url=_page_url(slug, version=version.number, skipped=[*skipped, sample.pk]),
-            skipped=",".join(map(str, skipped)),
-        )
-    return render(request, "questions/label_states.html", context)
+        return {"state": undo[0], "revision": undo[1]}
+    return None
+
+
+def _labelling(
+    question_set: QuestionSet,
+    version: Version,
+    sample: SampleState,
+    current: labelling.Candidate,
+    by_id: dict[str, labelling.Question],
+    skipped: list[int],
+) -> dict[str, Any]:
+    """The state being labelled: its content, the question asked, the recorded answers as
+    suggestions and the choices with their keys."""
+    question = by_id[current.questions[0]]
+    readings = labels.label_readings(question_set, names=[sample.name]).get(sample.name, [])
+    suggestions = _suggestions(question, readings)
+    suggested = suggestions[0]["value"] if suggestions else None
+    keys = ["t", "f"] if question.type == "noul" else [str(i + 1) for i in range(9)]
+    skip = [*skipped, sample.pk]
+    return {
+        "sample": sample,
+        "state_text": json.dumps(sample.state, ensure_ascii=False, indent=2),
+        "question": question,
+        "reason": current.reason,
+        "other_questions": current.questions[1:],
+        "suggestions": suggestions,
+        "choices": [
+            {
+                "value": value,
+                "text": text,
+                "key": keys[i] if i < len(keys) else "",
+                "suggested": value == suggested,
+            }
+            for i, (value, text) in enumerate(question.choices)
+        ],
+        "skip_url": _page_url(question_set.slug, version=version.number, skipped=skip),
+        "skipped": ",".join(map(str, skipped)),
+    }
 
 
 @require_POST
@@ -238,6 +260,18 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         )
         messages.success(request, f"Undone: {sample.name} has the expected answers it had before.")
         return redirect(_page_url(slug, version=version.number, state=sample.pk, skipped=skipped))
+    return _label_answer(request, question_set, version, sample, data, skipped)
+
+
+def _label_answer(
+    request: HttpRequest,
+    question_set: QuestionSet,
+    version: Version,
+    sample: SampleState,
+    data: dict[str, Any],
+    skipped: list[int],
+) -> HttpResponse:
+    """Save the answer `data` gives to its question, say what it unlocked, and go on."""
     question = next(
         (q for q in labelling.questions_of(version.document) if q.id == data["question"]), None
     )
@@ -267,12 +301,8 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if said:
         text += f" {said[:1].upper()}{said[1:]}."
     messages.success(request, text)
-    return redirect(
-        _page_url(
-            slug,
-            version=version.number,
-            state=sample.pk,
-            skipped=skipped,
-            last=f"{sample.pk}-{sample.revision}" if sample.revision != before else None,
-        )
+    last = f"{sample.pk}-{sample.revision}" if sample.revision != before else None
+    url = _page_url(
+        question_set.slug, version=version.number, state=sample.pk, skipped=skipped, last=last
     )
+    return redirect(url)

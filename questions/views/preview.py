@@ -3,6 +3,8 @@ typed one, live or recorded, and render the answers as bar charts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
@@ -60,8 +62,14 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
         version=version,
         sample_state=revision,
     )
+    rendered = _answers(outcome, (revision.expected if revision else None) or {})
+    return _result(request, outcome=outcome, error=outcome.error, answers=rendered, sample=sample)
+
+
+def _answers(outcome: backends.Outcome, expected: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each answer with its chart and, where the state expects one that fits, whether it
+    passed."""
     rendered = []
-    expected = (revision.expected if revision else None) or {}
     if outcome.checked and outcome.ask:
         for qid, answer in outcome.checked.answers.items():
             question = outcome.ask.questions[qid]
@@ -77,4 +85,4 @@ def version_preview(request: HttpRequest, slug: str, number: int) -> HttpRespons
                     "passed": metrics.passes(question.type, answer, wanted) if fits else None,
                 }
             )
-    return _result(request, outcome=outcome, error=outcome.error, answers=rendered, sample=sample)
+    return rendered

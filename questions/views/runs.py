@@ -13,11 +13,21 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import control_reports, roles, selectors, services
+from questions import roles, services
 from questions.core import attribution, charts, controls, metrics
 from questions.core.numbers import whole_number
 from questions.models import BatchItem, BatchRun, Version
 from questions.post_forms import RunStartForm, first_error
+from questions.selectors import control_reports
+from questions.selectors.runs import (
+    FAILING_ITEM,
+    paired_verdicts,
+    results_order,
+    run_counts,
+    run_delta,
+    run_report,
+    run_tag_slices,
+)
 from questions.views import attribution as attribution_views
 
 
@@ -145,13 +155,13 @@ def _items_context(run: BatchRun, request: HttpRequest) -> dict:
         run.items.filter(variant=0).select_related("sample_state").only(*RUN_ITEM_FIELDS)
     )
     if show == "failing":
-        items = items.filter(selectors.FAILING_ITEM)
+        items = items.filter(FAILING_ITEM)
     if search:
         items = items.filter(sample_state__name__icontains=search)
     # a finished run stored each item's place in this order with its summary: a page of it is
     # a range of an index, not a sort of every item
     stored = run.finished and run.checked is not None
-    items = items.order_by("place") if stored else selectors.results_order(items)
+    items = items.order_by("place") if stored else results_order(items)
     items = list(items[start : start + ITEMS_PAGE + 1])
     more = len(items) > ITEMS_PAGE
     rows = [r for i in items[:ITEMS_PAGE] for r in _result_rows(i, questions, run, only, show)]
@@ -179,7 +189,7 @@ def _compare_base(run: BatchRun) -> str:
 def _progress_context(run: BatchRun) -> dict:
     """The progress bar's counts and what they count: a control asks each state once per
     variant, so its counts are calls, not states."""
-    counts = selectors.run_counts(run)
+    counts = run_counts(run)
     unit, states = "states", counts["total"]
     if control_reports.is_control(run):
         variants = controls.variants(run.kind, run.control_count)
@@ -213,6 +223,8 @@ def confusion_table(q: metrics.QuestionReport, declared: list[str]) -> dict:
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A run: its progress while it runs, then its report, its results table (a page at a
+    time) and, with `?against=N`, what moved against run N."""
     run = get_object_or_404(
         BatchRun.objects.select_related("question_set", "version", "created_by", "rerun_of"),
         pk=pk,
@@ -224,23 +236,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.finished:
             response["HX-Refresh"] = "true"  # the report is ready: show the whole page
         return response
-    report = selectors.run_report(run)
-    declared = declared_questions(run.version.document)
-    declared_at = {qid: n for n, qid in enumerate(declared)}
-    runs = list(
-        run.question_set.batch_runs.exclude(pk=run.pk)
-        .select_related("version")
-        .defer("version__document_text")[:30]
-    )
-    other, delta, paired, noise = None, None, None, None
-    other_pk = whole_number(request.GET.get("against", ""))
-    if other_pk is not None:
-        other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
-        if other:
-            delta = selectors.run_delta(other, run, run.version.document, CHANGES_SHOWN)
-            paired = selectors.paired_verdicts(other, run)
-            noise = control_reports.noise_floor(run.question_set, [other.version, run.version])
-    previous = next((r for r in runs if r.pk < run.pk), runs[0] if runs else None)
+    report = _report_context(run)
     progress = _progress_context(run)
     shown = run.finished or progress["counts"]["answered"]
     context = {
@@ -249,6 +245,24 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "attribution": attribution_views.run_context(run, "attribution")
         if run.kind == attribution.KIND and run.finished
         else None,
+        **report,
+        **_items_context(run, request),
+        **_against_context(run, whole_number(request.GET.get("against", ""))),
+        "reruns": run.reruns.order_by("pk"),
+        "tag_slices": run_tag_slices(run) if shown else [],
+        "can_run": roles.may_ask_live(request.user),
+        "answered_by": _answered_by(run),
+    }
+    return render(request, "questions/run_detail.html", context)
+
+
+def _report_context(run: BatchRun) -> dict:
+    """The run's test report: per question as the version declares them (then any other by
+    id) with its confusion matrix, and the two calibration figures."""
+    report = run_report(run)
+    declared = declared_questions(run.version.document)
+    declared_at = {qid: n for n, qid in enumerate(declared)}
+    return {
         "report": report,
         "questions": [
             {
@@ -257,7 +271,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 if q.confusion
                 else None,
             }
-            for q in sorted(  # as the version declares them, then any other by id
+            for q in sorted(
                 report.questions.values(),
                 key=lambda q: (declared_at.get(q.question, len(declared_at)), q.question),
             )
@@ -275,26 +289,39 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             ),
         ],
         "sparse_bin": metrics.SPARSE_BIN,
-        **_items_context(run, request),
+    }
+
+
+def _against_context(run: BatchRun, other_pk: int | None) -> dict:
+    """The set's other runs to compare with (the previous one first offered) and, against run
+    `other_pk` of the same set, the cells that moved (each with whether it is within the
+    repeatability noise floor) and the paired verdicts."""
+    runs = list(
+        run.question_set.batch_runs.exclude(pk=run.pk)
+        .select_related("version")
+        .defer("version__document_text")[:30]
+    )
+    other, delta, paired, noise = None, None, None, None
+    if other_pk is not None:
+        other = BatchRun.objects.filter(pk=other_pk, question_set=run.question_set).first()
+        if other:
+            delta = run_delta(other, run, run.version.document, CHANGES_SHOWN)
+            paired = paired_verdicts(other, run)
+            noise = control_reports.noise_floor(run.question_set, [other.version, run.version])
+    return {
         "runs": runs,
-        "previous": previous,
-        "reruns": run.reruns.order_by("pk"),
+        "previous": next((r for r in runs if r.pk < run.pk), runs[0] if runs else None),
         "other": other,
         "delta": delta,
         "paired": paired,
         "paired_questions": [(k, v) for k, v in (paired or {}).items() if k != "overall"],
-        "tag_slices": selectors.run_tag_slices(run) if shown else [],
         "changes_shown": CHANGES_SHOWN,
-        # the listed changes, each with whether it is within the repeatability noise floor
         "changes_listed": [
             (c, bool(noise and noise.holds(c.question, c.qtype, c.before, c.after)))
             for c in (delta.changes[:CHANGES_SHOWN] if delta else [])
         ],
         "noise": noise,
-        "can_run": roles.may_ask_live(request.user),
-        "answered_by": _answered_by(run),
     }
-    return render(request, "questions/run_detail.html", context)
 
 
 def _answered_by(run: BatchRun) -> list[str]:

@@ -1,5 +1,5 @@
 """A set's scorecard: per version and question, the pass rate with its interval and n, the
-controls' verdicts and the cost (`selectors.scorecard` builds it; this view lays it out)."""
+controls' verdicts and the cost (`scorecard.scorecard` builds it; this view lays it out)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from questions import selectors
 from questions.core import controls
 from questions.models import QuestionSet
+from questions.selectors import scorecard
 
 
 @require_GET
 def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    card = selectors.scorecard(question_set)
+    card = scorecard.scorecard(question_set)
     rows = [
         {**row, "cells": [(qid, row["questions"].get(qid)) for qid in card["questions"]]}
         for row in card["versions"]

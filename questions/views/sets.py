@@ -9,13 +9,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import diff
 from questions.models import QuestionSet, Version
+from questions.selectors import sets
 from questions.views import whole_number
 
 
-def pager(request: HttpRequest, page: selectors.Window, param: str) -> dict:
+def pager(request: HttpRequest, page: sets.Window, param: str) -> dict:
     """What a pager under a long list shows: which rows, of how many, and the links to the
     pages before and after (the request's other parameters kept)."""
 
@@ -42,7 +43,7 @@ def start_of(request: HttpRequest, param: str) -> int:
 @require_GET
 def set_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "")
-    page = selectors.question_sets_page(search, start_of(request, "from"))
+    page = sets.question_sets_page(search, start_of(request, "from"))
     context = {
         "sets": page.rows,
         "pager": pager(request, page, "from"),
@@ -87,10 +88,10 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "tag": request.GET.get("state_tag", ""),
         "show": request.GET.get("state_show", "all"),
     }
-    if finding["show"] not in selectors.STATE_SHOWS:
+    if finding["show"] not in sets.STATE_SHOWS:
         finding["show"] = "all"
-    last_run = selectors.last_finished_run(question_set) if finding["show"] == "failing" else None
-    states = selectors.sample_states_page(
+    last_run = sets.last_finished_run(question_set) if finding["show"] == "failing" else None
+    states = sets.sample_states_page(
         question_set, **finding, start=start_of(request, "states_from"), failing_in=last_run
     )
     states_context = {
@@ -99,14 +100,14 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "states_pager": pager(request, states, "states_from"),
         "finding": finding,
         "finding_any": any(finding[k].strip() for k in ("name", "tag")) or finding["show"] != "all",
-        "state_shows": selectors.STATE_SHOWS,
+        "state_shows": sets.STATE_SHOWS,
         "failing_run": last_run,
         "can_author": roles.may_write(request.user),
     }
     if request.htmx and request.htmx.target == "state-rows":
         return render(request, "questions/set_detail.html#state-rows", states_context)
-    versions = list(selectors.versions_of(question_set))
-    labels = selectors.labels_fetched(question_set)
+    versions = list(sets.versions_of(question_set))
+    labels = sets.labels_fetched(question_set)
     context = {
         **states_context,
         "versions": versions,
@@ -115,7 +116,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "can_review": roles.may_review(request.user),
         "labels": [shown.label for shown in labels],
         "label_fetches": labels,
-        "label_moves": selectors.label_moves_of(question_set)[:50],
+        "label_moves": sets.label_moves_of(question_set)[:50],
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
         "records_upload_mib": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20,
@@ -127,7 +128,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def set_history(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    versions = selectors.versions_of(question_set).prefetch_related("events__actor")
+    versions = sets.versions_of(question_set).prefetch_related("events__actor")
     return render(
         request, "questions/set_history.html", {"set": question_set, "versions": versions}
     )
@@ -137,7 +138,7 @@ def set_history(request: HttpRequest, slug: str) -> HttpResponse:
 def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
     """The semantic diff between any two versions: ?a=N&b=M (default: the newest two)."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    versions = list(selectors.versions_of(question_set))
+    versions = list(sets.versions_of(question_set))
     by_number = {v.number: v for v in versions}
     error = None
 

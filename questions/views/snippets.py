@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from questions import selectors
+from questions import exports
 from questions.core import snippets
 from questions.models import QuestionSet
 
@@ -18,10 +18,10 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
     """The export of the approved version label `label` points at, and the code that calls it;
     404 for a label that points at nothing approved (never a fallback)."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
-    version = selectors.exportable_version(slug, label=label)
+    version = exports.exportable_version(slug, label=label)
     if version is None:
         raise Http404("No such label on an approved version.")
-    export = selectors.export_document(version)
+    export = exports.export_document(version)
     fetch_url = request.build_absolute_uri(reverse("api-export", args=[slug]) + f"?label={label}")
     return render(
         request,

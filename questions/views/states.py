@@ -11,11 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.core import labelling, spec
 from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState
 from questions.post_forms import SampleStateForm, first_error
+from questions.selectors import labels
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -24,11 +25,9 @@ TEMPLATE = "questions/samplestate_form.html"
 
 def _labelled_for(question_set: QuestionSet, raw: Any) -> Any:
     """The version the state's expected answers are for: `?version=N` (or the form's field),
-    else the newest valid version (`selectors.labelling_version`)."""
+    else the newest valid version (`labels.labelling_version`)."""
     number = whole_number(raw, digits=9) if isinstance(raw, str) and raw else None
-    return selectors.labelling_version(question_set, number) or selectors.labelling_version(
-        question_set
-    )
+    return labels.labelling_version(question_set, number) or labels.labelling_version(question_set)
 
 
 def _questions(version: Any) -> list[dict[str, Any]]:
@@ -181,31 +180,37 @@ def _save(request, question_set: QuestionSet, sample: SampleState | None) -> Htt
             **keep,
         )
     try:
-        if sample is None:
-            sample = services.sample_state_create(
-                question_set=question_set,
-                name=name,
-                state=checked["value"],
-                author=request.user,
-                expected=expected,
-                tags=tags,
-            )
-        else:
-            sample = services.sample_state_update(
-                sample=sample,
-                name=name,
-                state=checked["value"],
-                author=request.user,
-                base_revision=revision,
-                expected=expected,
-                tags=tags,
-            )
+        sample = _store(request.user, question_set, sample, checked["value"], keep)
     except services.ServiceError as exc:
         return _form(request, question_set, sample, status=exc.status, problem=str(exc), **keep)
     messages.success(request, f"Saved sample state {sample.name} (revision {sample.revision}).")
     if request.POST.get("then") == "another":
         return redirect("state-create", question_set.slug)
     return redirect("state-edit", question_set.slug, sample.pk)
+
+
+def _store(
+    user: Any, question_set: QuestionSet, sample: SampleState | None, value: Any, keep: dict
+) -> SampleState:
+    """Create the state, or update `sample` from the revision the form was based on."""
+    if sample is None:
+        return services.sample_state_create(
+            question_set=question_set,
+            name=keep["name"],
+            state=value,
+            author=user,
+            expected=keep["expected"],
+            tags=keep["tags"],
+        )
+    return services.sample_state_update(
+        sample=sample,
+        name=keep["name"],
+        state=value,
+        author=user,
+        base_revision=keep["revision"],
+        expected=keep["expected"],
+        tags=keep["tags"],
+    )
 
 
 @require_POST

@@ -10,8 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from questions import forms, roles, selectors, services
+from questions import forms, roles, services
 from questions.models import BatchRun
+from questions.selectors import runs
 from questions.services import tries
 from questions.views import editor, whole_number
 
@@ -100,7 +101,7 @@ def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def _run_context(run: BatchRun) -> dict:
     return {
         "run": run,
-        "counts": selectors.run_counts(run),
+        "counts": runs.run_counts(run),
         "result": tries.try_result(run),
     }
 

@@ -144,7 +144,7 @@ def test_the_run_report_lists_results_failures_first_and_links_each_to_compare(
 
 
 def test_the_review_page_shows_the_content_and_the_evidence(page, live_server, world, monkeypatch):
-    from questions.views import review
+    from questions.selectors import review
 
     monkeypatch.setattr(review, "INLINE_ENTRIES", 0)  # as in a large version
     _sign_in(page, live_server.url, "checker")

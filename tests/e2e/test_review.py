@@ -8,7 +8,8 @@ import jsonschema
 import pytest
 from playwright.sync_api import expect
 
-from questions import selectors
+from questions import exports
+from questions.selectors import sets
 from tests import factories
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -43,7 +44,7 @@ def test_submit_approve_with_production_and_download_a_valid_export(page, live_s
     review.get_by_role("link", name="v1 — review").click()
     expect(review.get_by_role("heading", name="Review Routing · v1")).to_be_visible()
     # the whole content of every question, though nothing was approved before
-    version = selectors.version_named("routing", number=1)
+    version = sets.version_named("routing", number=1)
     for qid, question in version.document.items():
         card = review.locator(f"#q-{qid}")
         expect(card).to_contain_text(question.get("instructions") or "(no instructions)")
@@ -69,7 +70,7 @@ def test_submit_approve_with_production_and_download_a_valid_export(page, live_s
     document = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
     schema = review.request.get(f"{live_server.url}/schemas/question-set-1.json").json()
     jsonschema.Draft202012Validator(schema).validate(document)
-    assert schema == json.loads(selectors.EXPORT_SCHEMA_PATH.read_text())
+    assert schema == json.loads(exports.EXPORT_SCHEMA_PATH.read_text())
     assert (document["question_set"], document["version"], document["approved_by"]) == (
         "routing",
         1,

@@ -122,8 +122,8 @@ def test_compare_filters_and_the_url_round_trip(page, sign_in):
 
 
 def test_compare_loads_the_next_states_as_the_table_scrolls(page, sign_in, monkeypatch):
-    from questions import comparison
     from questions.models import BatchItem
+    from questions.selectors import comparison
 
     monkeypatch.setattr(comparison, "PAGE_STATES", 4)  # the live server runs in this process
     user = factories.user("author", groups=(roles.AUTHORS,), password="pw-for-browser-tests")

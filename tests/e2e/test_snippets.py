@@ -6,7 +6,7 @@ screen."""
 import pytest
 from playwright.sync_api import expect
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.core import snippets
 from questions.models import Version
 from tests import factories
@@ -24,7 +24,7 @@ def test_the_export_page_shows_the_code_in_tabs_with_copy_buttons(page, sign_in)
     services.version_approve(
         version=version, reviewer=checker, label="production", confirm_weak_evidence=True
     )
-    export = selectors.export_document(Version.objects.get(pk=version.pk))
+    export = exports.export_document(Version.objects.get(pk=version.pk))
     url = sign_in("author")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(f"{url}/sets/support/")

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Case, When
 
-from questions import selectors
 from questions.core import controls, invariance, metrics, spec
 from questions.models import BatchItem, BatchRun
+from questions.selectors import runs
 
 
 def is_control(run: BatchRun) -> bool:
@@ -39,7 +39,7 @@ def invariance_summary(run: BatchRun) -> dict[str, Any]:
     )
     types = question_types(run)
     return {
-        **selectors.run_summary(run),
+        **runs.run_summary(run),
         "states": run.items.filter(variant=0).count(),
         "control": {
             "kind": run.kind,
@@ -91,7 +91,7 @@ def control_summary(run: BatchRun) -> dict[str, Any]:
     calls) and, per question, what the control found."""
     report = control_report(run)
     return {
-        **selectors.run_summary(run),  # "answered" and "failed" count calls
+        **runs.run_summary(run),  # "answered" and "failed" count calls
         "states": run.items.filter(variant=0).count(),
         "control": {
             "kind": run.kind,
@@ -157,9 +157,7 @@ def drift_of(run: BatchRun) -> controls.Drift | None:
     floors = (
         controls.noise_floors(control_report(repeat), f"repeat run {repeat.pk}") if repeat else {}
     )
-    return controls.drift(
-        selectors.run_cases(run.baseline), selectors.run_cases(run), run.threshold, floors
-    )
+    return controls.drift(runs.run_cases(run.baseline), runs.run_cases(run), run.threshold, floors)
 
 
 def _interval(report: metrics.Report, qid: str) -> list[float] | None:
@@ -171,7 +169,7 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
     """A drift run as `questions drift --json` prints it."""
     found = drift_of(run)
     out: dict[str, Any] = {
-        **selectors.run_summary(run),
+        **runs.run_summary(run),
         "model": run.model,
         "baseline": None,
     }
@@ -213,7 +211,7 @@ def drift_summary(run: BatchRun) -> dict[str, Any]:
         },
         paired={
             key: verdict.as_dict()
-            for key, verdict in selectors.paired_verdicts(run.baseline, run).items()
+            for key, verdict in runs.paired_verdicts(run.baseline, run).items()
         },
     )
     return out
@@ -257,7 +255,7 @@ def section(run: BatchRun) -> dict[str, Any] | None:
             else None,
             "calibration": found.calibration() if found else {},
             "default_floor": controls.SHIFT_NOISE_FLOOR,
-            "paired": selectors.paired_verdicts(run.baseline, run)["overall"] if found else None,
+            "paired": runs.paired_verdicts(run.baseline, run)["overall"] if found else None,
         }
     return None
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import selectors
-from questions.core import charts, metrics, spec
+from questions.core import charts, spec, thresholds
 from questions.models import BatchRun, Version
+from questions.selectors import runs
 
 WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}
 
@@ -21,7 +21,7 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
     result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS, lints=False)
     if result.document is None:
         return []
-    cases = selectors.run_cases(run) if run else []
+    cases = runs.run_cases(run) if run else []
     advice = version.advice
     items = []
     for qid, question in result.document.questions.items():
@@ -30,8 +30,8 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
             continue
         mine = [c for c in cases if c.question == qid and c.qtype == question.type]
         value = advice.get(qid, {}).get(field)
-        chosen = None if value is None else metrics.curve_point(question.type, mine, value)
-        points = metrics.threshold_curve(question.type, mine)
+        chosen = None if value is None else thresholds.curve_point(question.type, mine, value)
+        points = thresholds.threshold_curve(question.type, mine)
         items.append(
             {
                 "id": qid,
@@ -41,7 +41,7 @@ def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any
                 "value": value,
                 "labelled": sum(1 for c in mine if c.checked),
                 "chosen": chosen,
-                "held_out": metrics.choose_threshold(question.type, mine),
+                "held_out": thresholds.choose_threshold(question.type, mine),
                 "points": points,
                 "chart": charts.threshold_chart(f"{qid}: {WHAT[question.type]}", points, chosen),
             }

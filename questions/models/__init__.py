@@ -1,0 +1,44 @@
+"""Persistence only, a module per domain (sets and versions, states, decisions, tokens and
+fetches, runs, webhooks); every model is imported here, so Django finds them all. Every write
+goes through `questions/services/`.
+
+Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
+options (declared order is what the author wrote and what the charts show), and a JSONField
+stores a JSON `null` state as SQL NULL. Text keeps both exactly.
+"""
+
+from questions.models.decisions import Decision, DecisionAnswer
+from questions.models.runs import BatchItem, BatchRun, RunReport, WorkerHeartbeat
+from questions.models.sets import (
+    Label,
+    LabelMove,
+    QuestionSet,
+    ReviewEvent,
+    Version,
+    VersionQuerySet,
+)
+from questions.models.states import SampleState, SampleStateRevision
+from questions.models.tokens import APIToken, ExportFetch
+from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
+
+__all__ = [
+    "APIToken",
+    "BatchItem",
+    "BatchRun",
+    "Decision",
+    "DecisionAnswer",
+    "ExportFetch",
+    "Label",
+    "LabelMove",
+    "QuestionSet",
+    "ReviewEvent",
+    "RunReport",
+    "SampleState",
+    "SampleStateRevision",
+    "Version",
+    "VersionQuerySet",
+    "Webhook",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WorkerHeartbeat",
+]

@@ -1,0 +1,80 @@
+"""Sample states and the revisions every asked state keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from questions.core import spec
+from questions.models.sets import (
+    QuestionSet,
+)
+
+
+class SampleState(models.Model):
+    """A named state of a set, with optional expected answers per question id and tags."""
+
+    question_set = models.ForeignKey(
+        QuestionSet, on_delete=models.CASCADE, related_name="sample_states"
+    )
+    name = models.CharField(max_length=128)
+    state_text = models.TextField(help_text="any JSON value; `null` is a value")
+    expected = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["question_set", "name"], name="state_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def state(self) -> Any:
+        return spec.loads(self.state_text)
+
+    @property
+    def size(self) -> int:
+        return len(self.state_text.encode())
+
+    def current_revision(self) -> SampleStateRevision | None:
+        """The saved content this state has now (what a decision asked about it runs on)."""
+        return self.revisions.filter(revision=self.revision).first()
+
+
+class SampleStateRevision(models.Model):
+    """One saved content of a sample state; recordings point at the exact one they ran on."""
+
+    sample_state = models.ForeignKey(
+        SampleState, on_delete=models.CASCADE, related_name="revisions"
+    )
+    revision = models.PositiveIntegerField()
+    name = models.CharField(max_length=128)
+    state_text = models.TextField()
+    state_sha256 = models.CharField(max_length=64)
+    expected = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sample_state", "-revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["sample_state", "revision"], name="state_revision_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} r{self.revision}"
+
+    @property
+    def state(self) -> Any:
+        return spec.loads(self.state_text)

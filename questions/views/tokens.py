@@ -1,0 +1,109 @@
+"""The runtime's API tokens: reviewers and staff create, see and revoke them."""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.db.models import Case, When
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from questions import roles, services
+from questions.core.numbers import whole_number
+from questions.models import APIToken, Label
+from questions.services.errors import require, storable
+from questions.services.tokens import TOKEN_MANAGERS_ONLY
+
+
+@never_cache  # a new token is on this page once: no cache, shared or private, may keep it
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    """Reviewers and staff create, see and revoke the runtime's tokens; a new token is shown
+    once."""
+    require(request.user, roles.may_manage_tokens, TOKEN_MANAGERS_ONLY)
+    slug = request.GET.get("set", "")
+    try:
+        storable(slug, "?set")
+    except services.Invalid as exc:  # no database looks a NUL up; nothing is done
+        return _token_page(request, "", problem=str(exc), status=400)
+    if request.method == "POST" and request.POST.get("revoke"):
+        return _token_revoke(request, request.POST["revoke"])
+    if request.method == "POST":
+        return _token_create(request, slug)
+    return _token_page(request, slug)
+
+
+def _token_revoke(request: HttpRequest, raw: str) -> HttpResponse:
+    pk = whole_number(raw)
+    if pk is None:
+        raise Http404("No such token.")
+    token = get_object_or_404(APIToken, pk=pk)
+    services.api_token_revoke(token=token, user=request.user)
+    messages.success(request, f"Revoked {token.name}.")
+    return redirect("token-list")
+
+
+def _token_create(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.POST.get("once") != request.session.pop(TOKEN_FORM, None):
+        # a reload (or a second tab) sends the create form again: it makes no second token
+        problem = (
+            "This form was sent already, so no second token was made (the first was shown "
+            "once). To make another, fill in the form below."
+        )
+        return _token_page(request, slug, problem=problem, status=409)
+    try:
+        _token, created = services.api_token_create(
+            name=request.POST.get("name", ""), user=request.user
+        )
+    except services.ServiceError as exc:
+        return _token_page(request, slug, problem=str(exc), status=exc.status)
+    return _token_page(request, slug, created=created)
+
+
+def _token_page(
+    request: HttpRequest,
+    slug: str,
+    *,
+    created: str | None = None,
+    problem: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The page, with a fresh one-time value for its create form (`TOKEN_FORM`)."""
+    request.session[TOKEN_FORM] = once = secrets.token_urlsafe(16)
+    return render(
+        request,
+        "questions/token_list.html",
+        {
+            "tokens": APIToken.objects.select_related("created_by"),
+            "created": created,
+            "problem": problem,
+            "example": _export_example(request, slug),
+            "once": once,
+            "name": request.POST.get("name", "") if problem else "",
+        },
+        status=status,
+    )
+
+
+#: the session key of the create-token form's one-time value
+TOKEN_FORM = "token_form"
+
+
+def _export_example(request: HttpRequest, slug: str) -> str | None:
+    """The export URL of a label to fill into the page's curl: the `?set=` given (its
+    `production`, else its newest label), else the label moved last; None when no set has one."""
+    labels = Label.objects.select_related("question_set").order_by("-updated_at")
+    if slug:
+        labels = labels.filter(question_set__slug=slug).order_by(
+            Case(When(name=Label.BASELINE, then=0), default=1), "-updated_at"
+        )
+    label = labels.first()
+    if label is None:
+        return None
+    url = reverse("api-export", args=[label.question_set.slug])
+    return request.build_absolute_uri(f"{url}?{urlencode({'label': label.name})}")
