@@ -170,8 +170,9 @@ def main() -> None:
 
     from django.db import connection
 
-    from questions import selectors, services
+    from questions import services
     from questions.models import BatchRun
+    from questions.selectors import runs
 
     if connection.vendor != "postgresql" and max(args.workers) > 1:
         sys.exit(
@@ -209,7 +210,7 @@ def main() -> None:
         cpu = workers.cpu() - cpu
         after = provider.counts()
         run.refresh_from_db()
-        counts = selectors.run_counts(run)
+        counts = runs.run_counts(run)
         return {
             "span": (run.finished_at - run.started_at).total_seconds(),
             "cpu_ms": cpu * 1000 / args.states,

@@ -15,11 +15,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from questions import roles, selectors, services
+from questions import roles, services
 from questions.dev import standin
 from questions.engine import batches
 from questions.engine.backends import base, clients
 from questions.models import Decision
+from questions.selectors import runs
 from questions.services.decisions import RESPONSE_TEXT_KEPT
 from tests import factories
 from tests.providers import DOC, RESET, FlakyProvider
@@ -181,7 +182,7 @@ def attacked_item(run):
 
 
 def _the_others_answered_once(run, provider, states: int = 8) -> None:
-    assert selectors.run_counts(run)["answered"] == states - 1
+    assert runs.run_counts(run)["answered"] == states - 1
     others = {k: n for k, n in provider.calls.items() if k != json.dumps(ATTACKED)}
     assert len(others) == states - 1 and set(others.values()) == {1}
 
@@ -286,7 +287,7 @@ def test_a_long_answer_is_stored_cut_and_checked_off_the_engines_loop(settings, 
         run = services.batch_execute(created.pk)
     finally:
         provider.close()
-    assert selectors.run_counts(run)["answered"] == 4
+    assert runs.run_counts(run)["answered"] == 4
     item = attacked_item(run)
     stored = Decision.objects.get(pk=item.decision_id).response_text
     marker = f"\n[cut: the first {RESPONSE_TEXT_KEPT:,} of "

@@ -470,7 +470,7 @@ def test_a_batch_run_reaches_the_provider_through_the_proxy_http_proxy_names(
     monkeypatch.setenv("HTTP_PROXY", forward_proxy.url)
     clients.forget()
     proxied = run(version, writer, concurrency=3)
-    assert selectors.run_counts(proxied)["answered"] == 6
+    assert runs.run_counts(proxied)["answered"] == 6
     assert forward_proxy.seen == [f"{provider.url}/v1/systemone"] * 6  # each call, through it
     assert sum(provider.calls.values()) == 6
     state = version.question_set.sample_states.order_by("name").first()
@@ -482,14 +482,14 @@ def test_a_batch_run_reaches_the_provider_through_the_proxy_http_proxy_names(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     clients.forget()
     direct = run(version, writer, concurrency=3)
-    assert selectors.run_counts(direct)["answered"] == 6
+    assert runs.run_counts(direct)["answered"] == 6
     assert len(forward_proxy.seen) == 7 and sum(provider.calls.values()) == 13
     # and without any proxy variable, the same code and the same records
     monkeypatch.delenv("HTTP_PROXY")
     monkeypatch.delenv("NO_PROXY")
     clients.forget()
     plain = run(version, writer, concurrency=3)
-    assert selectors.run_counts(plain)["answered"] == 6
+    assert runs.run_counts(plain)["answered"] == 6
     assert len(forward_proxy.seen) == 7 and sum(provider.calls.values()) == 19
     recorded = {
         key: sorted(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from questions import roles, selectors
+from questions import exports, roles
 from questions.cli.base import (
     EXIT_FAILED,
     EXIT_OK,
@@ -86,10 +86,10 @@ def _no_label(slug: str, label: str) -> str:
 
 
 def do_snippet(cli: Console, *, slug: str, label: str, language: str, json: bool, **_: Any) -> int:
-    version = selectors.exportable_version(slug, label=label)
+    version = exports.exportable_version(slug, label=label)
     if version is None:
         return cli.fail(_no_label(slug, label), as_json=json, status=404)
-    export = selectors.export_document(version)
+    export = exports.export_document(version)
     cli.stdout.write(snippets.snippet(language, export, label), ending="")
     return EXIT_OK
 
@@ -116,7 +116,7 @@ def do_gate(
     problem = bounds.problem()
     if problem:
         return _cannot_gate(cli, problem, 400, json)
-    version = selectors.exportable_version(slug, label=label)
+    version = exports.exportable_version(slug, label=label)
     if version is None:
         return _cannot_gate(cli, _no_label(slug, label), 404, json)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import roles, selectors
+from questions import roles
 from questions.cli.base import (
     Console,
     add_json,
@@ -18,6 +18,7 @@ from questions.cli.base import (
 from questions.core import attribution
 from questions.engine import backends
 from questions.models import BatchRun, Version
+from questions.selectors import sets
 from questions.services import attribution as attribution_services
 from questions.services import batches as run_defaults
 
@@ -78,7 +79,7 @@ def do_attribute(
     json: bool,
     **_: Any,
 ) -> int:
-    version = selectors.version_named(slug, number=number, label=label)
+    version = sets.version_named(slug, number=number, label=label)
     calls = 0
 
     def start(version: Version) -> BatchRun:

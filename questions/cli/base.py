@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 
-from questions import selectors, services
+from questions import services
 from questions.core import spec
 from questions.models import BatchRun
+from questions.selectors import runs
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -51,7 +52,7 @@ class Console:
 
     def progress(self, current: BatchRun) -> None:
         """A foreground run's progress line, on stderr."""
-        counts = selectors.run_counts(current)
+        counts = runs.run_counts(current)
         self.stderr.write(
             f"run {current.pk}: {counts['done']}/{counts['total']} ({counts['failed']} failed)"
         )
@@ -143,7 +144,7 @@ def add_label(parser: Any, *, required: bool = False, default: str | None = None
 
 
 def add_version_or_label(parser: Any, *, required: bool = False) -> None:
-    """`--version N` or `--label L`, not both (`selectors.version_named` reads either)."""
+    """`--version N` or `--label L`, not both (`sets.version_named` reads either)."""
     which = parser.add_mutually_exclusive_group(required=required)
     add_version(which)
     add_label(which)
@@ -155,7 +156,7 @@ def add_json(parser: Any, help: str | None = None) -> None:
 
 
 def no_version(slug: str, number: int | None, label: str | None) -> str:
-    """Why `selectors.version_named` found nothing, as a command says it."""
+    """Why `sets.version_named` found nothing, as a command says it."""
     if label:
         return f"{slug} has no label {label}."
     return f"{slug} has no version{'' if number is None else f' {number}'}."

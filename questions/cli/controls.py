@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import control_reports, roles, selectors
+from questions import control_reports, exports, roles
 from questions.cli.base import (
     Console,
     Unusable,
@@ -19,6 +19,7 @@ from questions.cli.base import (
 from questions.core import controls, stats
 from questions.engine import backends
 from questions.models import BatchRun, Version
+from questions.selectors import runs, sets
 from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 
@@ -129,7 +130,7 @@ def do_controls(
     json: bool,
     **_: Any,
 ) -> int:
-    version = selectors.version_named(slug, number=number, label=label)
+    version = sets.version_named(slug, number=number, label=label)
     missing = no_version(slug, number, label)
     if invariance:
         return run_in_foreground(
@@ -227,7 +228,7 @@ def do_drift(
     for name, bound in (("--max-flip-rate", max_flip_rate), ("--max-shift", max_shift)):
         if bound is not None and not 0 <= bound <= 1:
             raise Unusable(f"{name} is a fraction from 0 to 1")
-    version = selectors.exportable_version(slug, label=label)
+    version = exports.exportable_version(slug, label=label)
 
     def above(summary: dict[str, Any]) -> bool:
         rate = summary.get("flip_rate")
@@ -249,7 +250,7 @@ def do_drift(
             f" → {stats.rate_words(summary['passed'], summary['checked'])}"
             + ("" if summary["calibrated"] else " (calibrated: false)")
         )
-        paired = selectors.paired_verdicts(run.baseline, run)["overall"]
+        paired = runs.paired_verdicts(run.baseline, run)["overall"]
         cli.stdout.write(f"  paired, per state: {paired.words()}")
         for name, c in summary["calibration"].items():
             if c["delta"] is not None:

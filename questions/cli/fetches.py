@@ -1,13 +1,13 @@
 """`questions fetches`: the subcommand of the console's command line that lists who fetched
-what of a set's export, per label and token (`selectors.fetches_of`)."""
+what of a set's export, per label and token (`sets.fetches_of`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import selectors
 from questions.cli.base import EXIT_OK, Console, add_json, add_set
 from questions.models import QuestionSet
+from questions.selectors import sets
 
 
 def add_parsers(sub: Any) -> None:
@@ -28,7 +28,7 @@ def do_fetches(cli: Console, *, slug: str, json: bool, **_: Any) -> int:
     question_set = QuestionSet.objects.filter(slug=slug).first()
     if question_set is None:
         return cli.fail(f"There is no set {slug}.", as_json=json, status=404)
-    rows = selectors.fetches_of(question_set)
+    rows = sets.fetches_of(question_set)
     if json:
         cli.emit_json(rows)
         return EXIT_OK

@@ -9,10 +9,10 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from questions import selectors
 from questions.cli.base import EXIT_OK, Console, Unusable, add_json, add_set, add_version
 from questions.core import labelling, state_files
 from questions.models import QuestionSet
+from questions.selectors import labels, sets
 
 
 def add_parsers(sub: Any) -> None:
@@ -59,11 +59,11 @@ def do_states_to_label(
     question_set = QuestionSet.objects.filter(slug=slug).first()
     if question_set is None:
         return cli.fail(f"There is no set {slug}.", as_json=json, status=404)
-    version = selectors.labelling_version(question_set, number)
+    version = labels.labelling_version(question_set, number)
     if version is None:
         which = f"version {number}" if number is not None else "version"
         return cli.fail(f"{slug} has no {which}.", as_json=json, status=404)
-    states = selectors.states_to_label(question_set, version, limit=limit)
+    states = labels.states_to_label(question_set, version, limit=limit)
     if json:
         cli.emit_json({"states": [c.as_json() for c in states]})
         return EXIT_OK
@@ -91,7 +91,7 @@ def do_states_export(
             )
         except OSError as exc:
             raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
-        for line in write(selectors.state_records(question_set)):
+        for line in write(sets.state_records(question_set)):
             written += 1
             if fh is None:
                 cli.stdout.write(line, ending="")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from questions import roles, selectors, services
+from questions import exports, roles, services
 from questions.cli.base import (
     EXIT_OK,
     Console,
@@ -179,11 +179,11 @@ def do_export(
     json: bool,
     **_: Any,
 ) -> int:
-    version = selectors.exportable_version(slug, label=label, number=number)
+    version = exports.exportable_version(slug, label=label, number=number)
     if version is None:
         which = f"label {label!r}" if label is not None else f"version {number}"
         return cli.fail(f"{slug} has no approved {which}.", as_json=json, status=404)
-    text = selectors.export_text(selectors.export_document(version))
+    text = exports.export_text(exports.export_document(version))
     if output:
         try:
             Path(output).write_text(text, encoding="utf-8")

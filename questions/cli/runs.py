@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import comparison, roles, selectors, services
+from questions import comparison, roles, services
 from questions.cli.base import (
     EXIT_FAILED,
     EXIT_OK,
@@ -24,6 +24,7 @@ from questions.cli.base import (
 from questions.core import spec, stats
 from questions.engine import backends
 from questions.models import BatchRun, QuestionSet, Version
+from questions.selectors import runs, sets
 from questions.services import batches as run_defaults
 
 
@@ -187,7 +188,7 @@ def do_ask(
             raise Unusable("--state names a sample state of a set; with --file use --state-file")
         document = read_json_file(file)
     else:
-        version = selectors.version_named(slug, number=number, label=label)
+        version = sets.version_named(slug, number=number, label=label)
         if version is None:
             return cli.fail(no_version(slug, number, label), as_json=json, status=404)
         document = version.document
@@ -271,7 +272,7 @@ def do_batch(
             )
 
     if rerun_failed is None:
-        subject: Any = selectors.version_named(slug, number=number, label=label)
+        subject: Any = sets.version_named(slug, number=number, label=label)
         missing = no_version(slug, number, label)
 
         def start(version: Version) -> BatchRun:
@@ -313,7 +314,7 @@ def do_batch(
         subject,
         missing=missing,
         start=start,
-        summary=selectors.run_summary,
+        summary=runs.run_summary,
         show=show,
         failed=lambda summary: bool(summary["failed"]) or below(summary),
         as_json=json,

@@ -1,16 +1,16 @@
 """`questions scorecard`: the subcommand of the console's command line that prints a set's
 scorecard — per version and question the pass rate with its interval and n, the controls'
-verdicts and the cost — as a table or as JSON (`selectors.scorecard` builds it; this module only
+verdicts and the cost — as a table or as JSON (`scorecard.scorecard` builds it; this module only
 prints it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from questions import selectors
 from questions.cli.base import EXIT_OK, Console, add_json, add_set
 from questions.core import stats
 from questions.models import QuestionSet
+from questions.selectors import scorecard
 
 
 def add_parsers(sub: Any) -> None:
@@ -63,7 +63,7 @@ def do_scorecard(cli: Console, *, slug: str, json: bool, **_: Any) -> int:
     question_set = QuestionSet.objects.filter(slug=slug).first()
     if question_set is None:
         return cli.fail(f"No set {slug}.", as_json=json, status=404)
-    card = selectors.scorecard(question_set)
+    card = scorecard.scorecard(question_set)
     if json:
         cli.emit_json(card)
         return EXIT_OK

@@ -59,7 +59,7 @@ def questions_text(questions: Mapping[str, Any], indent: int = 0) -> str:
 
 def snippet(language: str, export: Mapping[str, Any], label: str | None = None) -> str:
     """The code, in `language` (one of LANGUAGES), that asks the questions of `export` (an
-    export document, `selectors.export_document`; `label` the label it was found by) about a
+    export document, `exports.export_document`; `label` the label it was found by) about a
     placeholder state and prints the answers. `UnknownLanguage` for any other language."""
     writer = _WRITERS.get(language)
     if writer is None:

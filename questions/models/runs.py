@@ -157,7 +157,7 @@ class BatchItem(models.Model):
     misses = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
     )
-    #: where the item comes in its run's results table (`selectors.results_order`), set with
+    #: where the item comes in its run's results table (`runs.results_order`), set with
     #: `misses` when the run finishes, so a page of the table reads an index, not every item
     place = models.PositiveIntegerField(
         null=True, blank=True, help_text="its place in the run's results (set at the end)"
@@ -182,7 +182,7 @@ class BatchItem(models.Model):
             models.Index(fields=["run", "status"], name="item_status"),
             # a run's calls that made a decision (cost, models that answered)
             models.Index(fields=["run", "decision"], name="item_decision"),
-            # a run's failing states (`selectors.FAILING_ITEM`), read from the index alone
+            # a run's failing states (`runs.FAILING_ITEM`), read from the index alone
             models.Index(
                 fields=["run", "variant", "misses", "status", "state"], name="item_failing"
             ),

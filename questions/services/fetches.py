@@ -118,7 +118,7 @@ def export_fetches_forget() -> None:
 def _write(batch: dict[Key, _Counted]) -> None:
     """One upsert per row, in autocommit as the fetch runs: the count added, the latest
     fetch's time and what it was served kept (another process may have written a later one
-    already). One plain statement, as on the rest of the hot path (`selectors.export_ref`);
+    already). One plain statement, as on the rest of the hot path (`exports.export_ref`);
     table and column names from the model."""
     q = connection.ops.quote_name
     table = q(ExportFetch._meta.db_table)

@@ -54,7 +54,7 @@ LAST_USED_EVERY = timedelta(minutes=1)
 def api_token_authenticate(raw: str) -> int | None:
     """The id of the active token a bearer string names, with its last use noted (to the
     minute); None otherwise. One plain statement on the runtime's hot path (see
-    `selectors.export_ref`); the write happens at most once a minute."""
+    `exports.export_ref`); the write happens at most once a minute."""
     if not raw:
         return None
     digest = hashlib.sha256(raw.encode()).hexdigest()
