@@ -317,7 +317,8 @@ LLM_PRICE_PER_MILLION_INPUT_TOKENS = (
     if _env("LLM_PRICE_PER_MILLION_INPUT_TOKENS")
     else None
 )
-#: `custom`: your own function as a backend, package.module:function (questions/engine/backends/custom.py)
+#: `custom`: your own function as a backend, package.module:function
+#: (questions/engine/backends/custom.py)
 DECISIONS_CUSTOM_BACKEND = _env("DECISIONS__CUSTOM_BACKEND")
 #: set by `make run` when it started the local stand-in and pointed TYPESAFE_BASE_URL at it
 DECISIONS_STANDIN = _flag("DECISIONS__STANDIN")

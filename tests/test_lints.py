@@ -1,6 +1,6 @@
-"""The semantic lints (questions/core/lints.py): each fires on questions written to show it and stays
-quiet on well-written ones; the false-positive rate docs/authoring.md states is the one measured
-here."""
+"""The semantic lints (questions/core/lints.py): each fires on questions written to show it and
+stays quiet on well-written ones; the false-positive rate docs/authoring.md states is the one
+measured here."""
 
 from __future__ import annotations
 
