@@ -15,19 +15,19 @@ concurrency, rounds alternate (engine first in odd rounds, bare loop first in ev
   response.) The engine's own calls go through its own transport, HTTP/1.1 on an asyncio
   protocol (`questions.engine.backends.streams`), which costs less CPU than the client does.
 
-On PostgreSQL a run at K > 32 is spread over a helper process (`questions.processes`,
-DECISIONS__BATCH_PROCESSES): an untimed engine run at the widest K starts it first, as a
-worker's first wide run does, and the engine's CPU counts the helper's.
+A run here is one executor in this process at the whole K (`batch_execute` without a task),
+as a run is in a `db_worker` up to `batches.WORKER_CALLS` (64) calls at a time; a queued run
+wider than that is shared by several workers (docs/operating.md). An untimed engine run at the
+widest K goes first (connections opened, code warm).
 
 Printed per concurrency: medians of span ÷ ideal and span ÷ bare loop over the rounds, the
-engine's and the bare loop's CPU per state (the whole process's, its helpers' included, but for
-the bench's own connection poller; "of it DB": this process's thread that claims and writes;
-"helpers": the helper processes'), this process's SQL statements per state (those through
-Django: a COPY of recordings is not counted; a helper's are not either), (PostgreSQL) the most
-connections the database saw from the run and the CPU per state of the database's process
-serving the run ("PG CPU", when PostgreSQL runs on this machine: the bare loop records nothing),
-and the stand-in's CPU per request ("provider CPU");
-the load average before and after. The rounds run with the garbage collector a `db_worker`
+engine's and the bare loop's CPU per state (the whole process's, but for the bench's own
+connection poller; "of it DB": this process's thread that claims and writes), this process's
+SQL statements per state (those through Django: a COPY of recordings is not counted),
+(PostgreSQL) the most connections the database saw from the run and the CPU per state of the
+database's process serving the run ("PG CPU", when PostgreSQL runs on this machine: the bare
+loop records nothing), and the stand-in's CPU per request ("provider CPU"); the load average
+before and after. The rounds run with the garbage collector a `db_worker`
 runs its tasks with (`batches.fewer_collections`; the bare loop shares it, in the same process).
 SQLite by default
 (a file in a temporary directory); PostgreSQL when DATABASE_URL names it (the bench migrates it
@@ -181,15 +181,6 @@ def _process_cpu(pid: int | None) -> float | None:
     return None if pid is None else _stat_cpu(Path(f"/proc/{pid}/stat"))
 
 
-def _helpers_cpu() -> dict[int, float]:
-    """CPU seconds of each helper process the engine spread runs over (`questions.processes`),
-    by pid: an engine's CPU is its own and its helpers'."""
-    from questions.engine import processes
-
-    cpu = {pid: _process_cpu(pid) for pid in processes.helper_pids()}
-    return {pid: seconds for pid, seconds in cpu.items() if seconds is not None}
-
-
 def _thread_cpu() -> dict[int, float]:
     """CPU seconds of each thread of this process (Linux's /proc), by native id."""
     cpu = {
@@ -326,7 +317,6 @@ def main() -> None:
 
         watch = Connections(connection.settings_dict) if postgres else None
         threads = _thread_cpu()
-        helped = _helpers_cpu()
         served = provider.cpu()
         server = None  # the PostgreSQL backend of the run's connection, when it runs here
         if postgres:
@@ -338,8 +328,6 @@ def main() -> None:
             services.batch_execute(run.pk)
         span = time.perf_counter() - start
         cpu = time.process_time() - cpu
-        helpers = {pid: seconds - helped.get(pid, 0) for pid, seconds in _helpers_cpu().items()}
-        cpu += sum(helpers.values())
         served = provider.cpu() - served
         if recorded is not None:
             recorded = (_process_cpu(server) or recorded) - recorded
@@ -355,7 +343,6 @@ def main() -> None:
             "cpu_ms": cpu * 1000 / args.states,
             # the thread that claims and writes; the rest is the calls' loop (and the pollers)
             "db_ms": db_thread * 1000 / args.states,
-            "helpers_ms": sum(helpers.values()) * 1000 / args.states,
             "sql": statements[0] / args.states,
             "connections": watch.most if watch else None,
             "answered": answered,
@@ -382,7 +369,7 @@ def main() -> None:
     print(
         f"{'K':>3} {'ideal s':>8} {'engine s':>9} {'bare s':>7} {'eng/ideal':>9} "
         f"{'bare/ideal':>10} {'eng/bare':>8} {'CPU ms/state':>12} {'of it DB':>8} "
-        f"{'helpers':>7} {'bare CPU':>8} {'SQL/state':>9} "
+        f"{'bare CPU':>8} {'SQL/state':>9} "
         f"{'PG conns':>8} {'PG CPU':>6} {'provider CPU':>12}  answered, bare failures"
     )
     results, cpu_per_state = {}, {}
@@ -398,13 +385,9 @@ def main() -> None:
         )
     )
     with worker() if worker else contextlib.nullcontext():
-        # an untimed run at the widest concurrency starts the helper processes a wide run is
-        # spread over, as a worker's first wide run does (~1 s of CPU each, once a worker)
-        warm = engine(max(args.concurrency))
+        warm = engine(max(args.concurrency))  # untimed: connections opened, code warm
         print(
-            f"warm-up: an engine run at K={max(args.concurrency)}, {warm['span']:.2f} s, "
-            f"{len(_helpers_cpu())} helper process(es) started "
-            f"(DECISIONS__BATCH_PROCESSES={settings.DECISIONS_BATCH_PROCESSES})",
+            f"warm-up: an engine run at K={max(args.concurrency)}, {warm['span']:.2f} s",
             flush=True,
         )
         for k in args.concurrency:
@@ -426,7 +409,6 @@ def main() -> None:
                 f"{statistics.median(floors) / ideal:>10.3f} {ratio:>8.3f} "
                 f"{statistics.median(e['cpu_ms'] for e in engines):>12.2f} "
                 f"{statistics.median(e['db_ms'] for e in engines):>8.2f} "
-                f"{statistics.median(e['helpers_ms'] for e in engines):>7.2f} "
                 f"{statistics.median(b['cpu_ms'] for b in bares):>8.2f} "
                 f"{statistics.median(e['sql'] for e in engines):>9.2f} {conns!s:>8} "
                 f"{_median_or_dash(e['database_ms'] for e in engines):>6} "
