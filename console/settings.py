@@ -343,14 +343,6 @@ TASKS = {
 DECISIONS_BATCH_ATTEMPTS = _count("DECISIONS__BATCH_ATTEMPTS", 4)
 DECISIONS_BATCH_BACKOFF_SECONDS = _number("DECISIONS__BATCH_BACKOFF_SECONDS", 0.5)
 DECISIONS_BATCH_BACKOFF_CAP_SECONDS = _number("DECISIONS__BATCH_BACKOFF_CAP_SECONDS", 8.0)
-#: the processes a wide batch run's calls go out from: its worker's and up to this many less one
-#: helpers (`questions.processes`), when it asks more than DECISIONS_BATCH_PROCESS_CALLS at a
-#: time on PostgreSQL; 1 keeps every run in its worker
-DECISIONS_BATCH_PROCESSES = _count("DECISIONS__BATCH_PROCESSES", 2)
-#: the calls one process makes at a time, at most, before a run is spread over helpers: a second
-#: process costs CPU (its own claims, writes and ticks, smaller batches each) and pays only where
-#: one process's calls, answer checks and recordings need more than its core (docs/benchmarks.md)
-DECISIONS_BATCH_PROCESS_CALLS = _count("DECISIONS__BATCH_PROCESS_CALLS", 64)
 #: a running batch whose worker has not been heard from for this long is resumed
 DECISIONS_BATCH_STALE_SECONDS = _number("DECISIONS__BATCH_STALE_SECONDS", 60.0)
 

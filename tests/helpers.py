@@ -712,27 +712,3 @@ def wait_for(condition, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"waited {timeout} s for {what}")
-
-
-def process_ended(pid: int) -> bool:
-    """Whether a process of this machine is gone (or a zombie nobody reaped; Linux's /proc)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def process_command(pid: int) -> str:
-    """A process's command line, its arguments joined by spaces ("" once it is gone)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-    except OSError:
-        return ""
-
-
-def process_children(pid: int) -> list[int]:
-    """The process ids of a process's children (Linux's /proc)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
-        found += [int(child) for child in task.read_text().split()]
-    return found

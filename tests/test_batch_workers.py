@@ -1,7 +1,9 @@
 """Batch runs and the processes that execute them: a process asked to stop releases what it has
-not sent and queues the run again; on PostgreSQL, two real `db_worker` processes share one run of
-200 states and every state is asked exactly once — also when the worker holding it gets SIGTERM
-mid-run, and when that worker had spread the run over its helper process."""
+not sent and queues the run again; on PostgreSQL, two real `db_worker` processes share one
+database and every state is asked exactly once — also when the worker holding a run gets
+SIGTERM mid-run; and two of them share one wide run (two tasks of 64 calls each), also when
+one of them is stopped by SIGTERM, or killed: then its share is taken over once the run's
+heartbeat is stale, and only the calls it had in flight are asked again."""
 
 from __future__ import annotations
 
@@ -21,21 +23,15 @@ from questions.engine import batches
 from questions.models import BatchItem, BatchRun, Decision
 from questions.selectors import runs
 from tests import factories
-from tests.helpers import (
-    execute_closing,
-    process_children,
-    process_command,
-    process_ended,
-    wait_for,
-)
+from tests.helpers import execute_closing, wait_for
 from tests.providers import DOC, FlakyProvider, Gate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS_APP = "db_worker-under-test"
-PROCESS_CALLS = 32  # the workers' DECISIONS__BATCH_PROCESS_CALLS: 64 calls, not 128, are spread
-WIDE = 2 * PROCESS_CALLS  # a run its worker spreads over a helper process: 32 calls each
+WIDE = 2 * batches.WORKER_CALLS  # a run of two tasks, which two workers share
+STALE_SECONDS = 4  # a killed worker's share is taken over soon (the default is 60)
 
 
 @pytest.fixture
@@ -114,7 +110,6 @@ def _workers_env(provider: FlakyProvider) -> dict[str, str]:
         "TYPESAFE_API_KEY": "k-workers-test",
         "TYPESAFE_BASE_URL": provider.url,
         "PGAPPNAME": WORKERS_APP,  # their sessions, told apart from this process's
-        "DECISIONS__BATCH_PROCESS_CALLS": str(PROCESS_CALLS),
     }
 
 
@@ -124,7 +119,7 @@ def workers(provider):
         pytest.skip("needs PostgreSQL: several worker processes share one database")
     started: dict[str, subprocess.Popen] = {}
 
-    def start(*names: str) -> dict[str, subprocess.Popen]:
+    def start(*names: str, **env: str) -> dict[str, subprocess.Popen]:
         for name in names:
             started[name] = subprocess.Popen(
                 [
@@ -133,7 +128,7 @@ def workers(provider):
                     *("--worker-id", name, "--verbosity", "0"),
                 ],
                 cwd=ROOT,
-                env=_workers_env(provider),
+                env={**_workers_env(provider), **env},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )
@@ -208,28 +203,42 @@ def test_a_worker_that_gets_sigterm_mid_run_hands_it_to_the_other(workers, provi
 
 
 @pytest.mark.slow
-def test_a_real_worker_spreads_a_wide_run_and_hands_it_over_on_sigterm(workers, provider, request):
-    provider.latency, provider.hold = 0.2, (gate := Gate(WIDE))
+def test_two_real_workers_share_a_wide_run_and_one_stopped_mid_run_leaves_it_to_the_other(
+    workers, provider, request
+):
+    provider.latency, provider.hold = 0.05, (gate := Gate(WIDE))
     request.addfinalizer(gate.open)  # a failed test leaves no call held
-    started = workers("w1")
-    run = a_run(200, concurrency=WIDE, enqueue=True)
-    # the worker's process and its helper make 32 calls each, side by side
+    started = workers("w1", "w2")
+    run = a_run(300, concurrency=WIDE, enqueue=True)
+    # each worker makes 64 calls at a time: the run's 128 go out only with both at it
     assert gate.reached.wait(90), f"never {WIDE} calls at once (most {provider.max_in_flight})"
-    worker = started["w1"]
-    [helper] = [pid for pid in process_children(worker.pid) if "spawn_main" in process_command(pid)]
-    worker.send_signal(signal.SIGTERM)  # the worker alone, as a platform stops it
+    started["w1"].send_signal(signal.SIGTERM)  # as a platform stops one worker
     gate.open()
-    assert worker.wait(60) == 0, worker.stderr.read().decode()[-2000:]
-    wait_for(lambda: process_ended(helper), 30, "the worker's helper to end with it")
-    run.refresh_from_db()
-    # it handed the run back (or finished it before its next tick saw the signal)
-    assert run.status in ("queued", "done") and not run.items.filter(status="running").exists()
-    answered = runs.run_counts(run)["answered"]
-    assert sum(provider.calls.values()) == answered >= WIDE  # what was sent was kept
-    if not run.finished:
-        workers("w2")  # another worker goes on with it
-        wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the other to finish")
+    assert started["w1"].wait(60) == 0, started["w1"].stderr.read().decode()[-2000:]
+    wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the other to finish")
+    _exactly_once(run, provider, 300)
+    assert provider.max_in_flight == WIDE  # never more than the run's concurrency
+    assert started["w2"].poll() is None  # still serving
+
+
+@pytest.mark.slow
+def test_a_real_worker_killed_mid_run_leaves_its_share_to_be_taken_over(workers, provider, request):
+    provider.latency, provider.hold = 0.05, (gate := Gate(WIDE))
+    request.addfinalizer(gate.open)
+    started = workers("w1", "w2", DECISIONS__BATCH_STALE_SECONDS=str(STALE_SECONDS))
+    run = a_run(300, concurrency=WIDE, enqueue=True)
+    assert gate.reached.wait(90), f"never {WIDE} calls at once (most {provider.max_in_flight})"
+    started["w1"].kill()  # its 64 calls in flight went out and are never recorded
+    started["w1"].wait(10)
+    gate.open()
+    # the other asks its share and what is pending; the states the dead one claimed wait for
+    # the run's heartbeat to go stale, then the other's sweep queues the run and it takes over
+    wait_for(lambda: BatchRun.objects.get(pk=run.pk).finished, 90, "the run to be taken over")
     run.refresh_from_db()
     assert run.status == "done", run.detail
-    assert len(provider.calls) == 200 and set(provider.calls.values()) == {1}
-    assert Decision.objects.count() == 200
+    assert runs.run_counts(run)["answered"] == 300
+    assert len(provider.calls) == 300
+    asked_twice = [state for state, n in provider.calls.items() if n == 2]
+    assert len(asked_twice) == batches.WORKER_CALLS and set(provider.calls.values()) == {1, 2}
+    assert Decision.objects.count() == 300  # the dead one recorded nothing
+    assert started["w2"].poll() is None

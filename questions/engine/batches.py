@@ -46,6 +46,13 @@ WRITE_LINGER = 1.0  # how long an outcome waits for others to be written with it
 #: chunks of 64, 0.09
 CLAIM_AHEAD = 128
 
+#: the calls one worker process makes at a time for one run, at most, where several processes
+#: can work a run side by side (PostgreSQL): a wider run is enqueued as tasks of up to this many
+#: calls each, which as many `db_worker`s take (`services.batches.task_widths`). A process's
+#: calls, answer checks and writes share one interpreter lock: at 64 calls in flight one process
+#: keeps up on one core; at 128 it was bound by its CPU (docs/benchmarks.md)
+WORKER_CALLS = 64
+
 #: new objects between two collections of the youngest generation in a worker (Python's own:
 #: 700; `fewer_collections`)
 YOUNG_COLLECTION = 10_000
@@ -63,21 +70,14 @@ def fewer_collections() -> Iterator[None]:
     alive until they are written, so by default a young collection ran every 8 states and a
     full one, over all that was loaded, every 1,000 or so: 6 to 8 % of a run's span at
     K = 128 (1.2–1.4 s of 20 at 10,000 states)."""
-    threshold = collect_fewer()
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION), *threshold[1:])
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
-
-
-def collect_fewer() -> tuple[int, ...]:
-    """`fewer_collections` for the rest of the process's life (a helper's,
-    `questions.processes`); the thresholds it had."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION), *threshold[1:])
-    return threshold
 
 
 def retryable(outcome) -> bool:

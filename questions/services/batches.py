@@ -4,15 +4,16 @@ item, recording its outcome, finishing the run — plus the django-tasks task th
 Items are claimed in chunks (SELECT … FOR UPDATE SKIP LOCKED, then a conditional UPDATE), so no
 state is asked twice by two executors, and their outcomes are written in small batches, one
 transaction each, by the one thread that holds the run's database connection; the provider
-calls go out from the engine's asyncio loop. An executor keeps the run's heartbeat fresh; a
-run whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` belongs to a worker that
-died: idle workers look for such runs (`batch_sweep_stale`, from the console's `db_worker`) and
-queue them, and the next executor takes it over: its half-done items go back to pending and
-the run goes on. A worker asked to stop (SIGTERM) hands its run back at once (`_hand_back`).
-On PostgreSQL a wide run is spread over the worker's helper processes (`_execute`,
-`questions.processes`): each claims, asks and writes its share of the concurrency, the same way.
-One state's failure, however unexpected, fails that item alone. The concurrency and retry
-engine is `questions.batches`.
+calls go out from the engine's asyncio loop. On PostgreSQL a run is enqueued as one task per
+`batches.WORKER_CALLS` calls at a time (`task_widths`): each task a `db_worker` takes joins the
+run, claims, asks and writes its share, and the last executor to end stores the run's end and
+its summary (`_end`); on SQLite (one writer) a run is one task, executed alone. Every executor
+keeps the run's heartbeat fresh; a run whose heartbeat is older than
+`DECISIONS__BATCH_STALE_SECONDS` has no executor left alive: idle workers look for such runs
+(`batch_sweep_stale`, from the console's `db_worker`) and queue them again, and the next
+executor takes it over: its half-done items go back to pending and the run goes on. A worker
+asked to stop (SIGTERM) hands its share back at once (`_end`). One state's failure, however
+unexpected, fails that item alone. The concurrency and retry engine is `questions.batches`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,8 @@ import contextlib
 import functools
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
-from concurrent import futures
-from concurrent.futures import Future
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -38,7 +35,7 @@ from django_tasks import task
 
 from questions import roles
 from questions.core import attribution, controls, invariance, metrics, spec
-from questions.engine import backends, batches, processes
+from questions.engine import backends, batches
 from questions.engine.backends import clients
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import bulk
@@ -226,8 +223,25 @@ def _new_run(
             for v in range(variants)
         )
         if enqueue:
-            transaction.on_commit(lambda: batch_run_task.enqueue(run.pk))
+            transaction.on_commit(lambda: _enqueue(run))
     return run
+
+
+def task_widths(concurrency: int) -> list[int]:
+    """The tasks a run of `concurrency` calls at a time is enqueued as, by how many calls at a
+    time each makes: where executors claim side by side (PostgreSQL's SKIP LOCKED), one task
+    per `batches.WORKER_CALLS` calls, in shares as equal as can be, for as many `db_worker`s to
+    work at once; elsewhere (SQLite has one writer) one task of them all."""
+    if not connection.features.has_select_for_update_skip_locked:
+        return [concurrency]
+    n = math.ceil(concurrency / batches.WORKER_CALLS)
+    return [concurrency // n + (i < concurrency % n) for i in range(n)]
+
+
+def _enqueue(run: BatchRun) -> None:
+    """Queue a run's tasks (`task_widths`)."""
+    for width in task_widths(run.concurrency):
+        batch_run_task.enqueue(run.pk, width)
 
 
 def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
@@ -262,13 +276,17 @@ def is_stale(run: BatchRun) -> bool:
 
 @transaction.atomic
 def _take(run_id: int) -> BatchRun | None:
-    """Take a run to execute: a queued one, or a running one whose worker went quiet."""
+    """Take a run to execute: a queued one, or a running one whose executors went quiet (their
+    half-done items go back to pending), or join a running one beside its live executors where
+    executors claim side by side (PostgreSQL); None when there is nothing to take."""
     run = BatchRun.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.finished:
         return None
     if run.status == BatchRun.Status.RUNNING and not is_stale(run):
-        return None  # another executor is alive
-    if run.status == BatchRun.Status.RUNNING:
+        if run.cancel_requested or not connection.features.has_select_for_update_skip_locked:
+            return None  # its live executors end it, or (SQLite) one executor has it
+        log.debug("run %s: joining its executors", run.pk)
+    elif run.status == BatchRun.Status.RUNNING:
         log.warning("run %s: its worker went quiet; taking it over", run.pk)
         run.items.filter(status=BatchItem.Status.RUNNING).update(
             status=BatchItem.Status.PENDING, claimed_at=None
@@ -322,8 +340,6 @@ class _Execution:
         self.tally = metrics.Tally(run.threshold)  # the answers written, added up
         self.variants: dict[int, dict[str, spec.Question]] = {}  # `_questions`
         self.started = time.monotonic()
-        self.lost = False  # a helper died: what it held is asked again (`_execute`)
-        self.processes = 1  # this one, and the helpers that took a share (`_joined`)
         try:
             chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
         except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
@@ -407,20 +423,14 @@ class _Execution:
         self.failed_calls += outcome.error is not None
         return decision_conclude(outcome, asked, logged=False)
 
-    def pipeline(
-        self,
-        concurrency: int,
-        *,
-        tick: Callable[[], bool] | None = None,
-        sleep: Callable[[float], Any] | None = None,
-    ) -> bool:
+    def pipeline(self, concurrency: int, *, sleep: Callable[[float], Any] | None = None) -> bool:
         """The engine over this execution's claims, `concurrency` calls at a time; whether it
         stopped early (`batches.run_pipeline`)."""
         return batches.run_pipeline(
             claim=self.claim,
             ask=self.ask_async if self.asynchronous else self.ask_sync,
             write=self.write,
-            tick=tick or self.tick,
+            tick=self.tick,
             concurrency=concurrency,
             max_attempts=self.run.max_attempts,
             session=functools.partial(self.session, concurrency),
@@ -520,17 +530,6 @@ class _Execution:
         if time.monotonic() >= self.next_beat:
             self.next_beat = time.monotonic() + batches.HEARTBEAT_SECONDS
             _beat(self.run.pk, self.on_progress)
-
-    def helping(self) -> bool:
-        """A helper's tick (`batch_execute_share`): a cancel request, or the executor that
-        handed it its share stopping (`processes.stopping`). The executor keeps the heartbeat."""
-        return self.cancelled() or processes.stopping()
-
-    def add(self, share: Share) -> None:
-        """What a helper did for this execution, added to its own."""
-        self.tally.merge(share.tally)
-        self.calls += share.calls
-        self.failed_calls += share.failed_calls
 
     def cancelled(self) -> bool:
         """Whether the run was asked to cancel."""
@@ -636,15 +635,20 @@ def _beat(run_id: int, on_progress: Callable[[BatchRun], None] | None) -> None:
 def batch_execute(
     run_id: int,
     *,
+    concurrency: int | None = None,
     sleep: Callable[[float], Any] | None = None,
     on_progress: Callable[[BatchRun], None] | None = None,
 ) -> BatchRun | None:
-    """Execute a run to its end, its cancellation, or until the process is asked to stop
+    """Execute a run, `concurrency` calls at a time (the run's when not given, never more),
+    alone or beside its other executors (on PostgreSQL a run is several tasks, `task_widths`),
+    until no state is left to claim, the run is cancelled, or this process is asked to stop
     (`batches.stopping`, SIGTERM in a worker): then calls in flight finish and are recorded,
-    what was claimed but not sent goes back to pending, and the run is queued again for
-    another worker. Returns None when there was nothing to do: the run is finished, or a live
-    executor has it, or this process is stopping. The engine (`batches.run_pipeline`) asks
-    the provider on an asyncio loop; this thread does every database write, in small batches."""
+    what was claimed but not sent goes back to pending, and this executor's share is queued
+    again for another worker. The last executor to end ends the run and stores its summary
+    (`_end`). Returns the run as this executor leaves it, or None when there was nothing to
+    take: the run is finished, or a live executor has it (SQLite) or was asked to cancel it, or
+    this process is stopping. The engine (`batches.run_pipeline`) asks the provider on an
+    asyncio loop; this thread does every database write, in small batches."""
     if batches.stopping.is_set():  # this process is stopping: it takes no run
         return None
     run = _take(run_id)
@@ -652,181 +656,96 @@ def batch_execute(
         return None
     parsed = spec.validate(run.version.document, limits=limits(), lints=False).document
     if parsed is None:
-        BatchRun.objects.filter(pk=run.pk).update(
+        failed = BatchRun.objects.filter(pk=run.pk, status=BatchRun.Status.RUNNING).update(
             status=BatchRun.Status.FAILED,
             finished_at=timezone.now(),
             detail="The version's document is invalid; nothing was asked.",
         )
         run = BatchRun.objects.get(pk=run.pk)
-        store_summary(run)  # every finished run has its summary: a page only reads it
+        if failed:  # every finished run has its summary: a page only reads it
+            store_summary(run)
         return run
     execution = _Execution(run, parsed.questions, on_progress)
-    stopped = _execute(execution, sleep)
-    cancelled = stopped and execution.cancelled()
-    if stopped and not cancelled:
-        return _hand_back(run)
-    if cancelled:
-        run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
-    ending = {"status": BatchRun.Status.CANCELLED if cancelled else BatchRun.Status.DONE}
-    if not cancelled and not run.items.exclude(status=BatchItem.Status.FAILED).exists():
-        ending = {"status": BatchRun.Status.FAILED, "detail": _every_state_failed(run)}
-    BatchRun.objects.filter(pk=run.pk).update(
-        **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
-    )
+    width = min(concurrency or run.concurrency, run.concurrency)
+    ending = _AGAIN
+    while ending == _AGAIN:
+        execution.pipeline(width, sleep=sleep)
+        ending = _end(execution, width)
     run = BatchRun.objects.get(pk=run.pk)
-    store_summary(run, tally=execution.tally)  # a dead helper's answers: read from the database
-    counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
-    log.info(
-        "run %s %s: %s answered, %s failed, %s cancelled; %s calls (%s failed)%s in %.1f s",
-        run.pk,
-        run.status,
-        counts.get(BatchItem.Status.ANSWERED, 0),
-        counts.get(BatchItem.Status.FAILED, 0),
-        counts.get(BatchItem.Status.CANCELLED, 0),
-        execution.calls,
-        execution.failed_calls,
-        f" from {execution.processes} processes" if execution.processes > 1 else "",
-        time.monotonic() - execution.started,
-    )
+    span = time.monotonic() - execution.started
+    calls = f"{execution.calls} calls ({execution.failed_calls} failed)"
+    if ending == _HANDED_BACK:
+        log.warning("run %s: this worker is stopping; its share is queued for another", run.pk)
+    elif ending == _LEFT:  # with several executors each logs its calls: the last in its end
+        log.info("run %s: this worker's share ended: %s in %.1f s", run.pk, calls, span)
+    else:
+        # the answers another executor wrote are not in this one's tally: then the summary
+        # reads them all from the database
+        store_summary(run, tally=execution.tally)
+        counts = dict(run.items.values_list("status").annotate(n=Count("pk")).order_by())
+        log.info(
+            "run %s %s: %s answered, %s failed, %s cancelled; %s in %.1f s",
+            run.pk,
+            run.status,
+            counts.get(BatchItem.Status.ANSWERED, 0),
+            counts.get(BatchItem.Status.FAILED, 0),
+            counts.get(BatchItem.Status.CANCELLED, 0),
+            calls,
+            span,
+        )
     if on_progress:
         on_progress(run)
     return run
 
 
-# --- a wide run spread over helper processes -----------------------------------------------------
-
-#: one run at a time is spread over this process's helpers
-_spreading = threading.Lock()
+#: how an executor ends (`_end`)
+_AGAIN, _LEFT, _HANDED_BACK, _ENDED = "again", "left", "handed back", "ended"
 
 
-@dataclass
-class Share:
-    """What a helper did for a run (`batch_execute_share`), for its executor to add up."""
-
-    tally: metrics.Tally
-    calls: int
-    failed_calls: int
-    stopped: bool
-
-
-def _shares(execution: _Execution) -> list[int]:
-    """How many calls at a time each process makes for a run: its executor's first, then each
-    helper's (`questions.processes`). A run is spread when one process would make more than
-    DECISIONS__BATCH_PROCESS_CALLS calls at a time (its concurrency, or its pending states when
-    fewer), over up to DECISIONS__BATCH_PROCESSES processes, when its calls go over HTTP,
-    the database lets executors claim side by side (PostgreSQL's SKIP LOCKED; SQLite has one
-    writer) and the run's rows are committed (a helper sees nothing of an open transaction)."""
-    run, most = execution.run, settings.DECISIONS_BATCH_PROCESSES
-    calls, alone = settings.DECISIONS_BATCH_PROCESS_CALLS, [run.concurrency]
-    if (
-        most < 2
-        or run.concurrency <= calls
-        or not execution.asynchronous
-        or not connection.features.has_select_for_update_skip_locked
-        or connection.in_atomic_block
-    ):
-        return alone
-    wide = min(run.concurrency, run.items.filter(status=BatchItem.Status.PENDING).count())
-    n = min(most, math.ceil(wide / calls))
-    if n < 2:
-        return alone
-    return [run.concurrency // n + (i < run.concurrency % n) for i in range(n)]
-
-
-def _execute(execution: _Execution, sleep: Callable[[float], Any] | None) -> bool:
-    """Execute a run: in this process, or spread over its helpers (`_shares`), each claiming,
-    asking and writing its share of the calls while this one keeps the heartbeat. Whether
-    the run stopped early. A helper that died leaves its claimed states to this process,
-    which asks them again once the others are done."""
-    shares = _shares(execution)
-    if len(shares) < 2 or not _spreading.acquire(blocking=False):
-        return execution.pipeline(execution.run.concurrency, sleep=sleep)
-    try:
-        helping: list[Future] = []
-        try:
-            helpers = processes.pool(settings.DECISIONS_BATCH_PROCESSES - 1)
-            helpers.stop.clear()
-            for k in shares[1:]:
-                helping.append(helpers.submit(batch_execute_share, execution.run.pk, k))
-        except Exception:  # e.g. no process can be spawned here: this one asks them all
-            log.exception("run %s: no helper process could be started", execution.run.pk)
-            if helping:  # those started stop first (what they did stands)
-                _joined(execution, helpers, helping, True)
-            return execution.pipeline(execution.run.concurrency, sleep=sleep)
-        stopped = True  # until this process's share has ended: its failure stops the helpers
-
-        def tick() -> bool:  # this process's, passing a stop on to the helpers at once
-            stopped = execution.tick()
-            if stopped or batches.stopping.is_set():
-                helpers.stop.set()
-            return stopped
-
-        try:
-            stopped = execution.pipeline(shares[0], tick=tick, sleep=sleep)
-        finally:  # also when this process's share failed: the helpers stop, what they did stands
-            stopped = _joined(execution, helpers, helping, stopped)
-    finally:
-        _spreading.release()
-    if execution.lost and not stopped:  # what the dead helper held is pending again
-        execution.run.items.filter(status=BatchItem.Status.RUNNING).update(
-            status=BatchItem.Status.PENDING, claimed_at=None
-        )
-        stopped = execution.pipeline(execution.run.concurrency, sleep=sleep)
-    return stopped
-
-
-def _joined(
-    execution: _Execution, helpers: processes.Pool, helping: list[Future], stopped: bool
-) -> bool:
-    """Wait for the helpers' shares, keeping the run's heartbeat and passing on a stop (this
-    run's, or this process's), and add up what they did; whether the run stopped."""
-    waiting = set(helping)
-    while waiting:
-        if stopped or batches.stopping.is_set():
-            helpers.stop.set()
-        _, waiting = futures.wait(waiting, timeout=batches.TICK_SECONDS)
-        execution.beat()
-    for future in helping:
-        try:
-            share = future.result()
-        except Exception:
-            log.exception("run %s: a helper failed; its states are asked again", execution.run.pk)
-            execution.lost = True
-            continue
-        if share is not None:
-            execution.add(share)
-            execution.processes += 1
-            stopped = stopped or share.stopped
-    return stopped
-
-
-def batch_execute_share(run_id: int, concurrency: int) -> Share | None:
-    """In a helper process (`_execute`): claim, ask and write `concurrency` calls at a time of a
-    run another process executes, until none is left to claim, the run is cancelled or that
-    process stops; what it added up. None when it cannot ask as that process does: the run
-    is no longer running, or its calls would not go over HTTP here."""
-    run = BatchRun.objects.filter(pk=run_id, status=BatchRun.Status.RUNNING).first()
-    parsed = run and spec.validate(run.version.document, limits=limits(), lints=False).document
-    if parsed is None:
-        return None
-    execution = _Execution(run, parsed.questions, None)
-    if not execution.asynchronous:
-        return None
-    stopped = execution.pipeline(concurrency, tick=execution.helping)
-    return Share(execution.tally, execution.calls, execution.failed_calls, stopped)
-
-
-def _hand_back(run: BatchRun) -> BatchRun:
-    """This process is stopping: queue the run again, so that another worker goes on with its
-    pending items at once rather than after the stale window. The database backend writes
-    the task in the same transaction, so the run is never queued without one."""
-    with transaction.atomic():
-        BatchRun.objects.filter(pk=run.pk, status=BatchRun.Status.RUNNING).update(
-            status=BatchRun.Status.QUEUED, heartbeat_at=None
-        )
-        batch_run_task.enqueue(run.pk)
-    log.warning("run %s: this worker is stopping; queued for another worker", run.pk)
-    return BatchRun.objects.get(pk=run.pk)
+@transaction.atomic
+def _end(execution: _Execution, width: int) -> str:
+    """What an executor does once its pipeline has ended, decided under the run's row lock, so
+    that executors that end together decide one after the other:
+    - `_AGAIN`: states are pending again (an executor that stopped gave back what it had not
+      sent): it claims them;
+    - `_HANDED_BACK`: states are pending and this process is stopping: its share is queued
+      again for another worker, and the run too when no executor holds a state (the database
+      backend writes the task in this transaction: the run is never queued without one);
+    - `_LEFT`: other executors hold states (in flight, or claimed by one that died, until the
+      run is taken over): the last of them ends the run;
+    - `_ENDED`: this one is the last: the run ends — done, cancelled (its pending states with
+      it) or failed when every state failed — and this executor stores its summary."""
+    run = BatchRun.objects.select_for_update().get(pk=execution.run.pk)
+    if run.finished:  # the other executor that ended with this one was the last
+        return _LEFT
+    if run.cancel_requested:
+        run.items.filter(status=BatchItem.Status.PENDING).update(status=BatchItem.Status.CANCELLED)
+    left = run.items.filter(status__in=[BatchItem.Status.PENDING, BatchItem.Status.RUNNING])
+    counts = dict(left.values_list("status").annotate(n=Count("pk")).order_by())
+    if counts.get(BatchItem.Status.PENDING) and batches.stopping.is_set():
+        if not counts.get(BatchItem.Status.RUNNING):
+            BatchRun.objects.filter(pk=run.pk).update(
+                status=BatchRun.Status.QUEUED, heartbeat_at=None
+            )
+        batch_run_task.enqueue(run.pk, width)
+        return _HANDED_BACK
+    if counts.get(BatchItem.Status.PENDING):
+        if run.status != BatchRun.Status.RUNNING:  # the executor that stopped queued it
+            BatchRun.objects.filter(pk=run.pk).update(
+                status=BatchRun.Status.RUNNING, heartbeat_at=timezone.now()
+            )
+        return _AGAIN
+    if counts.get(BatchItem.Status.RUNNING):
+        return _LEFT
+    ending = {"status": BatchRun.Status.DONE}
+    if run.cancel_requested:
+        ending = {"status": BatchRun.Status.CANCELLED}
+    elif not run.items.exclude(status=BatchItem.Status.FAILED).exists():
+        ending = {"status": BatchRun.Status.FAILED, "detail": _every_state_failed(run)}
+    BatchRun.objects.filter(pk=run.pk).update(
+        **ending, finished_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    return _ENDED
 
 
 def _every_state_failed(run: BatchRun) -> str:
@@ -842,15 +761,16 @@ def _every_state_failed(run: BatchRun) -> str:
 
 
 @task()
-def batch_run_task(run_id: int) -> None:
-    """Execute one batch run in a django-tasks worker (`manage.py db_worker`)."""
-    batch_execute(run_id)
+def batch_run_task(run_id: int, concurrency: int | None = None) -> None:
+    """Execute a batch run, `concurrency` calls at a time (the run's when not given), in a
+    django-tasks worker (`manage.py db_worker`): alone, or beside the run's other tasks."""
+    batch_execute(run_id, concurrency=concurrency)
 
 
 def batch_resume_if_stale(run: BatchRun) -> bool:
-    """Queue `run` again when its worker went quiet; whether it was."""
+    """Queue `run`'s tasks again when its executors went quiet; whether they had."""
     if run.status == BatchRun.Status.RUNNING and is_stale(run):
-        batch_run_task.enqueue(run.pk)
+        _enqueue(run)
         return True
     return False
 

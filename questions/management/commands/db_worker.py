@@ -11,8 +11,9 @@ a page.
 Its garbage collector leaves alone what it loaded at start and collects young objects less
 often (`batches.fewer_collections`): a run's states make many short-lived objects.
 
-On SIGTERM (or Ctrl-C) a batch run in progress stops early and is queued again, so another
-worker goes on with it at once (`Worker`); a second signal ends the process at once.
+On SIGTERM (or Ctrl-C) a batch run in progress stops early and this worker's share of it is
+queued again, so another worker goes on with it at once (`Worker`); a second signal ends the
+process at once.
 
 It overrides django_tasks_db's command of the same name because `questions` comes before
 `django_tasks_db` in INSTALLED_APPS (Django uses the first app that has a command), so the
@@ -37,7 +38,8 @@ log = logging.getLogger("questions.batches")
 class Worker(db_worker.Worker):
     """django_tasks_db's worker, which on SIGTERM/SIGINT also tells a batch run in progress to
     stop: its calls in flight finish and are recorded, what it claimed but had not sent goes
-    back to pending, and the run is queued again for another worker (`services.batch_execute`)."""
+    back to pending, and its share of the run is queued again for another worker
+    (`services.batch_execute`)."""
 
     def shutdown(self, signum, frame) -> None:
         batches.stopping.set()
