@@ -58,7 +58,7 @@ def main() -> None:
     from django.utils.datastructures import MultiValueDict
 
     from questions import forms, services
-    from questions.core import spec
+    from questions.core import check, spec
     from tests import factories
     from tests.helpers import as_post, fields_of, opened
 
@@ -110,7 +110,7 @@ def main() -> None:
     }
 
     def bare_validate():
-        assert spec.validate(one_question, limits=spec.DEFAULT_LIMITS).valid
+        assert check.validate(one_question, limits=spec.DEFAULT_LIMITS).valid
 
     def editor_page():
         assert client.get(edit_url).status_code == 200

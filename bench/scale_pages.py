@@ -154,7 +154,7 @@ def build_states_bulk(count: int, author, reviewer) -> None:
     from django.utils import timezone
 
     from questions import services
-    from questions.core import spec
+    from questions.core import check, spec
     from questions.dev import standin
     from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision
     from questions.services.summaries import store_summary
@@ -229,7 +229,7 @@ def build_states_bulk(count: int, author, reviewer) -> None:
         run = services.batch_create(
             version=version, backend="typesafe", user=author, concurrency=8, enqueue=False
         )
-        questions = spec.validate(
+        questions = check.validate(
             version.document, limits=spec.DEFAULT_LIMITS, lints=False
         ).document.questions
         BatchRun.objects.filter(pk=run.pk).update(

@@ -29,7 +29,7 @@ from _console import start_django
 
 start_django()
 
-from questions.core import answers, controls, metrics, spec  # noqa: E402
+from questions.core import answers, check, controls, metrics, spec  # noqa: E402
 from questions.dev import demo_rules, demo_sets, standin  # noqa: E402
 
 
@@ -64,7 +64,7 @@ def main() -> None:
     for entry in demo_sets.SETS:
         labelled = [s for s in entry["states"] if s.get("expected")]
         for number, document in enumerate(entry["versions"], 1):
-            questions = spec.validate(
+            questions = check.validate(
                 document, lints=False, limits=spec.DEFAULT_LIMITS
             ).document.questions
             variants = {
@@ -150,7 +150,7 @@ def tiers() -> None:
     for entry in demo_sets.SETS:
         if not entry.get("side_by_side"):
             continue
-        questions = spec.validate(
+        questions = check.validate(
             entry["versions"][-1], lints=False, limits=spec.DEFAULT_LIMITS
         ).document.questions
         wire = {k: q.to_json() for k, q in questions.items()}

@@ -21,7 +21,7 @@ from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
 from questions import exports, services
-from questions.core import attribution, spec
+from questions.core import attribution, check, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
 from questions.services import attribution as attribution_services
 from tests import factories
@@ -249,7 +249,7 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
     edited["q0"]["instructions"] = "Which one, since v1?"  # what a try asks again
     services.version_save(version=v3, document=edited, base_revision=v3.revision, author=writer)
     sample = qs.sample_states.get(name="n")
-    asked = spec.validate(v1.document, limits=spec.Limits(), lints=False).document.questions
+    asked = check.validate(v1.document, limits=spec.Limits(), lints=False).document.questions
     attributing = attribution_services.attribution_start(
         plan=attribution_services.AttributionPlan(
             version=v1,

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from questions import exports, roles, services
-from questions.core import spec, thresholds
+from questions.core import check, spec, thresholds
 from questions.dev import standin
 from questions.models import Version
 from tests import factories
@@ -127,7 +127,7 @@ def test_the_export_carries_advice_beside_questions_and_validates(team):
     validate_export(export)
     assert export["advice"] == ADVICE and export["questions"] == DOC
     assert list(export)[-2:] == ["questions", "advice"]
-    assert spec.validate(export, limits=spec.DEFAULT_LIMITS).valid  # an input form too
+    assert check.validate(export, limits=spec.DEFAULT_LIMITS).valid  # an input form too
     # the runtime's fetch carries it too
     _, raw = services.api_token_create(name="runtime", user=checker)
     response = Client().get("/api/sets/s/export.json?version=1", HTTP_AUTHORIZATION=f"Bearer {raw}")
@@ -170,7 +170,7 @@ def test_an_imported_export_keeps_its_advice_and_bad_advice_imports_nothing(team
     imported = services.version_import(slug="other", value=export, author=writer)
     assert imported.advice == ADVICE and imported.document == DOC
     bad = {**export, "advice": {"desk": {"min_confidence": 7}}}
-    result = spec.validate(bad, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(bad, limits=spec.DEFAULT_LIMITS)
     assert [e.path for e in result.errors] == ["advice.desk.min_confidence"]
     with pytest.raises(services.InvalidContent):
         services.version_import(slug="third", value=bad, author=writer)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from questions import services
-from questions.core import attribution, spec
+from questions.core import attribution, check, spec
 from questions.models import BatchItem, BatchRun, Decision
 from questions.services import attribution as attribution_services
 from questions.services import errors
@@ -20,7 +20,7 @@ LIMITS = spec.Limits()
 
 
 def parsed(doc):
-    return spec.validate(doc, limits=LIMITS, lints=False).document.questions
+    return check.validate(doc, limits=LIMITS, lints=False).document.questions
 
 
 # --- the parts (pure) -----------------------------------------------------------------------------

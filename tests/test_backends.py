@@ -591,10 +591,10 @@ def test_a_request_is_the_bytes_and_hash_of_its_body_however_it_was_encoded(
     """`prepare` encodes the questions once per map and the state once per ask
     (`encoded_body`): what goes out is still `wire_json` of the body, and the recorded hash
     `sha256_of` it, for any questions, any JSON state and every wire."""
-    from questions.core import spec
+    from questions.core import check, spec
     from questions.engine import backends
 
-    validation = spec.validate(questions, limits=spec.DEFAULT_LIMITS)
+    validation = check.validate(questions, limits=spec.DEFAULT_LIMITS)
     if not validation.valid:
         return
     parsed = validation.document.questions

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test import Client
 
 from questions import services
-from questions.core import spec
+from questions.core import check, spec
 from questions.models import (
     APIToken,
     BatchRun,
@@ -74,7 +74,7 @@ def test_loads_keeps_a_surrogate_pair_and_big_finite_numbers():
 
 def test_validate_reports_values_json_text_cannot_hold_instead_of_raising():
     doc = {"x": {"type": "choice", "instructions": {"k": "\ud800"}, "criteria": {"a": "", "b": ""}}}
-    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert not result.valid and result.errors[0].code == "invalid_value"
     assert spec.validate_state(float("inf"), limits=spec.DEFAULT_LIMITS)[0].code == "invalid_state"
     assert spec.validate_state(["\udfff"], limits=spec.DEFAULT_LIMITS)[0].code == "invalid_state"
@@ -86,7 +86,7 @@ def test_a_state_with_a_repeated_key_is_refused_like_a_document():
     )
     assert [(e.code, e.path) for e in errors] == [("duplicate_state_key", "state.b.0.a")]
     assert "key `a` is repeated" in errors[0].message
-    body = spec.validate(
+    body = check.validate(
         spec.loads('{"state": {"a": 1, "a": 2}, "questions": {}}'), limits=spec.DEFAULT_LIMITS
     )
     assert "duplicate_state_key" in {e.code for e in body.errors}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from questions.core import spec
+from questions.core import check, spec
 from questions.dev import standin
 from questions.models import BatchRun, Decision, LabelMove, QuestionSet, SampleState, Version
 from tests import factories
@@ -144,7 +144,7 @@ def test_demo_is_refused_without_debug_and_idempotent_with_force(settings):
         "shell-guard",
     }
     for version in Version.objects.all():
-        assert spec.validate(version.document, limits=spec.DEFAULT_LIMITS).valid, version
+        assert check.validate(version.document, limits=spec.DEFAULT_LIMITS).valid, version
     gestures = QuestionSet.objects.get(slug="gestures")
     assert [v.status for v in gestures.versions.order_by("number")] == ["approved", "approved"]
     assert gestures.labels.get(name="production").version.number == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from questions.core import controls, metrics, spec
+from questions.core import check, controls, metrics, spec
 from tests.providers import DOC
 
 DOCUMENT = {
@@ -15,7 +15,7 @@ DOCUMENT = {
 
 
 def parsed() -> dict[str, spec.Question]:
-    return spec.validate(DOCUMENT, limits=spec.Limits(), lints=False).document.questions
+    return check.validate(DOCUMENT, limits=spec.Limits(), lints=False).document.questions
 
 
 @pytest.mark.parametrize("kind", controls.KINDS)

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from questions import services
-from questions.core import metrics, spec
+from questions.core import check, metrics, spec
 from questions.dev import demo_rules, demo_sets
 from questions.engine import backends
 from questions.models import BatchItem, Decision
@@ -47,7 +47,7 @@ def a_set(writer=None):
 
 
 def ask(state="a refund of my money"):
-    questions = spec.validate(DOC, lints=False, limits=spec.DEFAULT_LIMITS).document.questions
+    questions = check.validate(DOC, lints=False, limits=spec.DEFAULT_LIMITS).document.questions
     return backends.get("custom").ask(backends.Ask(questions, state, "custom"))
 
 
@@ -163,7 +163,7 @@ def test_a_good_function_through_a_batch_run_a_control_compare_and_the_cli(setti
 
 def test_the_demo_rules_route_the_support_set():
     support = next(s for s in demo_sets.SETS if s["slug"] == "support-routing")
-    questions = spec.validate(support["versions"][0], lints=False, limits=spec.DEFAULT_LIMITS)
+    questions = check.validate(support["versions"][0], lints=False, limits=spec.DEFAULT_LIMITS)
     for state in support["states"]:
         body = demo_rules.answer(state["state"], questions.document.questions_json(), "m")
         checked = spec_checked(questions.document.questions, body)
@@ -180,7 +180,7 @@ def spec_checked(questions, body):
 
 
 def test_the_demo_rules_answer_any_question_validly():
-    questions = spec.validate(
+    questions = check.validate(
         {**DOC, "anger": {"type": "score", "criteria": ["calm", None]}},
         lints=False,
         limits=spec.DEFAULT_LIMITS,

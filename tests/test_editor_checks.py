@@ -9,7 +9,7 @@ import re
 import pytest
 
 from questions import services
-from questions.core import spec
+from questions.core import check, spec
 from tests import factories
 from tests.helpers import as_post, draft_with, editor_url, fields_of
 
@@ -93,7 +93,7 @@ def test_an_untouched_new_row_keeps_its_warnings_until_typed_in(author_client):
 
 def test_an_over_long_id_is_cut_short_in_every_message():
     long_id = "q" * 134
-    result = spec.validate(
+    result = check.validate(
         {long_id: {"type": "choice", "criteria": {"a": None, "b": None}}},
         limits=spec.Limits(),
     )

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from questions import exports, roles, services
-from questions.core import spec
+from questions.core import check, spec
 from questions.dev import standin
 from questions.models import APIToken
 from tests import factories
@@ -161,7 +161,7 @@ def test_the_export_names_the_model_that_answered_the_evidence(client, answering
     code, out, _ = run_cli("export", "--set", "pinned", "--label", "production")
     assert code == 0 and out.encode() == body
     # and the console reads its own export back without a word about the new field
-    result = spec.validate(document, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(document, limits=spec.DEFAULT_LIMITS)
     assert result.valid and not [w for w in result.warnings if w.code == "unknown_field"]
 
 

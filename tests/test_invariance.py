@@ -9,7 +9,7 @@ import json
 import pytest
 
 from questions import services
-from questions.core import invariance, spec
+from questions.core import check, invariance, spec
 from questions.models import BatchRun
 from questions.selectors import control_reports
 from questions.services import controls as control_services
@@ -20,7 +20,7 @@ LIMITS = spec.Limits()
 
 
 def parsed(doc):
-    return spec.validate(doc, limits=LIMITS, lints=False).document.questions
+    return check.validate(doc, limits=LIMITS, lints=False).document.questions
 
 
 def test_the_variants_rename_reorder_negate_clone_and_ask_alone():

@@ -122,3 +122,142 @@ def test_no_view_function_is_a_room_of_its_own(path):
         if isinstance(n, ast.FunctionDef)
     }
     assert {name: n for name, n in lengths.items() if n > VIEW_LINES} == {}
+
+
+# --- the packages' layers (docs/architecture.md) -----------------------------------------------
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in _code()}
+
+
+def _edges(path: Path) -> set[str]:
+    """The project's modules `path` imports, at its top or inside a function: `from a import b`
+    is an arrow to `a.b` when that is a module of ours, else to `a`."""
+    tree = ast.parse(path.read_text())
+    typing_only = {  # `if TYPE_CHECKING:` imports are read by a type checker, never run
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in MODULES
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != _module(path):
+                found.add(name)
+    return found
+
+
+GRAPH = {name: _edges(path) for name, path in MODULES.items()}
+
+
+def _circles() -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(GRAPH[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(GRAPH):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert _circles() == []
+
+
+def _in(package: str) -> list[Path]:
+    return [p for name, p in sorted(MODULES.items()) if name.startswith(f"questions.{package}")]
+
+
+#: what the pure package may take from Django: HTML escaping for the server-rendered charts
+CORE_DJANGO = ("django.utils.html", "django.utils.safestring")
+#: the HTTP clients: the pure package asks nobody
+HTTP = ("httpx", "httpcore", "http.client", "urllib.request", "requests", "aiohttp")
+
+
+@pytest.mark.parametrize("path", _in("core"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_pure_package_imports_no_orm_no_http_and_no_other_package(path):
+    imported = _imports(path)
+    django = {m for m in imported if m.split(".")[0] == "django"}
+    assert {m for m in django if not m.startswith(CORE_DJANGO)} == set()
+    assert {m for m in imported if m.startswith(HTTP)} == set()
+    outside = {m for m in _edges(path) if not m.startswith("questions.core")}
+    assert outside == set()
+
+
+#: what the engine may not reach: it is driven by the services and knows no page or command
+ABOVE_THE_ENGINE = (
+    "questions.services",
+    "questions.selectors",
+    "questions.views",
+    "questions.cli",
+    "questions.dev",
+    "questions.management",
+)
+
+
+@pytest.mark.parametrize("path", _in("engine"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_engine_reaches_down_only(path):
+    assert {m for m in _edges(path) if m.startswith(ABOVE_THE_ENGINE)} == set()
+
+
+@pytest.mark.parametrize("path", _in("cli"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_command_line_never_imports_the_command_that_dispatches_to_it(path):
+    assert {m for m in _edges(path) if m.startswith("questions.management")} == set()
+
+
+#: the contract may be long: one document of rules read in one place (issue 36 names it)
+THE_CONTRACT = ("core/spec.py", "core/lints.py")
+ROOM = 600
+
+
+def test_no_module_but_the_contract_is_over_600_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _code()
+        if (n := len(p.read_text().splitlines())) > ROOM
+        and str(p.relative_to(ROOT)) not in THE_CONTRACT
+    }
+    assert long == {}

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from questions.core import lints, spec
+from questions.core.check import validate
 from questions.dev import demo_sets
 from tests import strategies
 
@@ -29,7 +30,7 @@ JUSTIFIED = {("energy", "bare_levels"), ("frustration", "bare_levels")}
 
 
 def check(questions, states=None):
-    return spec.validate(questions, limits=spec.DEFAULT_LIMITS, sample_states=states)
+    return validate(questions, limits=spec.DEFAULT_LIMITS, sample_states=states)
 
 
 def semantic(result):
@@ -140,7 +141,7 @@ def test_lints_never_repair():
 
 def test_lints_off_means_no_semantic_warning():
     questions = BAD["counting"][0]["questions"]
-    assert spec.validate(questions, limits=spec.DEFAULT_LIMITS, lints=False).warnings == []
+    assert validate(questions, limits=spec.DEFAULT_LIMITS, lints=False).warnings == []
 
 
 def test_words_in_quotes_or_examples_are_the_users_data():
@@ -449,7 +450,7 @@ def test_trigger_words_in_other_senses_are_quiet(instructions):
 )
 def test_the_lints_never_raise_and_never_change_the_questions(qmap, states):
     before = copy.deepcopy(qmap)
-    result = spec.validate(qmap, limits=spec.DEFAULT_LIMITS, sample_states=states)
+    result = validate(qmap, limits=spec.DEFAULT_LIMITS, sample_states=states)
     assert qmap == before
     for warning in semantic(result):
         assert warning.code in lints.CODES

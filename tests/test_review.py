@@ -16,7 +16,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
 from questions import exports, roles, services
-from questions.core import spec
+from questions.core import check, spec
 from questions.models import APIToken, Label, LabelMove, ReviewEvent, Version
 from tests import factories
 from tests.helpers import SCHEMA, token_form, validate_export, write
@@ -221,7 +221,7 @@ def test_the_validator_the_schema_and_the_model_agree_on_the_status_an_export_ca
     assert exported["status"] == spec.EXPORT_STATUS == Version.Status.APPROVED
     assert SCHEMA["properties"]["status"] == {"const": spec.EXPORT_STATUS}
     document = {**exported, "status": status}
-    by_spec = spec.validate(document, limits=spec.DEFAULT_LIMITS).valid
+    by_spec = check.validate(document, limits=spec.DEFAULT_LIMITS).valid
     by_schema = jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
     assert by_spec == by_schema == (status == Version.Status.APPROVED)
 
@@ -240,7 +240,7 @@ def test_the_export_document_is_the_approved_map_exactly_and_validates(team):
         "approved",
         1,
     )
-    assert spec.validate(
+    assert check.validate(
         export, limits=spec.DEFAULT_LIMITS
     ).valid  # an export document is also a valid input form
 

@@ -19,7 +19,7 @@ from typesafe_sdk._core.endpoints import prepare_system_one
 from typesafe_sdk._core.errors import TypeSafeError
 from typesafe_sdk._schemas.models import SystemOneRequest
 
-from questions.core import spec
+from questions.core import check, spec
 from questions.engine import backends
 from tests.strategies import json_values, names, question_maps
 
@@ -67,7 +67,7 @@ def ordered(raw: bytes) -> Any:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(provider_bodies)
 def test_what_the_console_calls_valid_the_schema_accepts_or_a_warning_says_why_not(body):
-    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(body, limits=spec.DEFAULT_LIMITS)
     if not result.valid:
         return
     warned = {w.code for w in result.warnings} & REFUSAL_CODES
@@ -77,7 +77,7 @@ def test_what_the_console_calls_valid_the_schema_accepts_or_a_warning_says_why_n
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(provider_bodies)
 def test_the_console_sends_the_sdks_bytes_for_the_same_questions(body):
-    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(body, limits=spec.DEFAULT_LIMITS)
     if not result.valid or body["state"] is None:
         return
     assert ordered(console_body(body)) == ordered(sdk_body(body))
@@ -97,7 +97,7 @@ def test_what_the_sdk_refuses_to_send_the_console_calls_an_error(question):
     body = {"state": "text", "model": "jev-latest", "questions": {"n": question}}
     with pytest.raises(TypeSafeError, match="neither instructions nor criteria"):
         sdk_body(body)
-    codes = [e.code for e in spec.validate(body, limits=spec.DEFAULT_LIMITS).errors]
+    codes = [e.code for e in check.validate(body, limits=spec.DEFAULT_LIMITS).errors]
     assert codes == ["nothing_to_judge"]
 
 
@@ -105,7 +105,7 @@ def test_a_null_state_the_sdk_refuses_is_warned_at_the_state():
     body = {"state": None, "model": "m", "questions": {"n": {"type": "noul", "instructions": "?"}}}
     with pytest.raises(TypeSafeError, match="State is required"):
         sdk_body(body)
-    warnings = spec.validate(body, limits=spec.DEFAULT_LIMITS).warnings
+    warnings = check.validate(body, limits=spec.DEFAULT_LIMITS).warnings
     assert [w.path for w in warnings if w.code in REFUSAL_CODES] == ["state"]
 
 
@@ -124,5 +124,5 @@ def test_structured_descriptions_the_schema_accepts_the_console_accepts_and_send
         },
     }
     assert schema_accepts(body)
-    assert spec.validate(body, limits=spec.DEFAULT_LIMITS).valid
+    assert check.validate(body, limits=spec.DEFAULT_LIMITS).valid
     assert console_body(body) == sdk_body(body)  # byte for byte, key order included

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from questions.core import spec
+from questions.core import check, spec
 
 # A copy of ../shared/examples, so that a clone anywhere runs the same checks.
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -41,7 +41,7 @@ def only_error(result: spec.Validation) -> spec.Issue:
     ("n", "valid"), [(1, False), (2, True), (3, True), (254, True), (255, True), (256, False)]
 )
 def test_choice_option_count_bounds(n, valid):
-    result = spec.validate({"pick": choice(n)}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"pick": choice(n)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -53,11 +53,11 @@ def test_choice_option_count_bounds(n, valid):
 
 def test_choice_with_no_options_and_the_message_authors_read():
     error = only_error(
-        spec.validate({"pick": {"type": "choice", "criteria": {}}}, limits=spec.DEFAULT_LIMITS)
+        check.validate({"pick": {"type": "choice", "criteria": {}}}, limits=spec.DEFAULT_LIMITS)
     )
     assert error.code == "too_few_options"
     assert error.message == "choice `pick` has 0 options; at least 2 options"
-    over = only_error(spec.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS))
+    over = only_error(check.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS))
     assert over.message == "choice `intent` has 256 options; at most 255"
 
 
@@ -65,7 +65,7 @@ def test_choice_with_no_options_and_the_message_authors_read():
     ("n", "valid"), [(1, False), (2, True), (3, True), (9, True), (10, True), (11, False)]
 )
 def test_score_level_count_bounds(n, valid):
-    result = spec.validate({"urgency": score(n)}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"urgency": score(n)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -82,7 +82,7 @@ def noul_set(n: int) -> dict:
     ("n", "valid"), [(0, False), (1, True), (2, True), (31, True), (32, True), (33, False)]
 )
 def test_question_count_bounds(n, valid):
-    result = spec.validate(noul_set(n), limits=spec.DEFAULT_LIMITS)
+    result = check.validate(noul_set(n), limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -92,8 +92,8 @@ def test_question_count_bounds(n, valid):
 
 def test_question_count_follows_the_configured_limit():
     limits = spec.Limits(max_questions=3)
-    assert spec.validate(noul_set(3), limits=limits).valid
-    error = only_error(spec.validate(noul_set(4), limits=limits))
+    assert check.validate(noul_set(3), limits=limits).valid
+    error = only_error(check.validate(noul_set(4), limits=limits))
     assert (error.code, error.limit, error.actual) == ("too_many_questions", 3, 4)
     assert error.message == "the set has 4 questions; at most 3"
 
@@ -104,7 +104,7 @@ def test_question_count_follows_the_configured_limit():
 @pytest.mark.parametrize(("length", "valid"), [(1, True), (127, True), (128, True), (129, False)])
 def test_question_id_length(length, valid):
     qid = "q" * length
-    result = spec.validate(
+    result = check.validate(
         {qid: {"type": "noul", "instructions": "Is it so?"}}, limits=spec.DEFAULT_LIMITS
     )
     assert result.valid is valid
@@ -118,7 +118,7 @@ def test_question_id_length(length, valid):
 def test_option_name_length(length, valid):
     name = "é" * length  # characters, not bytes
     doc = {"pick": {"type": "choice", "criteria": {name: "this one", "other": "anything else"}}}
-    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -129,20 +129,20 @@ def test_option_name_length(length, valid):
 @pytest.mark.parametrize("blank", ["", " ", "\t\n"])
 def test_blank_names_are_refused(blank):
     assert codes(
-        spec.validate(
+        check.validate(
             {blank: {"type": "noul", "instructions": "Is it so?"}}, limits=spec.DEFAULT_LIMITS
         )
     ) == ["blank_question_id"]
     doc = {"pick": {"type": "choice", "criteria": {blank: "x", "other": "y"}}}
-    assert codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS)) == ["blank_option_name"]
+    assert codes(check.validate(doc, limits=spec.DEFAULT_LIMITS)) == ["blank_option_name"]
 
 
 def test_repeated_keys_in_the_text_are_duplicates():
     text = '{"q": {"type": "noul"}, "q": {"type": "noul", "instructions": "?"}}'
-    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.question) == ("duplicate_question_id", "q")
     text = '{"q": {"type": "choice", "criteria": {"a": "x", "b": "y", "a": "z"}}}'
-    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.path) == ("duplicate_option_name", "questions.q.criteria.a")
 
 
@@ -175,7 +175,7 @@ def test_every_entry_shape_is_accepted_for_options_levels_and_noul_cases(entry):
         "s": {"type": "score", "criteria": [entry, "high"]},
         "n": {"type": "noul", "instructions": "It is high.", "criteria": {"true": entry}},
     }
-    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     # kept as written: the parsed questions give back the same value, in the same order
     assert wire(result.document.questions_json()) == wire(doc)
@@ -187,7 +187,7 @@ def wire(value):
 
 @pytest.mark.parametrize("entry", [1, 2.5, True])
 def test_an_entry_that_is_a_number_or_a_boolean_is_refused_where_it_is(entry):
-    result = spec.validate(
+    result = check.validate(
         {"c": {"type": "choice", "criteria": {"a": entry, "b": "y"}}}, limits=spec.DEFAULT_LIMITS
     )
     error = only_error(result)
@@ -197,7 +197,7 @@ def test_an_entry_that_is_a_number_or_a_boolean_is_refused_where_it_is(entry):
         "questions.c.criteria.a",
     )
     level = only_error(
-        spec.validate(
+        check.validate(
             {"s": {"type": "score", "criteria": ["low", entry]}}, limits=spec.DEFAULT_LIMITS
         )
     )
@@ -215,7 +215,7 @@ def test_an_entry_that_is_a_number_or_a_boolean_is_refused_where_it_is(entry):
     ],
 )
 def test_a_documented_entry_key_holding_something_else_is_a_warning_not_a_refusal(entry, where):
-    result = spec.validate(
+    result = check.validate(
         {"c": {"type": "choice", "criteria": {"a": entry, "other": "none"}}},
         limits=spec.DEFAULT_LIMITS,
     )
@@ -226,7 +226,7 @@ def test_a_documented_entry_key_holding_something_else_is_a_warning_not_a_refusa
 
 def test_a_key_repeated_inside_a_structured_description_is_an_error_where_it_is():
     text = '{"c": {"type": "choice", "criteria": {"a": [{"k": 1, "k": 2}], "b": "y"}}}'
-    error = only_error(spec.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate(spec.loads(text), limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.path) == ("duplicate_entry_key", "questions.c.criteria.a.0.k")
 
 
@@ -241,7 +241,7 @@ def test_lints_read_the_words_inside_structured_descriptions():
             "criteria": {"a": ["Refund", "now"], "b": {"say": "refund now"}, "other": "none"},
         }
     }
-    result = spec.validate(same, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(same, limits=spec.DEFAULT_LIMITS)
     assert "duplicate_description" in codes_of(result.warnings)
 
 
@@ -254,7 +254,7 @@ def codes_of(issues):
 
 @pytest.mark.parametrize("instructions", ["text", {"read": "`state`"}, ["a", {"b": 1}]])
 def test_instructions_forms(instructions):
-    assert spec.validate(
+    assert check.validate(
         {"n": {"type": "noul", "instructions": instructions}}, limits=spec.DEFAULT_LIMITS
     ).valid
 
@@ -273,7 +273,7 @@ NOTHING_TO_JUDGE = [
 
 @pytest.mark.parametrize("question", NOTHING_TO_JUDGE)
 def test_a_noul_with_nothing_to_judge_is_an_error_of_its_own(question):
-    error = only_error(spec.validate({"n": question}, limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate({"n": question}, limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.path, error.question) == ("nothing_to_judge", "questions.n", "n")
 
 
@@ -286,13 +286,13 @@ def test_a_noul_with_nothing_to_judge_is_an_error_of_its_own(question):
     ],
 )
 def test_a_noul_judged_by_its_cases_or_structured_instructions_is_valid(question):
-    assert spec.validate({"n": question}, limits=spec.DEFAULT_LIMITS).valid
+    assert check.validate({"n": question}, limits=spec.DEFAULT_LIMITS).valid
 
 
 @pytest.mark.parametrize("instructions", [1, 2.5, True])
 def test_instructions_of_other_types_are_refused(instructions):
     error = only_error(
-        spec.validate(
+        check.validate(
             {"n": {"type": "noul", "instructions": instructions}}, limits=spec.DEFAULT_LIMITS
         )
     )
@@ -317,14 +317,14 @@ def test_instructions_of_other_types_are_refused(instructions):
     ],
 )
 def test_bad_questions(question, code):
-    error = only_error(spec.validate({"q": question}, limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate({"q": question}, limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.question) == (code, "q")
 
 
 @pytest.mark.parametrize("value", ["a question", 1, None, [], True])
 def test_a_question_must_be_an_object(value):
     error = only_error(
-        spec.validate(
+        check.validate(
             {"q": value, "r": {"type": "noul", "instructions": "Is it so?"}},
             limits=spec.DEFAULT_LIMITS,
         )
@@ -334,7 +334,7 @@ def test_a_question_must_be_an_object(value):
 
 @pytest.mark.parametrize("value", [[], "x", 1, None, True])
 def test_a_document_must_be_an_object(value):
-    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(value, limits=spec.DEFAULT_LIMITS)
     assert codes(result) == ["document_not_object"]
     assert result.document is None
     assert result.sha256 is None
@@ -342,7 +342,7 @@ def test_a_document_must_be_an_object(value):
 
 def test_every_error_is_reported_not_just_the_first():
     doc = {"a": choice(1), "b": score(11), "c": {"type": "noul", "criteria": {"x": "y"}}}
-    assert sorted(codes(spec.validate(doc, limits=spec.DEFAULT_LIMITS))) == [
+    assert sorted(codes(check.validate(doc, limits=spec.DEFAULT_LIMITS))) == [
         "invalid_noul_key",
         "too_few_options",
         "too_many_levels",
@@ -411,7 +411,7 @@ def test_null_state_is_a_value_and_no_state_is_not():
 
 
 def test_bare_map():
-    result = spec.validate(noul_set(2), limits=spec.DEFAULT_LIMITS)
+    result = check.validate(noul_set(2), limits=spec.DEFAULT_LIMITS)
     assert result.form is spec.Form.BARE
     assert list(result.document.questions) == ["q0", "q1"]
 
@@ -438,7 +438,7 @@ def test_provider_request_example_is_a_provider_body():
 
 @pytest.mark.parametrize("state", [None, "text", 3, 1.5, True, [], [1, 2], {}, {"a": [None]}])
 def test_any_json_state_is_accepted(state):
-    assert spec.validate(
+    assert check.validate(
         {"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS
     ).valid
 
@@ -450,43 +450,43 @@ def test_decisions_body_with_profile():
     assert doc.form is spec.Form.DECISIONS
     assert doc.meta == {"profile": "support"}
     error = only_error(
-        spec.validate(
+        check.validate(
             {"state": {}, "questions": noul_set(1), "profile": " "}, limits=spec.DEFAULT_LIMITS
         )
     )
     assert error.code == "invalid_profile"
     assert codes(
-        spec.validate(
+        check.validate(
             {"state": {}, "questions": noul_set(1), "profile": 3}, limits=spec.DEFAULT_LIMITS
         )
     ) == ["invalid_profile"]
-    assert spec.validate(
+    assert check.validate(
         {"state": {}, "questions": noul_set(1), "profile": None}, limits=spec.DEFAULT_LIMITS
     ).valid
 
 
 def test_bodies_need_a_state_and_the_provider_body_a_model():
-    assert codes(spec.validate({"questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)) == [
+    assert codes(check.validate({"questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)) == [
         "missing_state"
     ]
     assert codes(
-        spec.validate({"questions": noul_set(1), "profile": "p"}, limits=spec.DEFAULT_LIMITS)
+        check.validate({"questions": noul_set(1), "profile": "p"}, limits=spec.DEFAULT_LIMITS)
     ) == ["missing_state"]
     provider = {"state": "s", "model": "", "questions": noul_set(1)}
-    assert codes(spec.validate(provider, limits=spec.DEFAULT_LIMITS)) == ["invalid_model"]
-    assert codes(spec.validate({"state": "s", "profile": "p"}, limits=spec.DEFAULT_LIMITS)) == [
+    assert codes(check.validate(provider, limits=spec.DEFAULT_LIMITS)) == ["invalid_model"]
+    assert codes(check.validate({"state": "s", "profile": "p"}, limits=spec.DEFAULT_LIMITS)) == [
         "missing_questions"
     ]
 
 
 @pytest.mark.parametrize("questions", [[], "x", None])
 def test_a_body_whose_questions_are_not_a_map(questions):
-    result = spec.validate({"state": 1, "questions": questions}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"state": 1, "questions": questions}, limits=spec.DEFAULT_LIMITS)
     assert codes(result) == ["questions_not_object"]
 
 
 def test_unknown_body_fields_are_warned_about_not_dropped_silently():
-    result = spec.validate(
+    result = check.validate(
         {"state": 1, "questions": noul_set(1), "stream": True}, limits=spec.DEFAULT_LIMITS
     )
     assert result.valid
@@ -533,22 +533,22 @@ def test_export_document():
 def test_export_document_checks_its_own_fields():
     questions = noul_set(1)
     assert codes(
-        spec.validate(export_document(questions, format="other@9"), limits=spec.DEFAULT_LIMITS)
+        check.validate(export_document(questions, format="other@9"), limits=spec.DEFAULT_LIMITS)
     ) == ["unsupported_format"]
     assert codes(
-        spec.validate(export_document(questions, version=0), limits=spec.DEFAULT_LIMITS)
+        check.validate(export_document(questions, version=0), limits=spec.DEFAULT_LIMITS)
     ) == ["invalid_version"]
     assert codes(
-        spec.validate(export_document(questions, version=True), limits=spec.DEFAULT_LIMITS)
+        check.validate(export_document(questions, version=True), limits=spec.DEFAULT_LIMITS)
     ) == ["invalid_version"]
     assert codes(
-        spec.validate(export_document(questions, status="live"), limits=spec.DEFAULT_LIMITS)
+        check.validate(export_document(questions, status="live"), limits=spec.DEFAULT_LIMITS)
     ) == ["invalid_status"]
     tampered = export_document(questions, sha256="0" * 64)
-    error = only_error(spec.validate(tampered, limits=spec.DEFAULT_LIMITS))
+    error = only_error(check.validate(tampered, limits=spec.DEFAULT_LIMITS))
     assert (error.code, error.actual) == ("sha256_mismatch", spec.questions_sha256(questions))
     minimal = {"format": spec.EXPORT_FORMAT, "questions": questions}
-    assert spec.validate(minimal, limits=spec.DEFAULT_LIMITS).valid
+    assert check.validate(minimal, limits=spec.DEFAULT_LIMITS).valid
 
 
 # --- state size ----------------------------------------------------------------------------------
@@ -562,7 +562,7 @@ def state_of_bytes(n: int) -> str:
 def test_state_size_bound(size, valid):
     state = state_of_bytes(size)
     assert len(spec.canonical_json(state)) == size
-    result = spec.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid is valid
     if not valid:
         error = only_error(result)
@@ -573,8 +573,8 @@ def test_state_size_bound(size, valid):
 
 def test_state_size_follows_the_configured_limit_and_counts_utf8_bytes():
     limits = spec.Limits(max_state_bytes=10)
-    assert spec.validate({"state": "é" * 4, "questions": noul_set(1)}, limits=limits).valid
-    result = spec.validate({"state": "é" * 5, "questions": noul_set(1)}, limits=limits)
+    assert check.validate({"state": "é" * 4, "questions": noul_set(1)}, limits=limits).valid
+    result = check.validate({"state": "é" * 5, "questions": noul_set(1)}, limits=limits)
     assert only_error(result).actual == 12
 
 
@@ -594,7 +594,7 @@ def test_lint_an_option_named_only_by_its_id():
             },
         }
     }
-    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     flagged = [w.path for w in result.warnings if w.code == "undescribed_option"]
     assert flagged == [
@@ -603,7 +603,7 @@ def test_lint_an_option_named_only_by_its_id():
 
 
 def test_lint_a_level_without_words():
-    result = spec.validate(
+    result = check.validate(
         {"s": {"type": "score", "criteria": ["low", None, {"what": " "}]}},
         limits=spec.DEFAULT_LIMITS,
     )
@@ -617,7 +617,7 @@ def test_lint_a_level_without_words():
 @pytest.mark.parametrize("state", [None, True, False, 0, 42, 1.5])
 def test_a_state_the_provider_refuses_is_valid_with_a_warning_naming_the_wires(state):
     body = {"state": state, "questions": {"n": {"type": "noul", "instructions": "It is late."}}}
-    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(body, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     [warning] = [w for w in result.warnings if w.code == "state_refused_by_provider"]
     assert warning.path == "state"
@@ -628,13 +628,13 @@ def test_a_state_the_provider_refuses_is_valid_with_a_warning_naming_the_wires(s
 @pytest.mark.parametrize("state", ["text", "", {}, {"a": None}, [], [1, None]])
 def test_a_state_the_provider_takes_gets_no_wire_warning(state):
     body = {"state": state, "questions": {"n": {"type": "noul", "instructions": "It is late."}}}
-    result = spec.validate(body, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(body, limits=spec.DEFAULT_LIMITS)
     assert "state_refused_by_provider" not in codes_of(result.warnings)
 
 
 def test_a_null_score_level_is_valid_with_a_warning_at_the_level():
     doc = {"s": {"type": "score", "instructions": "Rate it.", "criteria": ["low", None, "high"]}}
-    result = spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(doc, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     [warning] = [w for w in result.warnings if w.code == "null_level_refused_by_provider"]
     assert (warning.path, warning.question) == ("questions.s.criteria.1", "s")
@@ -646,7 +646,9 @@ def test_a_null_score_level_is_valid_with_a_warning_at_the_level():
 
 def test_lint_no_escape_option():
     no_escape = {"t": {"type": "choice", "criteria": {"billing": "Payments", "tech": "Bugs"}}}
-    assert "no_escape_option" in warning_codes(spec.validate(no_escape, limits=spec.DEFAULT_LIMITS))
+    assert "no_escape_option" in warning_codes(
+        check.validate(no_escape, limits=spec.DEFAULT_LIMITS)
+    )
     for escape in (
         {"other": "anything else"},
         {"not_sure": "can't tell"},
@@ -654,7 +656,7 @@ def test_lint_no_escape_option():
     ):
         doc = {"t": {"type": "choice", "criteria": {"billing": "Payments", **escape}}}
         assert "no_escape_option" not in warning_codes(
-            spec.validate(doc, limits=spec.DEFAULT_LIMITS)
+            check.validate(doc, limits=spec.DEFAULT_LIMITS)
         ), escape
 
 
@@ -668,7 +670,7 @@ def test_lint_two_options_or_levels_with_the_same_description():
     }
     dupes = [
         w
-        for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings
+        for w in check.validate(doc, limits=spec.DEFAULT_LIMITS).warnings
         if w.code == "duplicate_description"
     ]
     assert [(w.question, w.path) for w in dupes] == [
@@ -679,20 +681,20 @@ def test_lint_two_options_or_levels_with_the_same_description():
 
 def test_lint_compound_noul_statement():
     compound = {"n": {"type": "noul", "instructions": "Is it urgent and about billing?"}}
-    assert warning_codes(spec.validate(compound, limits=spec.DEFAULT_LIMITS)) == [
+    assert warning_codes(check.validate(compound, limits=spec.DEFAULT_LIMITS)) == [
         "compound_statement"
     ]
     single = {"n": {"type": "noul", "instructions": "Is it urgent? (Android counts)"}}
-    assert warning_codes(spec.validate(single, limits=spec.DEFAULT_LIMITS)) == []
+    assert warning_codes(check.validate(single, limits=spec.DEFAULT_LIMITS)) == []
 
 
 def test_lint_token_budget_warns_but_never_refuses():
     state = "word " * 30_000  # about 37k tokens at four bytes a token
-    result = spec.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"state": state, "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert result.valid
     budget = [w for w in result.warnings if w.code == "token_budget"]
     assert budget and budget[0].limit == 32_000 and budget[0].actual > 32_000 * 0.8
-    small = spec.validate({"state": "short", "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
+    small = check.validate({"state": "short", "questions": noul_set(1)}, limits=spec.DEFAULT_LIMITS)
     assert "token_budget" not in warning_codes(small)
 
 
@@ -769,7 +771,7 @@ def test_parse_raises_with_every_error():
 
 
 def test_issues_serialise_with_all_their_fields():
-    result = spec.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS)
+    result = check.validate({"intent": choice(256)}, limits=spec.DEFAULT_LIMITS)
     assert result.as_dict()["errors"] == [
         {
             "path": "questions.intent.criteria",

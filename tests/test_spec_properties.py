@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from questions.core import spec
+from questions.core import check, spec
 from tests.strategies import documents, json_values
 
 
@@ -29,7 +29,7 @@ def test_any_valid_document_survives_parse_canonical_parse(value):
 @settings(max_examples=300)
 @given(json_values)
 def test_the_validator_never_raises_on_arbitrary_json(value):
-    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(value, limits=spec.DEFAULT_LIMITS)
     assert result.valid == (result.document is not None)
     assert all(isinstance(e, spec.Issue) for e in result.errors + result.warnings)
 
@@ -43,7 +43,7 @@ def test_the_validator_never_raises_inside_a_question(qtype, criteria, instr, st
         "state": state,
         "questions": {"q": {"type": qtype, "criteria": criteria, "instructions": instr}},
     }
-    result = spec.validate(value, limits=spec.DEFAULT_LIMITS)
+    result = check.validate(value, limits=spec.DEFAULT_LIMITS)
     assert result.valid == (result.document is not None)
     for error in result.errors:
         assert error.path and error.code and error.message

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from questions.core import answers, controls, spec
+from questions.core import answers, check, controls, spec
 from questions.dev import standin
 from tests.strategies import json_values, question_maps
 
@@ -32,7 +32,7 @@ TICKETS = {
 
 
 def parsed(document: dict) -> dict[str, spec.Question]:
-    return spec.validate(document, lints=False, limits=spec.DEFAULT_LIMITS).document.questions
+    return check.validate(document, lints=False, limits=spec.DEFAULT_LIMITS).document.questions
 
 
 def ask(questions: dict[str, spec.Question], state) -> dict:

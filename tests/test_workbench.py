@@ -117,10 +117,10 @@ def test_backticks_in_a_message_become_code_and_the_rest_is_escaped():
 
 
 def test_an_issue_path_quotes_a_blank_or_odd_key_instead_of_ending_in_a_dot():
-    from questions.core import spec
+    from questions.core import check, spec
 
     doc = {"refund_action": {"type": "choice", "criteria": {"": "blank", "keep it": "x"}}}
-    paths = {issue.path for issue in spec.validate(doc, limits=spec.DEFAULT_LIMITS).errors}
+    paths = {issue.path for issue in check.validate(doc, limits=spec.DEFAULT_LIMITS).errors}
     assert 'questions.refund_action.criteria[""]' in paths
     assert not any(path.endswith(".") for path in paths)
     assert spec.path_of(("questions", "q", "criteria", 0)) == "questions.q.criteria.0"
@@ -233,10 +233,10 @@ def test_keep_refuses_what_it_cannot_keep_and_changes_nothing(client, people):
     ],
 )
 def test_the_two_statements_lint_spares_an_or_inside_one_statement(statement, two):
-    from questions.core import spec
+    from questions.core import check, spec
 
     doc = {"churn": {"type": "noul", "instructions": statement}}
-    codes = [w.code for w in spec.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]
+    codes = [w.code for w in check.validate(doc, limits=spec.DEFAULT_LIMITS).warnings]
     assert ("compound_statement" in codes) is two
 
 

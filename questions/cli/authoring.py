@@ -20,7 +20,7 @@ from questions.cli.base import (
     read_json_file,
     read_json_lines,
 )
-from questions.core import spec
+from questions.core import check, spec
 from questions.models import QuestionSet, Version
 
 #: what `validate --json` holds besides `status` and `detail` when the file cannot be used
@@ -98,7 +98,7 @@ def do_validate(
 ) -> int:
     value = read_json_file(file)
     states = [read_json_file(name) for name in state_file or ()]
-    result = spec.validate(value, limits=settings.DECISIONS_LIMITS, sample_states=states or None)
+    result = check.validate(value, limits=settings.DECISIONS_LIMITS, sample_states=states or None)
     if json:
         out = result.as_dict()
         if not result.valid:

@@ -21,7 +21,7 @@ from questions.cli.base import (
     read_json_file,
     run_in_foreground,
 )
-from questions.core import spec, stats
+from questions.core import check, stats
 from questions.engine import backends
 from questions.models import BatchRun, QuestionSet, Version
 from questions.selectors import runs, sets
@@ -192,7 +192,7 @@ def do_ask(
         if version is None:
             return cli.fail(no_version(slug, number, label), as_json=json, status=404)
         document = version.document
-    result = spec.validate(document, limits=settings.DECISIONS_LIMITS)
+    result = check.validate(document, limits=settings.DECISIONS_LIMITS)
     if result.document is None:
         shown = "; ".join(str(e) for e in result.errors[:5])
         return cli.fail(f"Nothing was sent: {shown}", as_json=json)

@@ -11,7 +11,7 @@ stay in `spec`, beside the shapes they read.
 
 Every lint is a warning that never repairs: `check()` returns `spec.Issue`s (path, code, a
 message quoting the words that fired and saying what to do, question, loc) and changes nothing.
-`spec.validate()` calls `check()` once, on the questions that parsed.
+`core.check.validate()` calls `check()` once, on the questions that parsed (`spec` knows none).
 
 What the rules read: the instructions and the descriptions of options, levels and cases (through
 `spec.entry_text`), never an entry's `examples` (they are the user's data, quoted), nor text in

@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
@@ -1202,13 +1202,13 @@ def validate(
     *,
     limits: Limits,
     lints: bool = True,
-    sample_states: Sequence[Any] | None = None,
+    semantic: Callable[[dict[str, Question], Any, list[str]], list[Issue]] | None = None,
 ) -> Validation:
     """Validate a document in any of its forms against `limits` — the configured ones
     (settings.DECISIONS_LIMITS) wherever the console asks. Never raises for a JSON value.
-    `sample_states` (the set's states, or a `lints.StatePaths` of them) let the lints check the
-    state paths the questions name in backticks; a body's own state is one of them; without
-    any that lint does not run."""
+    With `lints`, the structural lints too; `semantic` (questions, the body's state or ABSENT,
+    every question id) gives the semantic lints' warnings, which `check.validate` hands in:
+    this module knows no semantic lint."""
     checker = _Checker(limits, lints)
     if not isinstance(value, dict):
         checker.error(
@@ -1252,15 +1252,8 @@ def validate(
         checker.advice(value["advice"], questions)
     if lints and questions and not checker.errors:
         checker.lint_budget(raw_questions, state)
-    if lints and questions:
-        # the semantic lints (questions/core/lints.py), on every question that parsed
-        from questions.core import lints as semantic
-
-        if state is not ABSENT and not isinstance(sample_states, semantic.StatePaths):
-            sample_states = [*(sample_states or ()), state]  # a body's own state is one too
-        checker.warnings.extend(
-            semantic.check(questions, sample_states=sample_states, ids=list(raw_questions))
-        )
+    if lints and semantic and questions:
+        checker.warnings.extend(semantic(questions, state, list(raw_questions)))
     document = None
     if not checker.errors and questions is not None:
         if lints:

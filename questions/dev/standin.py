@@ -35,7 +35,7 @@ from typing import Any
 
 import zstandard
 
-from questions.core import spec
+from questions.core import check, spec
 from questions.engine.backends import llm
 
 MODEL = "local-stand-in (not Jev)"
@@ -281,7 +281,7 @@ def respond(body: Any, salt: bytes = b"") -> tuple[int, dict[str, Any]]:
                 for key in missing
             ]
         }
-    result = spec.validate(
+    result = check.validate(
         {"state": body["state"], "model": body.get("model") or "m", "questions": body["questions"]},
         lints=False,
         limits=spec.DEFAULT_LIMITS,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from questions.core import charts, spec, thresholds
+from questions.core import charts, check, spec, thresholds
 from questions.models import BatchRun, Version
 from questions.selectors import runs
 
@@ -18,7 +18,7 @@ WHAT = {"noul": "threshold on P(true)", "choice": "minimum confidence"}
 def designer_items(version: Version, run: BatchRun | None) -> list[dict[str, Any]]:
     """One item per noul and choice of the version: its advice, the curve over the run's
     labelled answers and the chosen point. Empty when the questions are invalid."""
-    result = spec.validate(version.document, limits=settings.DECISIONS_LIMITS, lints=False)
+    result = check.validate(version.document, limits=settings.DECISIONS_LIMITS, lints=False)
     if result.document is None:
         return []
     cases = runs.run_cases(run) if run else []

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db.models import F, QuerySet
 
 from questions import roles, services
-from questions.core import controls, metrics, spec
+from questions.core import check, controls, metrics, spec
 from questions.core.answers import NOUL_THRESHOLD
 from questions.core.numbers import whole_number
 from questions.engine import backends
@@ -208,7 +208,7 @@ class Selection:
 
 def _parsed(document: Any) -> dict[str, spec.Question] | None:
     """The questions of a stored document under the configured limits; None when invalid."""
-    result = spec.validate(document, limits=settings.DECISIONS_LIMITS, lints=False)
+    result = check.validate(document, limits=settings.DECISIONS_LIMITS, lints=False)
     return result.document.questions if result.document else None
 
 

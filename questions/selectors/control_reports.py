@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Case, When
 
-from questions.core import controls, invariance, metrics, spec
+from questions.core import check, controls, invariance, metrics
 from questions.models import BatchItem, BatchRun
 from questions.selectors import runs
 
@@ -21,7 +21,7 @@ def is_control(run: BatchRun) -> bool:
 
 def invariance_report(run: BatchRun) -> dict[str, dict[str, invariance.Check]]:
     """An invariance control's verdicts per question and check, read from its record."""
-    result = spec.validate(run.version.document, limits=settings.DECISIONS_LIMITS, lints=False)
+    result = check.validate(run.version.document, limits=settings.DECISIONS_LIMITS, lints=False)
     if result.document is None:
         return {}
     calls = run.items.filter(status=BatchItem.Status.ANSWERED).values_list(
@@ -62,7 +62,7 @@ def invariance_summary(run: BatchRun) -> dict[str, Any]:
 
 def question_types(run: BatchRun) -> dict[str, str]:
     """The run's questions and their types, in declared order."""
-    result = spec.validate(run.version.document, limits=settings.DECISIONS_LIMITS, lints=False)
+    result = check.validate(run.version.document, limits=settings.DECISIONS_LIMITS, lints=False)
     if result.document is None:
         return {}
     return {qid: q.type for qid, q in result.document.questions.items()}

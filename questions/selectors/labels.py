@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from questions.core import labelling, spec
+from questions.core import check, labelling
 from questions.models import BatchItem, QuestionSet, Version
 
 
@@ -19,7 +19,7 @@ def labelling_version(question_set: QuestionSet, number: int | None = None) -> V
     newest = None
     for version in versions.only("number", "document_text", "question_set_id", "status"):
         newest = newest or version
-        if spec.validate(version.document, limits=settings.DECISIONS_LIMITS).valid:
+        if check.validate(version.document, limits=settings.DECISIONS_LIMITS).valid:
             return version
     return newest
 

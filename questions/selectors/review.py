@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Avg, QuerySet
 
-from questions.core import controls, diff, spec, stats
+from questions.core import check, controls, diff, spec, stats
 from questions.engine import backends
 from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
@@ -184,7 +184,7 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
     `INLINE_ENTRIES`; otherwise only those of the questions that changed."""
     baseline, baseline_name = review_baseline(version)
     document = version.document
-    lints = spec.validate(
+    lints = check.validate(
         document,
         limits=settings.DECISIONS_LIMITS,
         sample_states=sets.sample_state_paths(version.question_set),

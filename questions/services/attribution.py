@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from questions import roles
-from questions.core import attribution, spec
+from questions.core import attribution, check, spec
 from questions.models import BatchItem, BatchRun, SampleState, Version
 from questions.services import tries
 from questions.services.batches import (
@@ -62,7 +62,7 @@ class AttributionPlan:
 
 
 def _questions(version: Version) -> dict[str, spec.Question]:
-    result = spec.validate(version.document, limits=limits(), lints=False)
+    result = check.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("version", result.errors)
     return result.document.questions

@@ -34,7 +34,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from questions import roles
-from questions.core import attribution, controls, invariance, metrics, spec
+from questions.core import attribution, check, controls, invariance, metrics, spec
 from questions.engine import backends, batches
 from questions.engine.backends import clients
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
@@ -102,7 +102,7 @@ def batch_create(
     tag_limit = BatchRun._meta.get_field("tag").max_length
     if len(tag) > tag_limit:
         raise Invalid(f"A run's tag has {len(tag)} characters; at most {tag_limit}.")
-    result = spec.validate(version.document, limits=limits(), lints=False)
+    result = check.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("version", result.errors)
     questions = result.document.questions
@@ -654,7 +654,7 @@ def batch_execute(
     run = _take(run_id)
     if run is None:
         return None
-    parsed = spec.validate(run.version.document, limits=limits(), lints=False).document
+    parsed = check.validate(run.version.document, limits=limits(), lints=False).document
     if parsed is None:
         failed = BatchRun.objects.filter(pk=run.pk, status=BatchRun.Status.RUNNING).update(
             status=BatchRun.Status.FAILED,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from questions import roles
-from questions.core import controls, invariance, spec
+from questions.core import check, controls, invariance
 from questions.engine import backends
 from questions.models import BatchRun, Version
 from questions.services.batches import (
@@ -79,7 +79,7 @@ def invariance_create(
     state asked as written, with its ids renamed, its questions reordered, its nouls negated,
     its choices' first option cloned and each question alone."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
-    parsed = spec.validate(version.document, limits=limits(), lints=False).document
+    parsed = check.validate(version.document, limits=limits(), lints=False).document
     if parsed is None:
         raise Invalid(f"Version {version.number} is invalid: fix it before a control asks it.")
     _live_only(backend, "A control asks live")

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from questions import roles
-from questions.core import spec
+from questions.core import check, spec
 from questions.engine import backends
 from questions.engine.backends import Outcome
 from questions.models import Decision, DecisionAnswer, SampleStateRevision, Version
@@ -56,7 +56,7 @@ def decision_ask(
         return chosen
     chosen, model = chosen
     if questions is None:
-        checked = spec.validate(
+        checked = check.validate(
             {"state": state, "questions": _questions_of(document)}, limits=limits(), lints=False
         )
         refused = _refused_for(backend, model, checked.errors)

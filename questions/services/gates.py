@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions.core import answers, deltas, gate, metrics, spec
+from questions.core import answers, check, deltas, gate, metrics, spec
 from questions.engine import backends
 from questions.engine.backends.http import TypeSafeBackend
 from questions.engine.backends.recorded import RecordedBackend
@@ -60,7 +60,7 @@ def gate_run(
     problem = bounds.problem()
     if problem:
         raise Invalid(problem, code="bad_bound")
-    parsed = spec.validate(version.document, limits=limits(), lints=False).document
+    parsed = check.validate(version.document, limits=limits(), lints=False).document
     questions = parsed.questions if parsed else {}
     expected = version.question_set.sample_states.values_list("expected", flat=True)
     if not any(labelled_for(e, questions) for e in expected):

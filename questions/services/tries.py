@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Count
 
 from questions import roles
-from questions.core import gate, metrics, spec, stats
+from questions.core import check, gate, metrics, stats
 from questions.core.numbers import whole_number
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, SampleState, Version
@@ -80,12 +80,12 @@ def _hashes_of(run: BatchRun) -> dict[str, str]:
     """The question contents a run asked: its own record, or (an older run) its version's."""
     if run.question_hashes:
         return dict(run.question_hashes)
-    parsed = spec.validate(run.version.document, limits=limits(), lints=False).document
+    parsed = check.validate(run.version.document, limits=limits(), lints=False).document
     return {qid: q.sha256 for qid, q in parsed.questions.items()} if parsed else {}
 
 
 def _version_hashes(version: Version) -> dict[str, str]:
-    parsed = spec.validate(version.document, limits=limits(), lints=False).document
+    parsed = check.validate(version.document, limits=limits(), lints=False).document
     return {qid: q.sha256 for qid, q in parsed.questions.items()} if parsed else {}
 
 
@@ -97,7 +97,7 @@ def try_plan(
     `Invalid` when the document is invalid or no state is there to try."""
     require(user, roles.may_ask_live, RUNNERS_ONLY)
     chosen = _runnable(backend)
-    result = spec.validate(document, limits=limits(), lints=False)
+    result = check.validate(document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("draft", result.errors)
     questions = result.document.questions

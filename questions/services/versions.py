@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from questions import roles
-from questions.core import spec
+from questions.core import check, spec
 from questions.models import QuestionSet, ReviewEvent, Version
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, a_name, require, storable
 
@@ -304,7 +304,7 @@ def require_valid(version: Version, what: str) -> spec.Document:
     """The parsed document of `version`, or `InvalidContent` under the configured limits; its
     advice must fit its questions too (a question removed or retyped since leaves advice that
     no longer does)."""
-    result = spec.validate(version.document, limits=limits(), lints=False)
+    result = check.validate(version.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent(what, result.errors)
     errors = spec.validate_advice(version.advice, result.document.questions)
@@ -327,7 +327,7 @@ def version_set_advice(*, version: Version, advice: Any, author: Any) -> Version
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
-    result = spec.validate(locked.document, limits=limits(), lints=False)
+    result = check.validate(locked.document, limits=limits(), lints=False)
     if result.document is None:
         raise InvalidContent("document", result.errors)
     errors = spec.validate_advice(advice or {}, result.document.questions)
@@ -360,7 +360,7 @@ def version_import(*, slug: str, value: Any, author: Any, name: str = "") -> Ver
     """A new draft from a document in any form (bare map, request body, export); the set is
     created when new. Invalid input changes nothing."""
     require(author, roles.may_write, WRITERS_ONLY)
-    result = spec.validate(value, limits=limits())
+    result = check.validate(value, limits=limits())
     if result.document is None:
         raise InvalidContent("document", result.errors)
     with transaction.atomic():

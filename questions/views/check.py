@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from questions.core import spec
+from questions.core import check, spec
 
 
 @require_http_methods(["GET", "POST"])
@@ -24,7 +24,7 @@ def document_check(request: HttpRequest) -> HttpResponse:
             context["problem"] = f"The document is larger than {limit} MiB."
         else:
             try:
-                context["result"] = spec.validate(
+                context["result"] = check.validate(
                     spec.loads(text), limits=settings.DECISIONS_LIMITS
                 )
             except spec.JSONTextError as exc:

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import forms, roles, services
-from questions.core import spec
+from questions.core import check, spec
 from questions.core.numbers import whole_number
 from questions.engine import backends
 from questions.models import Version
@@ -76,7 +76,7 @@ def _checked(
             len(issue.loc) > 1 and issue.loc[0] == "questions" and issue.loc[1] in stand_ins
         )
 
-    result = spec.validate(
+    result = check.validate(
         document,
         limits=limits(),
         sample_states=sets.sample_state_paths(version.question_set),
@@ -236,7 +236,7 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         return refused(409, conflict=exc, latest_revision=exc.version.revision)
     except services.NotADraft as exc:
         return refused(409, problem=str(exc))
-    invalid = spec.validate(saved.document, limits=limits(), lints=False).errors
+    invalid = check.validate(saved.document, limits=limits(), lints=False).errors
     if invalid:
         messages.warning(
             request,
@@ -351,7 +351,7 @@ def _json_replace(request: HttpRequest, version: Version, context: dict) -> Http
     else:
         context["revision"] = base
     try:
-        result = spec.validate(
+        result = check.validate(
             spec.loads(text),
             limits=limits(),
             sample_states=sets.sample_state_paths(version.question_set),
