@@ -204,16 +204,16 @@ def test_a_finished_execution_is_not_kept_alive(provider, monkeypatch):
     import gc
     import weakref
 
-    from questions.services import batches as batch_services
+    from questions.services import batch_execution
 
     made = []
 
-    class Watched(batch_services._Execution):
+    class Watched(batch_execution._Execution):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             made.append(weakref.ref(self))
 
-    monkeypatch.setattr(batch_services, "_Execution", Watched)
+    monkeypatch.setattr(batch_execution, "_Execution", Watched)
     run = a_run("typesafe", states=[{"n": i} for i in range(3)])
     assert services.batch_execute(run.pk).status == "done"
     gc.collect()

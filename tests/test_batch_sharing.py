@@ -16,9 +16,11 @@ from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from questions import selectors, services
+from questions import services
 from questions.engine import batches
 from questions.models import BatchItem, BatchRun, Decision
+from questions.selectors import runs
+from questions.services import batch_execution
 from questions.services import batches as batch_services
 from questions.services.summaries import store_summary
 from tests import factories
@@ -64,7 +66,7 @@ def summaries(monkeypatch) -> list[int]:
         stored.append(run.pk)
         return store_summary(run, *args, **kwargs)
 
-    monkeypatch.setattr(batch_services, "store_summary", counted)
+    monkeypatch.setattr(batch_execution, "store_summary", counted)
     return stored
 
 
@@ -137,7 +139,7 @@ def test_a_wide_run_is_queued_as_tasks_that_two_workers_share(postgres, gated, s
     assert provider.max_in_flight == WIDE  # the run's concurrency, across both workers
     assert len(provider.calls) == STATES and set(provider.calls.values()) == {1}
     assert Decision.objects.count() == STATES
-    assert selectors.run_counts(run)["answered"] == STATES
+    assert runs.run_counts(run)["answered"] == STATES
     assert summaries == [run.pk]  # stored once, by the last to end
     assert run.checked == STATES  # from every answer, the other worker's too
     summed = (run.checked, run.passed, run.failed_states)
@@ -155,7 +157,7 @@ def test_a_cancel_ends_every_worker_of_a_run(postgres, gated, summaries, monkeyp
     provider, gate = gated()
     run = a_run()
     seen: set[int] = set()  # the threads whose executor saw the cancel
-    tick = batch_services._Execution.tick
+    tick = batch_execution._Execution.tick
 
     def watched(execution):
         cancelled = tick(execution)
@@ -163,7 +165,7 @@ def test_a_cancel_ends_every_worker_of_a_run(postgres, gated, summaries, monkeyp
             seen.add(threading.get_ident())
         return cancelled
 
-    monkeypatch.setattr(batch_services._Execution, "tick", watched)
+    monkeypatch.setattr(batch_execution._Execution, "tick", watched)
     threads = workers("w1", "w2")
     assert gate.reached.wait(60), f"never {WIDE} calls at once (most {provider.max_in_flight})"
     services.batch_cancel(run=run, user=run.created_by)
@@ -171,7 +173,7 @@ def test_a_cancel_ends_every_worker_of_a_run(postgres, gated, summaries, monkeyp
     gate.open()  # the calls in flight come back
     ended(threads)
     run.refresh_from_db()
-    counts = selectors.run_counts(run)
+    counts = runs.run_counts(run)
     assert run.status == "cancelled"
     assert counts["answered"] == WIDE  # the calls in flight finished and were kept
     assert counts["answered"] + counts["cancelled"] == STATES
@@ -194,7 +196,7 @@ def test_a_worker_that_ends_beside_another_leaves_the_run_to_it(postgres, gated,
     )
     left = services.batch_execute(run.pk)  # joins the run, asks the 5 pending states
     assert left.status == "running" and left.finished_at is None
-    assert selectors.run_counts(left)["answered"] == 5 and summaries == []
+    assert runs.run_counts(left)["answered"] == 5 and summaries == []
     # the other executor's call comes back and is written
     answers = left.items.filter(status="answered").first().answers
     BatchItem.objects.filter(pk=held.pk).update(status="answered", attempts=1, answers=answers)

@@ -30,8 +30,7 @@ from questions.engine import batches
 from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
 from questions.selectors import runs
-from questions.services import batches as batch_services
-from questions.services import bulk
+from questions.services import batch_execution, bulk
 from tests import factories
 from tests.providers import DOC, FlakyProvider, Receiver, certificate
 
@@ -101,7 +100,7 @@ def test_a_run_wider_than_the_kept_clients_opens_only_the_missing_ones(provider)
 
 
 def test_at_most_so_many_idle_clients_are_kept(provider, monkeypatch):
-    monkeypatch.setattr(batch_services, "IDLE_CLIENTS", 3)
+    monkeypatch.setattr(batch_execution, "IDLE_CLIENTS", 3)
     batches._Loop.shared().run(_forget_kept())  # what earlier tests' runs left
     version, writer = a_set(10)
     assert runs.run_counts(run(version, writer, concurrency=5))["answered"] == 10

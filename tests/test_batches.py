@@ -19,7 +19,7 @@ from questions.core import stats
 from questions.engine import backends, batches
 from questions.models import BatchItem, BatchRun, Decision, DecisionAnswer
 from questions.selectors import runs
-from questions.services import batches as batch_services
+from questions.services import batch_execution
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
 
@@ -250,14 +250,14 @@ def test_an_unexpected_exception_fails_its_state_alone_and_is_logged(
 
 def test_an_exception_recording_the_outcome_fails_its_state_alone(provider_factory, monkeypatch):
     provider_factory()
-    real_rows = services.batches.decision_rows
+    real_rows = batch_execution.decision_rows
 
     def rows(**kw):
         if kw["ask"].state == {"n": 0}:
             raise ValueError("cannot store this")
         return real_rows(**kw)
 
-    monkeypatch.setattr(services.batches, "decision_rows", rows)
+    monkeypatch.setattr(batch_execution, "decision_rows", rows)
     version, writer = a_set(3)
     run = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
     run = services.batch_execute(run.pk)
@@ -287,13 +287,13 @@ def test_cancel_stops_new_states_and_keeps_what_was_answered(provider_factory, m
             cancel_seen.wait(10)
         return text
 
-    def tick(execution, _tick=batch_services._Execution.tick):
+    def tick(execution, _tick=batch_execution._Execution.tick):
         if _tick(execution):
             cancel_seen.set()
             return True
         return False
 
-    monkeypatch.setattr(batch_services._Execution, "tick", tick)
+    monkeypatch.setattr(batch_execution._Execution, "tick", tick)
 
     provider = provider_factory(answer=hold_the_second)
     version, writer = a_set(10)
@@ -337,7 +337,7 @@ def test_a_cancel_from_a_page_that_still_says_queued_leaves_a_taken_run_to_its_w
     is a request to that worker: the run is not ended under it, nor its states cancelled."""
     version, writer = a_set(3)
     seen = services.batch_create(version=version, backend="recorded", user=writer, enqueue=False)
-    batch_services._take(seen.pk)  # a worker takes it: running in the database
+    batch_execution._take(seen.pk)  # a worker takes it: running in the database
     assert seen.status == "queued"  # what the page still holds
     run = services.batch_cancel(run=seen, user=roles.OPERATOR)
     assert (run.status, run.cancel_requested, run.finished_at) == ("running", True, None)

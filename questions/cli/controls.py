@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions import control_reports, exports, roles
+from questions import exports, roles
 from questions.cli.base import (
     Console,
     Unusable,
@@ -19,7 +19,7 @@ from questions.cli.base import (
 from questions.core import controls, stats
 from questions.engine import backends
 from questions.models import BatchRun, Version
-from questions.selectors import runs, sets
+from questions.selectors import control_reports, runs, sets
 from questions.services import batches as run_defaults
 from questions.services import controls as control_services
 

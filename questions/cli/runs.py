@@ -1,6 +1,6 @@
 """`questions compare`, `ask` and `batch`: the subcommands of the console's command line that
-set answers side by side (`questions.comparison`), ask a set about one state, and run a version
-over every sample state in the foreground and gate on it."""
+set answers side by side (`questions.selectors.comparison`), ask a set about one state, and run
+a version over every sample state in the foreground and gate on it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from questions import comparison, roles, services
+from questions import roles, services
 from questions.cli.base import (
     EXIT_FAILED,
     EXIT_OK,
@@ -24,7 +24,7 @@ from questions.cli.base import (
 from questions.core import check, stats
 from questions.engine import backends
 from questions.models import BatchRun, QuestionSet, Version
-from questions.selectors import runs, sets
+from questions.selectors import comparison, comparison_formats, runs, sets
 from questions.services import batches as run_defaults
 
 
@@ -158,11 +158,11 @@ def do_compare(
     if problems:
         return cli.fail("; ".join(problems), as_json=json)
     if json:
-        cli.stdout.write(comparison.as_json(built, rows, selection))
+        cli.stdout.write(comparison_formats.as_json(built, rows, selection))
     elif csv:
-        cli.stdout.write(comparison.as_csv(built, rows), ending="")
+        cli.stdout.write(comparison_formats.as_csv(built, rows), ending="")
     else:
-        cli.stdout.write(comparison.as_text(built, rows, selection.noise))
+        cli.stdout.write(comparison_formats.as_text(built, rows, selection.noise))
     return EXIT_OK
 
 

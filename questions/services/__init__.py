@@ -13,13 +13,12 @@ status and a code (`errors`).
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
+from questions.services.batch_execution import batch_execute, batch_run_task
 from questions.services.batches import (
     batch_cancel,
     batch_create,
-    batch_execute,
     batch_rerun_failed,
     batch_resume_if_stale,
-    batch_run_task,
     batch_sweep_stale,
 )
 from questions.services.decisions import LIVE_ASKERS_ONLY, decision_ask, decision_record

@@ -21,7 +21,8 @@ from questions.engine.backends.http import TypeSafeBackend
 from questions.engine.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
 from questions.selectors import runs
-from questions.services.batches import batch_create, batch_execute, labelled_for
+from questions.services.batch_execution import batch_execute
+from questions.services.batches import batch_create, labelled_for
 from questions.services.errors import Invalid
 from questions.services.versions import limits
 

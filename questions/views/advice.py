@@ -1,6 +1,6 @@
 """The advice designer: per noul and choice of a version, precision, recall and coverage of a
 threshold over a labelled batch run as an SVG curve, the stored advice marked; authors set the
-advice of a draft here. The review page shows the same curves (`questions.advice`)."""
+advice of a draft here. The review page shows the same curves (`questions.selectors.advice`)."""
 
 from __future__ import annotations
 
