@@ -33,6 +33,8 @@ from typing import Any
 
 import httpx
 
+from questions.core.numbers import whole_number
+
 #: what every call asks for: an answer as it is, so its bytes are what is counted (a provider
 #: that compresses anyway is decoded, and counted decoded)
 HEADERS = {"Accept-Encoding": "identity"}
@@ -236,8 +238,8 @@ class _Body:
         self.response, self.limit = response, limit
         self.chunks: list[bytes] = []
         self.size = 0
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limit:  # h11 let only digits through
+        length = whole_number(response.headers.get("content-length", ""), digits=20)
+        if length is not None and length > limit:  # h11 lets only digits through
             raise AnswerTooLarge(response.status_code, limit)
 
     def add(self, chunk: bytes) -> None:
