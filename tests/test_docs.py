@@ -92,9 +92,13 @@ def _code() -> str:
     return "\n".join(path.read_text() for path in sources if path.exists())
 
 
+#: a page of past measurements names the settings of its day (benchmarks-archive.md)
+CURRENT = [page for page in PAGES if not page.stem.endswith("-archive")]
+
+
 def test_every_setting_the_docs_name_exists():
     code = _code()
-    named = {m.group(1) for page in PAGES for m in SETTING.finditer(page.read_text())}
+    named = {m.group(1) for page in CURRENT for m in SETTING.finditer(page.read_text())}
     assert "DECISIONS__MODEL" in named  # the pattern finds them
     missing = sorted(name for name in named if f"{name}" not in code)
     assert not missing, f"the docs name settings no code reads: {missing}"
