@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from questions.core import state_files
+from questions.core import spec, state_files
 from questions.models import SampleState
 from tests import factories
 from tests.helpers import write
@@ -129,3 +129,18 @@ def test_the_cli_takes_a_file_at_the_limit_and_refuses_one_more(qs, tmp_path, se
     code, out, _ = run_cli("states-import", at, "--set", "up", "--user", "owner")
     assert (code, out.strip()) == (0, "up: 40 sample states imported")
     assert SampleState.objects.filter(question_set=qs).count() == 40
+
+
+@pytest.mark.django_db
+def test_the_cli_reads_a_long_file_no_further_than_one_record_past_the_limit(
+    qs, tmp_path, settings, monkeypatch
+):
+    settings.DECISIONS_UPLOAD_MAX_ROWS = 40
+    long = write(tmp_path, jsonl_of(100_000), "long.jsonl")
+    parsed = []
+    loads = spec.loads
+    monkeypatch.setattr(spec, "loads", lambda raw: parsed.append(len(raw)) or loads(raw))
+    code, _, err = run_cli("states-import", long, "--set", "up", "--user", "owner")
+    assert code == 1 and says_the_limit(err, 40)
+    assert len(parsed) == 1 + 41  # the whole text once (not one JSON value), then 41 lines
+    assert not SampleState.objects.exists()

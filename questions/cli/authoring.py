@@ -159,7 +159,8 @@ def do_import(cli: Console, *, file: str, slug: str, user: str | None, json: boo
 def do_states_import(
     cli: Console, *, file: str, slug: str, user: str | None, json: bool, **_: Any
 ) -> int:
-    items = read_json_lines(file)
+    # the service refuses more than a file may hold: read no further than one past it
+    items = read_json_lines(file, most=settings.DECISIONS_UPLOAD_MAX_ROWS)
     author = acting_user(user)
     question_set = QuestionSet.objects.filter(slug=slug).first()
     if question_set is None:

@@ -104,14 +104,18 @@ def read_json_file(name: str) -> Any:
         raise Unusable(f"{name} is not JSON: {exc}") from exc
 
 
-def read_json_lines(name: str) -> list[Any]:
-    """A JSON array, or JSON Lines (one value per non-blank line)."""
+def read_json_lines(name: str, *, most: int | None = None) -> list[Any]:
+    """A JSON array, or JSON Lines (one value per non-blank line). With `most`, JSON Lines are
+    read no further than one value past it: the caller refuses so many without the rest of a
+    file of a million lines being parsed into memory."""
     raw = _read_bytes(name)
     try:
         value = spec.loads(raw)
     except spec.JSONTextError:
         items = []
         for number, line in enumerate(raw.splitlines(), 1):
+            if most is not None and len(items) > most:
+                break
             if line.strip():
                 try:
                     items.append(spec.loads(line))
