@@ -21,7 +21,7 @@ from questions import roles, services
 from questions.engine.backends.redaction import _secret_pattern, scrub
 from questions.models import Decision, DecisionAnswer
 from tests import factories
-from tests.providers import KEY, Provider, point_every_wire_at
+from tests.providers import KEY, Provider
 from tests.strategies import json_values, question_maps
 
 pytestmark = pytest.mark.django_db
@@ -53,11 +53,8 @@ PATHS = {"typesafe": "/v1/systemone", "runtime": "/api/decisions", "openrouter":
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=GOOD)
-    point_every_wire_at(settings, p)
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(default=GOOD), every_wire=True)
 
 
 def ask(backend="typesafe", document=None, state=STATE, **kw):

@@ -38,12 +38,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def provider(settings):
-    p = FlakyProvider()
-    settings.TYPESAFE_API_KEY = "k-batch-test"
-    settings.TYPESAFE_BASE_URL = p.url
-    settings.DECISIONS_BATCH_BACKOFF_SECONDS = 0.01
-    settings.DECISIONS_BATCH_BACKOFF_CAP_SECONDS = 0.05
+def provider(provider_factory):
+    p = provider_factory(
+        FlakyProvider(),
+        key="k-batch-test",
+        DECISIONS_BATCH_BACKOFF_SECONDS=0.01,
+        DECISIONS_BATCH_BACKOFF_CAP_SECONDS=0.05,
+    )
     p.accepted, p.sockets = 0, []
     accept = p.server.get_request
 
@@ -54,8 +55,7 @@ def provider(settings):
         return connection
 
     p.server.get_request = counted
-    yield p
-    p.close()
+    return p
 
 
 def a_set(states: int):

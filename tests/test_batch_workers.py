@@ -35,12 +35,8 @@ STALE_SECONDS = 4  # a killed worker's share is taken over soon (the default is 
 
 
 @pytest.fixture
-def provider(settings):
-    made = FlakyProvider(latency=0.1)
-    settings.TYPESAFE_API_KEY = "k-workers-test"
-    settings.TYPESAFE_BASE_URL = made.url
-    yield made
-    made.close()
+def provider(provider_factory):
+    return provider_factory(FlakyProvider(latency=0.1), key="k-workers-test")
 
 
 @pytest.fixture

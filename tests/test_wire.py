@@ -19,7 +19,7 @@ from questions.engine import backends
 from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
 from tests import factories
-from tests.providers import STATE, UNSORTED, Provider, answer_all, point_every_wire_at
+from tests.providers import STATE, UNSORTED, Provider, answer_all
 
 pytestmark = pytest.mark.django_db
 
@@ -28,11 +28,8 @@ WIRES = ["typesafe", "runtime", "openrouter"]
 
 
 @pytest.fixture
-def provider(settings):
-    p = Provider(default=answer_all)
-    point_every_wire_at(settings, p)
-    yield p
-    p.stop()
+def provider(provider_factory):
+    return provider_factory(Provider(default=answer_all), every_wire=True)
 
 
 def pairs(value):
