@@ -267,6 +267,73 @@ class StandIn:
         self.server.server_close()
 
 
+class StandInRuntime(StandIn):
+    """The stand-in as `questions standin` serves it: the provider's wires and the runtime's
+    `POST /api/decisions` over the test database's approved exports (a test that reaches it
+    commits what it reads: `django_db(transaction=True)`)."""
+
+    def __init__(self):
+        from questions.dev import standin_runtime
+
+        self.server = standin_runtime.serve_in_thread()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.environment = local_environment(self.url)
+
+
+def local_environment(base_url: str) -> dict[str, str]:
+    """The variables the export page's local block sets (`snippets.local_environment`), as an
+    environment a snippet runs in."""
+    from questions.core import snippets
+
+    return exported_variables(snippets.local_environment(base_url, standin.KEY))
+
+
+def exported_variables(lines: str) -> dict[str, str]:
+    """The NAME=VALUE words of shell `export` lines (comments left out)."""
+    import shlex
+
+    found = {}
+    for line in lines.splitlines():
+        words = shlex.split(line, comments=True)
+        for word in words[1:] if words[:1] == ["export"] else []:
+            name, _, value = word.partition("=")
+            found[name] = value
+    return found
+
+
+#: how the suite runs each language's snippet: the interpreter, the file it is saved as, and
+#: where the answers are in what it prints (curl prints the whole response)
+SNIPPET_RUNS = {
+    "curl": (["sh"], "decide.sh", ("answers",)),
+    "python": ([sys.executable], "decide.py", ()),
+    "typescript": (["node"], "decide.mjs", ()),  # no TypeScript-only syntax: node runs it
+    "sdk": ([sys.executable], "decide_direct.py", ()),
+}
+
+
+def run_snippet(language: str, code: str, env: dict[str, str], folder) -> tuple[Any, str]:
+    """Save a snippet in `folder`, run it with only `env` (and PATH, HOME) in its environment,
+    and return the answers it printed and its stderr; an AssertionError when it fails."""
+    import os
+
+    argv, name, answers_at = SNIPPET_RUNS[language]
+    script = folder / name
+    script.write_text(code)
+    done = subprocess.run(
+        [*argv, str(script)],
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, f"{language}: exit {done.returncode}: {done.stderr[-2000:]}"
+    printed = json.loads(done.stdout)
+    for key in answers_at:
+        printed = printed[key]
+    return printed, done.stderr
+
+
 def run_cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     """`manage.py questions ARGS…`, reading `stdin` when given: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()

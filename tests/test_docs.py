@@ -4,6 +4,7 @@ reference is the one the parsers write, and the README's tour runs on a fresh de
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -168,13 +170,28 @@ def fresh_demo(demo_database, tmp_path) -> dict[str, str]:
     return _demo_env(database)
 
 
+def _wait_until_it_answers(process: subprocess.Popen, url: str) -> None:
+    """Poll `url` until it answers at all (any HTTP status), or fail once `process` has ended."""
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # it answered
+        except OSError:
+            if process.poll() is not None:
+                pytest.fail(f"{url}'s server exited ({process.returncode}) before it answered")
+            time.sleep(0.2)  # a poll until the server answers, not a timing
+    pytest.fail(f"{url} never answered")
+
+
 @pytest.mark.slow
 def test_the_readme_tour_runs_on_a_fresh_demo(fresh_demo):
-    """The tour's commands, as written, against `make run`'s console on a fresh demo database
-    (only the port differs)."""
+    """The tour's commands, as written, against `make run`'s console and stand-in on a fresh
+    demo database (only the ports differ)."""
     env = fresh_demo
     manage = [sys.executable, "manage.py"]
-    port = _free_port()
+    port, standin_port = _free_port(), _free_port()
     server = subprocess.Popen(
         [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
         cwd=ROOT,
@@ -182,20 +199,21 @@ def test_the_readme_tour_runs_on_a_fresh_demo(fresh_demo):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    standin = subprocess.Popen(
+        [*manage, "questions", "standin", "--port", str(standin_port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None:
-                    pytest.fail(
-                        f"the demo's server exited ({server.returncode}) before it answered"
-                    )
-                time.sleep(0.2)  # a poll until the server answers, not a timing
-        else:
-            pytest.fail("the demo's server never answered /healthz")
+        for process, url in (
+            (server, f"http://127.0.0.1:{port}/healthz"),
+            (standin, f"http://127.0.0.1:{standin_port}/api/decisions"),  # a GET: its 405
+        ):
+            _wait_until_it_answers(process, url)
         script = _tour().replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        script = script.replace("127.0.0.1:8765", f"127.0.0.1:{standin_port}")
         script = script.replace(".venv/bin/python", sys.executable)
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
@@ -206,10 +224,15 @@ def test_the_readme_tour_runs_on_a_fresh_demo(fresh_demo):
             timeout=300,
         )
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in (server, standin):
+            process.terminate()
+            process.wait(timeout=30)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "valid: export document, 3 questions" in done.stdout + done.stderr
+    # the export page's Python code printed the stand-in runtime's answers, under gestures' ids
+    printed = json.loads(done.stdout[done.stdout.index("{\n") : done.stdout.index("\n}\n") + 2])
+    assert list(printed) == ["intent", "start", "energy"]
+    assert [a["type"] for a in printed.values()] == ["choice", "noul", "score"]
     assert re.search(
         r"gestures v2 via recorded: \d+/\d+ answered, 0 failed, pass rate", done.stdout
     )

@@ -2,7 +2,10 @@
 is run — curl, Python (httpx) and, with node, TypeScript against a loopback runtime; the SDK one
 against a loopback provider — and what it sends is the export's `questions` map exactly (the
 same keys in the same order, the same values), with the placeholder state, the token from the
-environment, and the answers printed."""
+environment, and the answers printed. And each runs unchanged against the local stand-in as
+`make run` starts it (the runtime's `POST /api/decisions` and the provider's wire, in the
+environment the export page names), the SDK one pinned to the model that answered the run the
+version was approved on, and gets the stand-in's answers."""
 
 from __future__ import annotations
 
@@ -19,10 +22,19 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from questions import exports, services
-from questions.core import snippets
+from questions.core import snippets, spec
+from questions.dev import standin
 from questions.models import Version
 from tests import factories
-from tests.providers import KEY, Provider, answer_all, run_cli
+from tests.providers import (
+    KEY,
+    Provider,
+    StandInRuntime,
+    answer_all,
+    exported_variables,
+    run_cli,
+    run_snippet,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -231,3 +243,129 @@ def test_the_export_page_links_tokens_only_for_who_may_manage_them(approved, who
     assert ('href="/tokens/">API token</a>' in page) is linked
     assert ("a reviewer makes the runtime's token" in page) is not linked
     assert client.get("/tokens/").status_code == (200 if linked else 403)
+
+
+# --- the model the SDK snippet pins ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answered_by", "pinned", "words"),
+    [
+        ("jev-1.13.0", "jev-1.13.0", "# the model that answered the run this version was approved"),
+        (["jev-1.12.0", "jev-1.13.0"], "jev-latest", '("jev-1.12.0", "jev-1.13.0"): the model'),
+        (None, "jev-latest", "# no model is on record as answering the run"),
+    ],
+)
+def test_the_sdk_snippet_pins_the_model_that_answered_the_approval_run(
+    approved, answered_by, pinned, words
+):
+    export = {**approved, "model": "jev-latest", "answered_by": answered_by}
+    code = snippets.snippet("sdk", export, "production")
+    assert f"MODEL = {pinned!r}\n" in code and words in code
+    assert snippets.pinned_model(export)[0] == pinned
+    compile(code, "decide_direct.py", "exec")  # a model's name cannot break the code
+
+
+def test_a_models_name_stays_inside_its_comment_and_its_string():
+    export = {
+        "question_set": "t",
+        "version": 1,
+        "sha256": "0" * 64,
+        "model": "jev-latest",
+        "questions": TRICKY,
+    }
+    for answered in ('evil"\nimport os', ["a\nimport os", "b"]):
+        code = snippets.snippet("sdk", {**export, "answered_by": answered})
+        compile(code, "decide_direct.py", "exec")
+        assert "\nimport os" not in code
+
+
+# --- every snippet against the local stand-in -------------------------------------------------
+
+
+@pytest.fixture
+def local(settings):
+    """The stand-in as `make run` starts it (the provider's wire and the runtime's), the
+    console's typesafe backend pointed at it, and TRICKY approved under `production` on a run
+    the stand-in answered."""
+    runtime = StandInRuntime()
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = standin.KEY, runtime.url
+    writer, checker = factories.author("w"), factories.reviewer("r")
+    qs = factories.question_set("t", owner=writer, doc=TRICKY)
+    services.sample_state_create(question_set=qs, name="s0", state={"n": 10}, author=writer)
+    version = services.version_submit(version=factories.draft(qs), author=writer)
+    batch = services.batch_create(version=version, backend="typesafe", user=writer, enqueue=False)
+    services.batch_execute(batch.pk)
+    services.version_approve(
+        version=version, reviewer=checker, label="production", confirm_weak_evidence=True
+    )
+    yield runtime
+    runtime.stop()
+
+
+def stand_in_answers() -> dict:
+    """What the stand-in answers TRICKY about the placeholder state."""
+    parsed = spec.parse(TRICKY, limits=spec.DEFAULT_LIMITS).questions
+    return {qid: standin.answer(q, snippets.PLACEHOLDER_STATE) for qid, q in parsed.items()}
+
+
+RUNTIME_SNIPPETS = [
+    "curl",
+    "python",
+    pytest.param(
+        "typescript",
+        marks=pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+    ),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", RUNTIME_SNIPPETS)
+def test_each_runtime_snippet_runs_unchanged_against_the_local_stand_in(local, language, tmp_path):
+    printed, _ = run_snippet(language, snippet_of(language), local.environment, tmp_path)
+    assert printed == stand_in_answers()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sdk_snippet_runs_against_the_local_stand_in_pinned_to_its_model(local, tmp_path):
+    assert exports.export_document(Version.objects.get())["answered_by"] == standin.MODEL
+    code = snippet_of("sdk")
+    assert f"MODEL = {standin.MODEL!r}\n" in code
+    printed, _ = run_snippet("sdk", code, local.environment, tmp_path)
+    wanted = stand_in_answers()
+    assert list(printed) == list(wanted)
+    for qid, answer in printed.items():
+        kind = wanted[qid]["type"]
+        assert (answer["type"], answer[kind]) == (kind, wanted[qid][kind])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_curl_snippet_prints_the_runtimes_refusal_of_questions_changed_since(local, tmp_path):
+    code = snippet_of("curl").replace('"two"', '"deux"')  # an option described otherwise
+    script = tmp_path / "decide.sh"
+    script.write_text(code)
+    done = run(["sh", str(script)], local.environment)
+    assert done.returncode == 22  # curl's --fail-with-body
+    assert json.loads(done.stdout)["detail"] == (
+        "Not the questions of an approved export: t v1 holds 2 of the 3 asked; `zeta` is not "
+        "as t v1 approved it (changed since?)."
+    )
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_export_page_names_the_local_address_and_key_when_the_stand_in_is_on(
+    approved, settings, on
+):
+    settings.DECISIONS_STANDIN, settings.TYPESAFE_BASE_URL = on, "http://127.0.0.1:8765"
+    client = Client()
+    client.force_login(factories.user("viewer"))
+    page = client.get("/sets/t/labels/production/export/").content.decode()
+    shown = snippets.local_environment("http://127.0.0.1:8765", standin.KEY)
+    assert (html.escape(shown) in page) is on
+    assert ('data-copy="#local-environment"' in page) is on
+    assert exported_variables(shown) == {
+        "RUNTIME_URL": "http://127.0.0.1:8765",
+        "RUNTIME_TOKEN": standin.KEY,
+        "TYPESAFE_API_KEY": standin.KEY,
+        "TYPESAFE_BASE_URL": "http://127.0.0.1:8765",
+    }

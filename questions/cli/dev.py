@@ -14,7 +14,15 @@ from questions.dev import demo
 
 def add_parsers(sub: Any) -> None:
     """The `standin` and `demo` subcommands."""
-    standin = sub.add_parser("standin", help="serve the local stand-in provider")
+    standin = sub.add_parser(
+        "standin",
+        help="serve the local stand-in provider",
+        description="Serve the local stand-in on 127.0.0.1: the provider's wire "
+        "(POST /v1/systemone, GET /v1/models), the llm wire (POST /v1/chat/completions) and the "
+        "assistant runtime's POST /api/decisions over this console's approved exports (read "
+        "from its database), all with the key stand-in-key. It answers by word overlap; it is "
+        "not Jev.",
+    )
     standin.add_argument("--port", type=int, default=8765)
     standin.add_argument(
         "--latency-ms", type=float, default=0, help="wait this long before every answer"
@@ -32,15 +40,20 @@ def add_parsers(sub: Any) -> None:
 
 
 def do_standin(cli: Console, *, port: int, latency_ms: float, **_: Any) -> int:
-    from questions.dev import standin
+    from questions.dev import standin, standin_runtime
 
     try:
-        server = standin.make_server(port, latency_ms)
+        server = standin_runtime.make_server(port, latency_ms)
     except OSError as exc:
         raise Unusable(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
     host, bound = server.server_address[:2]
     cli.stdout.write(f"stand-in provider (not Jev) on http://{host}:{bound}/v1/systemone")
     cli.stdout.write(f"stand-in chat model (llm wire) on http://{host}:{bound}/v1/chat/completions")
+    cli.stdout.write(
+        f"stand-in runtime (the export page's code) on http://{host}:{bound}"
+        f"{standin_runtime.PATH}: RUNTIME_URL=http://{host}:{bound} "
+        f"RUNTIME_TOKEN={standin.KEY}"
+    )
     cli.stdout.flush()
     try:
         server.serve_forever()

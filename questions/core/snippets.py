@@ -3,7 +3,9 @@ TypeScript (`fetch`), of the runtime's `POST /api/decisions` (seed 000) with the
 exactly as the export document holds it and a placeholder state, reading the runtime's address
 and token from `RUNTIME_URL` and `RUNTIME_TOKEN` (as the console's own `runtime` backend does);
 and one that asks the provider directly through the official SDK (`typesafe-sdk`, which reads
-`TYPESAFE_API_KEY`). Each prints the answers.
+`TYPESAFE_API_KEY`), pinned to the model that answered the run the version was approved on
+(`pinned_model`). Each prints the answers. `local_environment` is what points all of them at a
+local stand-in serving both the runtime's path and the provider's.
 
 The questions are embedded as the export's own JSON text (`export_text`'s form, author's order),
 never rebuilt: the curl body and the TypeScript body send those very bytes; Python parses them
@@ -14,6 +16,7 @@ into dicts, which keep their order and values. One function, `snippet`, serves t
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +44,8 @@ PLACEHOLDER_STATE = {"example": "Replace with the state your application decides
 CLIENT_TIMEOUT_SECONDS = 30
 
 RUNTIME_ENV = ("RUNTIME_URL", "RUNTIME_TOKEN")
+#: what the SDK reads: the provider's key and, when set, its address
+SDK_ENV = ("TYPESAFE_API_KEY", "TYPESAFE_BASE_URL")
 
 
 class UnknownLanguage(ValueError):
@@ -55,6 +60,16 @@ def questions_text(questions: Mapping[str, Any], indent: int = 0) -> str:
     UTF-8 as is), its lines after the first indented by `indent` more spaces."""
     text = json.dumps(questions, ensure_ascii=False, indent=2)
     return text.replace("\n", "\n" + " " * indent) if indent else text
+
+
+def local_environment(base_url: str, key: str) -> str:
+    """The shell lines that point every snippet at one local address serving the runtime's
+    `POST /api/decisions` and the provider's wire (the console's stand-in), with its key."""
+    url, token = shlex.quote(base_url.rstrip("/")), shlex.quote(key)
+    return (
+        f"export {RUNTIME_ENV[0]}={url} {RUNTIME_ENV[1]}={token}\n"
+        f"export {SDK_ENV[0]}={token} {SDK_ENV[1]}={url}  # the provider SDK tab\n"
+    )
 
 
 def snippet(language: str, export: Mapping[str, Any], label: str | None = None) -> str:
@@ -177,8 +192,27 @@ def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
     )
 
 
+def pinned_model(export: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The model the SDK snippet asks, and a comment saying why: the concrete model that
+    answered the run the version was approved on (the export's `answered_by`), when one did;
+    else, when several did or none is known, the model frozen with the approval (`model`)."""
+    answered = export.get("answered_by")
+    if isinstance(answered, str) and answered:
+        return (
+            answered,
+            "the model that answered the run this version was approved on (answered_by)",
+        )
+    frozen = export.get("model") or None
+    if isinstance(answered, list) and answered:
+        names = ", ".join(json.dumps(name, ensure_ascii=False) for name in answered)
+        why = f"several models answered the run this version was approved on ({names})"
+    else:
+        why = "no model is on record as answering the run this version was approved on"
+    return frozen, f"{why}: the model frozen with the approval (model)"
+
+
 def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
-    model = repr(export.get("model") or None)
+    model, why = pinned_model(export)
     return (
         f'"""Ask the approved questions of {_about(export, label)}\n'
         "of TypeSafe directly, through the official SDK (pip install typesafe-sdk), and print the\n"
@@ -196,7 +230,8 @@ def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
         "# Replace with the state your application decides about.\n"
         f"STATE = {PLACEHOLDER_STATE!r}\n"
         "\n"
-        f"MODEL = {model}  # the model frozen with the approval (the export's model)\n"
+        f"# {why}\n"
+        f"MODEL = {model!r}\n"
         "\n"
         "try:\n"
         "    with TypeSafeClient(model=MODEL) as client:\n"

@@ -28,8 +28,8 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -368,11 +368,14 @@ def chat_not_json(message: str, position: int) -> tuple[int, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Route:
-    """One path the stand-in answers: how it answers a body, and how it words its errors."""
+    """One path the stand-in answers: how it answers a body, and how it words its errors;
+    `statuses` turns the handler's own refusals into the route's (the runtime answers a body
+    too large with its 422, where the provider's wire says 413)."""
 
     respond: Callable[[Any], tuple[int, dict[str, Any]]]
     error: Callable[[str, str], dict[str, Any]]
     not_json: Callable[[str, int], tuple[int, dict[str, Any]]]
+    statuses: Mapping[int, int] = field(default_factory=dict)
 
 
 #: what the stand-in serves: path → how it answers a request body and words its errors
@@ -380,8 +383,10 @@ ROUTES = {
     "/v1/systemone": Route(respond, native_error, native_not_json),
     "/v1/chat/completions": Route(respond_chat, chat_error, chat_not_json),
 }
-#: the GET paths: path → its body (each needs the key, as the provider's does)
-_GETS = {"/v1/models": MODELS}
+#: a GET path's answer: its body, or what makes it
+Get = dict[str, Any] | Callable[[], dict[str, Any]]
+#: the GET paths: path → its answer (each needs the key, as the provider's does)
+_GETS: dict[str, Get] = {"/v1/models": MODELS}
 
 
 class BodyRefused(Exception):
@@ -449,20 +454,24 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as one answer, not 40 ms apart
     latency = 0.0
+    routes: Mapping[str, Route] = ROUTES
+    gets: Mapping[str, Get] = _GETS
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path in _GETS:
+        if path in self.gets:
             if not key_accepted(self.headers.get("Authorization")):
                 return self._refuse_key(native_error)
-            return self._send(200, _GETS[path])
-        if path in ROUTES:
+            body = self.gets[path]
+            return self._send(200, body() if callable(body) else body)
+        if path in self.routes:
             return self._send(405, {"detail": "Method Not Allowed"}, {"Allow": "POST"})
         self._send(404, {"detail": "Not Found"})
 
     def do_POST(self) -> None:
-        route = ROUTES.get(self.path.split("?", 1)[0].rstrip("/"))
+        route = self.routes.get(self.path.split("?", 1)[0].rstrip("/"))
         error = route.error if route else native_error
+        statuses = route.statuses if route else {}
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -471,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY_BYTES:
             self.close_connection = True  # the body is left unread
             refused = _too_large("")
-            return self._send(413, error(refused.error_type, refused.message))
+            return self._send(statuses.get(413, 413), error(refused.error_type, refused.message))
         raw = self.rfile.read(length)
         if route is None:
             return self._send(404, {"detail": "Not Found"})
@@ -480,7 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             raw = decode(raw, self.headers.get("Content-Encoding"))
         except BodyRefused as refused:
-            return self._send(refused.status, route.error(refused.error_type, refused.message))
+            status = statuses.get(refused.status, refused.status)
+            return self._send(status, route.error(refused.error_type, refused.message))
         try:
             body = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -524,13 +534,25 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
-def make_server(port: int = 0, latency_ms: float = 0) -> ThreadingHTTPServer:
-    """A stand-in bound to 127.0.0.1 (port 0: any free port)."""
-    handler = type("Handler", (_Handler,), {"latency": latency_ms / 1000})
-    return _Server(("127.0.0.1", port), handler)
+def make_server(
+    port: int = 0,
+    latency_ms: float = 0,
+    *,
+    routes: Mapping[str, Route] | None = None,
+    gets: Mapping[str, Get] | None = None,
+) -> ThreadingHTTPServer:
+    """A stand-in bound to 127.0.0.1 (port 0: any free port), serving `routes` and `gets`
+    beside its own (the runtime's, `questions.dev.standin_runtime`, adds its path so)."""
+    attributes = {
+        "latency": latency_ms / 1000,
+        "routes": {**ROUTES, **(routes or {})},
+        "gets": {**_GETS, **(gets or {})},
+    }
+    return _Server(("127.0.0.1", port), type("Handler", (_Handler,), attributes))
 
 
-def serve_in_thread(port: int = 0, latency_ms: float = 0) -> ThreadingHTTPServer:
-    server = make_server(port, latency_ms)
+def serve_in_thread(port: int = 0, latency_ms: float = 0, **served: Any) -> ThreadingHTTPServer:
+    """`make_server`'s stand-in (`served`: its routes and gets), serving in a daemon thread."""
+    server = make_server(port, latency_ms, **served)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -1,8 +1,10 @@
 """A label's export page: the approved version it points at, how the runtime fetches its
-export, and code that calls it (`questions.snippets`) in tabs with copy buttons. A read."""
+export, and code that calls it (`questions.snippets`) in tabs with copy buttons — and, when
+`make run` started the local stand-in, the address and key that run that code here. A read."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -10,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from questions import exports
 from questions.core import snippets
+from questions.dev import standin
 from questions.models import QuestionSet
 
 
@@ -23,6 +26,12 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
         raise Http404("No such label on an approved version.")
     export = exports.export_document(version)
     fetch_url = request.build_absolute_uri(reverse("api-export", args=[slug]) + f"?label={label}")
+    # make run's stand-in serves the runtime's path too, where TYPESAFE_BASE_URL points
+    local = settings.DECISIONS_STANDIN and {
+        "url": settings.TYPESAFE_BASE_URL,
+        "key": standin.KEY,
+        "environment": snippets.local_environment(settings.TYPESAFE_BASE_URL, standin.KEY),
+    }
     return render(
         request,
         "questions/label_export.html",
@@ -34,5 +43,6 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
             "fetch_url": fetch_url,
             "snippets": snippets.snippets(export, label),
             "runtime_env": snippets.RUNTIME_ENV,
+            "local": local,
         },
     )
