@@ -84,6 +84,28 @@ def test_gzip_when_asked_with_the_same_etag_meaning(client, token):
             assert (again.status_code, again.content) == (304, b"")
 
 
+@pytest.mark.django_db(transaction=True)  # served by a real server on its own thread
+def test_a_304_names_no_html_and_repeats_the_200s_validators(live_server):
+    """Over HTTP, as the runtime fetches it: the 304 carries no `Content-Type` (it has no body,
+    and a bare response's `text/html` would misname the JSON it stands for), and the same
+    validators and caching headers as the 200 (RFC 9110, 15.4.5)."""
+    import httpx
+
+    make_world()
+    _, raw = services.api_token_create(name="runtime", user=roles.OPERATOR)
+    url = f"{live_server.url}{reverse('api-export', args=['s'])}?label=production"
+    for encoding in ("gzip", "identity"):
+        headers = {"Authorization": f"Bearer {raw}", "Accept-Encoding": encoding}
+        first = httpx.get(url, headers=headers)
+        again = httpx.get(url, headers={**headers, "If-None-Match": first.headers["ETag"]})
+        assert first.status_code == 200
+        assert first.headers["Content-Type"] == "application/json; charset=utf-8"
+        assert (again.status_code, again.content) == (304, b"")
+        assert "Content-Type" not in again.headers
+        for name in ("ETag", "Vary", "Cache-Control", "Link"):
+            assert again.headers[name] == first.headers[name], name
+
+
 # --- pin what was approved, and every byte the author wrote -------------------------------------
 
 #: the author's order: question keys, noul cases, entry fields and options not in the usual order

@@ -4,7 +4,14 @@ with bearer tokens (ETag, 304, gzip, the fetch log) and the published JSON Schem
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotModified,
+    JsonResponse,
+)
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -18,13 +25,15 @@ def _export_response(
     """The export document; its ETag is the hash of these very bytes, so any change of body
     changes it, and an `If-None-Match` that holds it gets a 304. A client that accepts gzip
     gets the body gzipped (made once per version), its ETag marked weak as Django's own gzip
-    does; either form of the tag matches."""
+    does; either form of the tag matches. A 304 carries no body and so no `Content-Type` (the
+    HTML default of a bare response would misname the JSON it stands for); it repeats the
+    200's validators and caching headers (RFC 9110, 15.4.5)."""
     body = exports.export_body(ref)
     etag = f'"{body.etag}"'
     gzipped = "gzip" in request.headers.get("Accept-Encoding", "").lower()
     shown_etag = f"W/{etag}" if gzipped else etag
     if _etag_matches(if_none_match, etag):
-        response = HttpResponse(status=304)  # the same validators and links as its 200
+        response = HttpResponseNotModified()  # the same validators and links as its 200
     else:
         response = HttpResponse(
             body.gzipped if gzipped else body.text, content_type="application/json; charset=utf-8"
