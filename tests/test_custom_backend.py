@@ -60,6 +60,9 @@ def test_a_good_function_answers_uncalibrated_at_no_cost_with_its_own_latency(se
     assert shown["answers"]["desk"]["choice"] == "billing" and shown["model"] == "tests' own rules"
     assert shown["cost"] == 0 and shown["timing"]["provider_ms"] is not None
     assert backends.calibrated("custom") is False and "custom" in backends.NAMES
+    assert backends.answers_from("custom") == "your own rules"
+    assert backends.answers_from("recorded:custom") == "your own rules, recorded"
+    assert backends.answers_from("llm") == "a chat model"
 
 
 @pytest.mark.parametrize(
@@ -122,6 +125,9 @@ def test_a_good_function_through_the_preview(settings, client):
         {"preview_backend": "custom", "preview_state_json": json.dumps({"ticket": "refund"})},
     ).content.decode()
     assert "tests&#x27; own rules" in page and "calibrated: false" in page
+    # named for what it is: the author's own rules, not a chat model
+    assert "These answers come from your own rules (<code>custom</code>)" in page
+    assert "chat model" not in page
     assert Decision.objects.get().backend == "custom"
     editor = client.get(reverse("version-edit", args=["s", version.number])).content.decode()
     assert 'value="custom"' in editor  # offered where backends are

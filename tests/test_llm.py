@@ -405,6 +405,7 @@ def test_the_preview_run_page_comparison_exports_and_cli_batch_say_calibrated_fa
         {"preview_backend": "llm", "preview_state_json": json.dumps(STATE)},
     ).content.decode()
     assert "calibrated: false" in page
+    assert "These answers come from a chat model (<code>llm</code>)" in page
     code, out, err = run_cli("batch", "--set", "s", "--version", "1", "--backend", "llm", "--json")
     assert code == 0, err
     assert json.loads(out)["calibrated"] is False

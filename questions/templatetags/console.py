@@ -109,6 +109,14 @@ def uncalibrated(backend: str) -> bool:
     return not backends.calibrated(backend)
 
 
+@register.filter
+def answers_from(backend: str) -> str:
+    """What decisions through this backend come from: "a chat model", "your own rules"."""
+    from questions.engine import backends
+
+    return backends.answers_from(backend)
+
+
 @register.simple_tag
 def percent(part, whole) -> str:
     """A pass rate of `part` out of `whole` with its 95 % interval and its n, as every page says

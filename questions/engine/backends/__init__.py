@@ -17,7 +17,14 @@ live like the wires but asked in process, with no `aask` (a batch run asks it in
 
 from __future__ import annotations
 
-from questions.engine.backends.base import Ask, Backend, DecisionError, Outcome, encoded_questions
+from questions.engine.backends.base import (
+    FROM_THE_PROVIDER,
+    Ask,
+    Backend,
+    DecisionError,
+    Outcome,
+    encoded_questions,
+)
 from questions.engine.backends.http import LIVE
 from questions.engine.backends.recorded import DEFAULT_SOURCE, RecordedBackend
 
@@ -49,6 +56,15 @@ def calibrated(name: str) -> bool:
         return True
 
 
+def answers_from(name: str) -> str:
+    """What decisions through backend `name` come from, as a page says it: "a chat model"
+    (`llm`), "your own rules" (`custom`), "the provider" (a name no longer known too)."""
+    try:
+        return get(name).answers_from
+    except DecisionError:
+        return FROM_THE_PROVIDER
+
+
 def available() -> list[Backend]:
     """The live backends that are configured, then the replay of each live wire (always
     there; `recorded` replays typesafe)."""
@@ -64,6 +80,7 @@ __all__ = [
     "Backend",
     "DecisionError",
     "Outcome",
+    "answers_from",
     "available",
     "calibrated",
     "encoded_questions",

@@ -296,10 +296,15 @@ def _round(ms: float | None) -> float | None:
     return None if ms is None else round(ms, 2)
 
 
+#: what a live wire's answers come from, as a page says it, unless the wire says more
+FROM_THE_PROVIDER = "the provider"
+
+
 class Backend(Protocol):
     name: str
     live: bool
     calibrated: bool
+    answers_from: str  # what its answers come from, as a page says it ("a chat model")
 
     def configured(self) -> bool: ...
 

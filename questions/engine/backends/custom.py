@@ -69,6 +69,7 @@ class CustomBackend:
     live = True  # asked now, recorded, replayable as `recorded:custom`
     rules = answers.GATEWAY
     calibrated = False  # what a column or a run shows; a body may say otherwise per call
+    answers_from = "your own rules"  # DECISIONS__CUSTOM_BACKEND's function, not a model
 
     def configured(self) -> bool:
         return bool(settings.DECISIONS_CUSTOM_BACKEND)

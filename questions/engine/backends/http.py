@@ -16,6 +16,7 @@ from django.conf import settings
 from questions.core import answers, spec
 from questions.engine.backends import llm
 from questions.engine.backends.base import (
+    FROM_THE_PROVIDER,
     PROVIDER_DETAIL_LIMIT,
     Ask,
     DecisionError,
@@ -32,6 +33,7 @@ class _HttpBackend:
     needs = ""  # the variables to set, for the 503
     rules = answers.GATEWAY  # the answer checks that refuse on this wire
     calibrated = True  # False: its probabilities are a model's words (seed 001)
+    answers_from = FROM_THE_PROVIDER  # what its answers come from, as a page says it
     # the wire's row: the settings that hold its base URL, its secret and its price; its path
     base_setting = ""
     secret_setting = ""
@@ -161,6 +163,7 @@ class LlmBackend(_HttpBackend):
     needs = "LLM_API_KEY (and LLM_BASE_URL, LLM_MODEL for an endpoint other than OpenRouter)"
     rules = llm.RULES
     calibrated = llm.CALIBRATED
+    answers_from = "a chat model"
     base_setting, secret_setting, path = "LLM_BASE_URL", "LLM_API_KEY", "/chat/completions"
     price_setting = "LLM_PRICE_PER_MILLION_INPUT_TOKENS"
     wire_class = ChatWire

@@ -35,6 +35,11 @@ class RecordedBackend:
         """A replay is as calibrated as the wire it replays."""
         return self.source.calibrated
 
+    @property
+    def answers_from(self) -> str:
+        """What a replay's answers come from: the wire it replays, recorded earlier."""
+        return f"{self.source.answers_from}, recorded"
+
     def configured(self) -> bool:
         return True
 
