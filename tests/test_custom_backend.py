@@ -202,11 +202,15 @@ def test_the_demo_runs_rules_stand_in_and_llm_side_by_side(settings):
     from questions.models import BatchRun
 
     settings.DEBUG = True
+    settings.CONSOLE_PUBLIC_URL = "http://127.0.0.1:8101"  # as make run PORT=8101 sets it
     code, out, err = run_cli("demo")
     assert code == 0, err
     runs = BatchRun.objects.filter(question_set__slug="support-routing").order_by("pk")
     assert [(r.backend, r.status) for r in runs] == [(b, "done") for b in demo_sets.SIDE_BY_SIDE]
-    assert "side by side (custom, typesafe, llm): /sets/support-routing/compare/?col=run:" in out
+    # the whole link, which a terminal lets one click, not a path
+    columns = "&".join(f"col=run:{r.pk}" for r in runs)
+    link = f"http://127.0.0.1:8101/sets/support-routing/compare/?{columns}"
+    assert f"side by side (custom, typesafe, llm): {link}\n" in out
     rules = runs[0]
     models = set(rules.items.values_list("decision__model_answered", flat=True))
     assert models == {demo_rules.MODEL} and rules.pass_rate > runs[1].pass_rate

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.test.utils import override_settings
+from django.urls import reverse
 
 from questions import roles, services
 from questions.dev import standin
@@ -46,8 +48,10 @@ def demo_load() -> list[str]:
     done += _approve(runs)
     if side_by_side:
         columns = "&".join(f"col=run:{run.pk}" for run in side_by_side)
-        slug = side_by_side[0].question_set.slug
-        done.append(f"side by side ({', '.join(SIDE_BY_SIDE)}): /sets/{slug}/compare/?{columns}")
+        # the whole address, as one clicks it in a terminal (CONSOLE_PUBLIC_URL: make run's)
+        compare = reverse("set-compare", args=[side_by_side[0].question_set.slug])
+        link = f"{settings.CONSOLE_PUBLIC_URL}{compare}?{columns}"
+        done.append(f"side by side ({', '.join(SIDE_BY_SIDE)}): {link}")
     return done + _promote(runs)
 
 
