@@ -1,5 +1,7 @@
 # Two commands do all the set-up on a fresh machine with Python >= 3.11 and make:
 #   make run   — install from the lock, migrate, serve the console on http://127.0.0.1:8000
+#                (console/run: the demo, the stand-in, the task workers, runserver; Ctrl-C or
+#                a TERM to make stops them all)
 #   make test  — install from the lock, run the whole suite
 #   (make test-fast — the inner loop: the suite without the tests marked slow)
 # and one runs it for a team (docs/operating.md, "Run it for a team"):
@@ -28,30 +30,7 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	@touch $@
 
 run: $(VENV)/.synced
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py migrate --noinput
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(VENV)/bin/python manage.py questions demo
-	@export DJANGO_DEBUG=$${DJANGO_DEBUG:-1} CONSOLE_PUBLIC_URL=$${CONSOLE_PUBLIC_URL:-http://$(HOST):$(PORT)} \
-	        DECISIONS__WEBHOOK_ALLOW_PRIVATE=$${DECISIONS__WEBHOOK_ALLOW_PRIVATE:-1} \
-	        DECISIONS__CUSTOM_BACKEND=$${DECISIONS__CUSTOM_BACKEND:-questions.dev.demo_rules:answer}; \
-	if [ -z "$${TYPESAFE_API_KEY:-}" ]; then \
-	  $(VENV)/bin/python manage.py questions standin --port $(STANDIN_PORT) & \
-	  standin=$$!; trap 'kill $$standin 2>/dev/null' EXIT INT TERM; \
-	  export TYPESAFE_API_KEY=stand-in-key TYPESAFE_BASE_URL=http://127.0.0.1:$(STANDIN_PORT) \
-	         DECISIONS__STANDIN=1; \
-	  if [ -z "$${LLM_API_KEY:-}" ]; then \
-	    export LLM_API_KEY=stand-in-key LLM_BASE_URL=http://127.0.0.1:$(STANDIN_PORT)/v1; \
-	  fi; \
-	  echo; echo "  No TYPESAFE_API_KEY: answers come from the local stand-in, not from Jev."; \
-	fi; \
-	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 & \
-	worker=$$!; \
-	$(VENV)/bin/python manage.py db_worker --no-reload --interval 0.5 --queue-name webhooks & \
-	hooks=$$!; trap 'kill $$worker $$hooks $${standin:-} 2>/dev/null' EXIT INT TERM; \
-	echo; \
-	echo "  Decision Console: http://$(HOST):$(PORT)/"; \
-	echo "  Sign in as author (writes) or reviewer (reviews), password demo."; \
-	echo; \
-	$(VENV)/bin/python manage.py runserver $(HOST):$(PORT)
+	@HOST=$(HOST) PORT=$(PORT) STANDIN_PORT=$(STANDIN_PORT) exec console/run
 
 serve: $(VENV)/.synced
 	@for name in DJANGO_SECRET_KEY DJANGO_ALLOWED_HOSTS; do \

@@ -91,6 +91,7 @@ def test_no_page_sends_a_reader_outside_the_project():
 def _code() -> str:
     sources = [*(ROOT / "console").glob("*.py"), *(ROOT / "questions").rglob("*.py")]
     sources += [ROOT / "Makefile", ROOT / "Procfile", ROOT / "console" / "serve"]
+    sources += [ROOT / "console" / "run"]
     return "\n".join(path.read_text() for path in sources if path.exists())
 
 
