@@ -229,6 +229,37 @@ def test_the_cli_prints_the_controls_json_shape_with_verdicts_and_fails_on_a_bre
         p.stop()
 
 
+def _said_by_the_reference(name: str) -> str:
+    """A subcommand's description and epilog, as docs/cli.md prints them, on one line."""
+    from questions.cli import reference
+
+    (sub,) = [p for n, _, p in reference.subcommands(reference.parser()) if n == name]
+    return " ".join(f"{sub.description} {sub.epilog}".split())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_invariance_exits_with_the_statuses_its_reference_names(routing_set, settings):
+    said = _said_by_the_reference("controls")
+    assert "Exit status: 0 when every call answered and nothing was found" in said
+    assert "an invariance check is broken, or the control is refused" in said
+    assert "2 when the command line cannot be parsed" in said
+    version, _ = routing_set
+    asked = ("controls", "--set", "inv", "--version", str(version.number), "--invariance")
+    p = Provider(coherent)
+    settings.TYPESAFE_API_KEY, settings.TYPESAFE_BASE_URL = "k-inv", p.url
+    try:
+        code, out, err = run_cli(*asked, "--backend", "typesafe", "--json")
+    finally:
+        p.stop()
+    assert code == 0, err  # every check held
+    assert json.loads(out)["control"]["broken"] == []
+    # a replay cannot answer a variant: refused, the reason and its status given
+    code, out, _ = run_cli(*asked, "--backend", "recorded", "--json")
+    assert code == 1 and json.loads(out)["status"] == 422
+    code, _, err = run_cli(*asked[:4], "9", "--invariance", "--backend", "typesafe")
+    assert code == 1 and "inv has no version 9" in err
+
+
 @pytest.mark.django_db
 def test_the_controls_page_starts_an_invariance_control(routing_set, settings):
     from django.test import Client

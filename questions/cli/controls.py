@@ -44,16 +44,26 @@ def add_parsers(sub: Any) -> None:
         help="a shuffle control, order sensitivity or repeatability run, in the foreground",
         description="Ask a version about every sample state as written and in K variants "
         "(--shuffle K: option descriptions shuffled among a choice's options; --orders K: a "
-        "choice's options reordered; --repeat R: the same call R times), live, and print per "
-        "question what the control found. Exit 1 when a call failed or a shuffle control "
-        "finds a question whose words carry no signal.",
+        "choice's options reordered; --repeat R: the same call R times; --invariance: ids "
+        "renamed, questions reordered, nouls negated, an option cloned, each question alone), "
+        "live, and print per question what the control found. Exit status: 0 when every call "
+        "answered and nothing was found; 1 when a call failed, a shuffle control finds a "
+        "question whose words carry no signal, an invariance check is broken, or the control "
+        "is refused (no such set or version, a replay backend, a bad count or seed: the reason "
+        "printed; with --json {status, detail}); 2 when the command line cannot be parsed.",
         epilog="--shuffle K prints the real pass rate and the shuffled floor, --orders K the "
         "flip rate and the largest distance, --repeat R (2 to 20) the flip rate and the largest "
         "spread; K is 1 to 20, the seed 0 unless given. --json gives batch --json's summary of "
         "the real calls and control: {kind, title, count, seed, calls, no_signal: [question "
         "ids], questions: {id: {type, varied, real_pass_rate, real_checked, floor, "
         "floor_checked, no_signal, flip_rate, compared, largest_distance, largest_spread, "
-        "mean_spread}}}.",
+        "mean_spread}}}. --invariance prints per question each check's verdict (holds, BROKEN, "
+        "or n/a when no state was compared) and names the broken questions on stderr; its "
+        "--json control is {kind: invariance, title, count, seed, calls, tolerance, broken: "
+        "[question ids], "
+        "questions: {id: {type, checks: {check: {compared, broken, broken_states, largest, "
+        "holds}}}}}. Orders and repeat runs exit 1 only when a call failed: they measure, "
+        "they do not gate.",
     )
     add_set(ctl)
     add_version_or_label(ctl)
