@@ -10,6 +10,7 @@ import pytest
 
 from questions import services
 from questions.core import check, invariance, spec
+from questions.dev import standin
 from questions.models import BatchRun
 from questions.selectors import control_reports
 from questions.services import controls as control_services
@@ -227,6 +228,28 @@ def test_the_cli_prints_the_controls_json_shape_with_verdicts_and_fails_on_a_bre
         assert "Invariance and coherence" in page and "<strong>broken</strong> in 1 of 1" in page
     finally:
         p.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_the_local_stand_in_a_negated_noul_holds(routing_set, settings):
+    """The stand-in reads "It is not the case that: …" as the statement's opposite, so the
+    control judges its nouls instead of calling every one broken."""
+    version, writer = routing_set
+    server = standin.serve_in_thread()
+    settings.TYPESAFE_API_KEY = standin.KEY
+    settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        run = control_services.invariance_create(
+            version=version, backend="typesafe", user=writer, enqueue=False
+        )
+        run = services.batch_execute(run.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.status == BatchRun.Status.DONE and run.items.filter(status="failed").count() == 0
+    negated = control_reports.invariance_report(run)["urgent"]["negated"]
+    assert (negated.compared, negated.broken, negated.holds) == (2, [], True)
+    assert negated.largest <= 0.01  # 1 − P(true), rounded to two decimals
 
 
 def _said_by_the_reference(name: str) -> str:

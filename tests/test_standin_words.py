@@ -1,14 +1,15 @@
 """The stand-in reads the words: the option whose words the state shares wins, an option named
 only by its id has only its id's words, shuffled descriptions point the wrong way, `not_for`
-counts against, and every answer stays one the gateway accepts."""
+counts against, a noul's statement that denies itself reads as its opposite (so the invariance
+control's negation holds on it), and every answer stays one the gateway accepts."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from questions.core import answers, check, controls, spec
+from questions.core import answers, check, controls, invariance, spec
 from questions.dev import standin
 from tests.strategies import json_values, question_maps
 
@@ -105,6 +106,47 @@ def test_a_score_reads_its_levels_and_a_noul_its_cases_and_statement():
         ask(questions, "urgent")["urgent"]["noul"] > 0.5 > ask(questions, "later")["urgent"]["noul"]
     )
     assert ask(questions, "")["spam"]["noul"] == 0.27  # no case spoken of; the statement absent
+
+
+def test_a_statement_that_denies_itself_reads_as_its_opposite():
+    document = {
+        "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+        "denied": {"type": "noul", "instructions": "It is not the case that: Is it urgent?"},
+        "twice": {"type": "noul", "instructions": "It's not true that it is false that: urgent"},
+    }
+    said = ask(parsed(document), "urgent, today")
+    assert said["urgent"]["noul"] > 0.5 > said["denied"]["noul"]
+    assert round(said["urgent"]["noul"] + said["denied"]["noul"], 2) == 1.0
+    assert said["twice"]["noul"] == said["urgent"]["noul"]  # two denials affirm
+    # a "not" inside the sentence is a word like the others: word overlap cannot read it
+    assert standin.statement("Is it not urgent?") == ("Is it not urgent?", False)
+    assert standin.statement("It is true that: urgent") == ("It is true that: urgent", False)
+
+
+#: a few words, so that states, statements and cases share some
+VOCABULARY = ["refund", "urgent", "today", "invoice", "crash", "angry", "deadline", "card", "the"]
+SAID = st.lists(st.sampled_from(VOCABULARY), max_size=6).map(" ".join)
+NOULS = st.fixed_dictionaries(
+    {"type": st.just("noul"), "instructions": SAID.filter(str.strip)},
+    optional={
+        "criteria": st.fixed_dictionaries(
+            {}, optional={"true": SAID.filter(str.strip), "false": SAID.filter(str.strip)}
+        )
+    },
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(NOULS, SAID, st.sampled_from([b"", standin.CHAT_SALT]))
+def test_a_noul_negated_as_the_invariance_control_asks_it_answers_one_minus_p(noul, state, salt):
+    """The control's `negated` variant (the statement denied, the cases swapped): P(true) +
+    P(negated true) is 1 within the two decimals each is rounded to."""
+    result = check.validate({"q": noul}, lints=False, limits=spec.DEFAULT_LIMITS)
+    assume(result.valid)
+    question = result.document.questions["q"]
+    p = standin.answer(question, state, salt)["noul"]
+    negated = standin.answer(invariance.negated(question), state, salt)["noul"]
+    assert abs(p + negated - 1) <= 0.01 + 1e-9
 
 
 def test_the_chat_wire_is_surer_than_the_native_one():

@@ -5,7 +5,8 @@ option's weighted overlap with the state's words (weights like idf over the ques
 texts, stopwords out, light stemming; a structured entry's `what` and examples for it, its
 `not_for` against it; an option named only by its id has only its id's words) turned into
 probabilities by a softmax; a score's levels the same way, the score their weighted sum; a noul
-its true case against its false case, and the share of its statement's words the state holds.
+its true case against its false case, and the share of its statement's words the state holds
+(a statement that opens by denying itself, "It is not the case that: …", read as its opposite).
 Deterministic, rounded to two decimals like Jev's, under a model name that says what it is; its
 chat answers are surer (`CHAT_SHARPNESS`), as a chat model's stated probabilities would differ
 from Jev's. It is never used unless the console is pointed at it.
@@ -243,21 +244,44 @@ def answer(question: spec.Question, state: Any, salt: bytes = b"") -> dict[str, 
     }
 
 
+#: an opening that denies the whole statement after it ("It is not the case that: …", "It is
+#: not true that …", "It is false that …"); one inside a sentence ("is not urgent") is a word
+#: like the others, which word overlap cannot read
+_DENIAL = re.compile(
+    r"\s*(?:it(?:\s+is|['’]s)\s+(?:not\s+(?:the\s+case|true)|false)"
+    r"|it\s+isn['’]t\s+(?:the\s+case|true))\s+that\b(?:\s*[:,—–-])?\s*",
+    re.IGNORECASE,
+)
+
+
+def statement(instructions: Any) -> tuple[str, bool]:
+    """A noul's statement with the openings that deny it taken off, and whether they turn it
+    into its opposite (an odd number of them: two denials affirm)."""
+    text = spec.entry_text(instructions)
+    denied = False
+    while found := _DENIAL.match(text):
+        text, denied = text[found.end() :], not denied
+    return text, denied
+
+
 def _noul(question: spec.Question, said: frozenset[str], sharpness: float) -> float:
     """P(true): the true case's overlap against the false case's, and the statement: the
     (weighted) share of its words the state holds, from −STATEMENT_WEIGHT (none) to
-    +STATEMENT_WEIGHT (all). A state that says nothing of either case or the statement: 0.5."""
+    +STATEMENT_WEIGHT (all), the other way round for a denied statement (`statement`), so that
+    denying it and swapping its cases gives 1 − P(true). A state that says nothing of either
+    case or the statement: 0.5."""
     criteria = question.criteria if isinstance(question.criteria, dict) else {}
-    statement = words(spec.entry_text(question.instructions))
+    text, denied = statement(question.instructions)
+    statement_words = words(text)
     cases = [reading(criteria.get(case), "") for case in ("true", "false")]
-    texts = [*cases, Reading(statement)]
+    texts = [*cases, Reading(statement_words)]
     weight = _idf(texts)
     true, false, _ = overlaps(texts, said)
     logit = true - false
-    total = sum(weight(w) for w in statement)
+    total = sum(weight(w) for w in statement_words)
     if total:
-        held = sum(weight(w) for w in statement & said) / total
-        logit += STATEMENT_WEIGHT * (2 * held - 1)
+        held = sum(weight(w) for w in statement_words & said) / total
+        logit += (-1 if denied else 1) * STATEMENT_WEIGHT * (2 * held - 1)
     return 1 / (1 + math.exp(-max(-50.0, min(50.0, sharpness * logit))))
 
 
