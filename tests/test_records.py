@@ -281,6 +281,104 @@ def test_a_file_jevkit_core_writes_imports_and_replays_with_no_network(no_networ
     assert Decision.objects.count() == 2 and DecisionAnswer.objects.count() == 4
 
 
+def _states(qs, author, count: int) -> list[dict]:
+    """`count` sample states of `qs`, each expecting billing; their states."""
+    states = [{"ticket": f"invoice {i} charged twice"} for i in range(count)]
+    for i, state in enumerate(states):
+        services.sample_state_create(
+            question_set=qs, name=f"t{i}", state=state, author=author, expected={"desk": "billing"}
+        )
+    return states
+
+
+@pytest.mark.django_db
+def test_records_the_console_wrote_replay_in_a_fresh_console_as_the_application_asked(
+    no_network, tmp_path, settings
+):
+    """The walkthrough's case: records a console wrote (`model` the model that answered,
+    `meta.model_asked` the alias the application asked) imported into a fresh console and
+    replayed by `batch --backend recorded`, which asks the alias as the application's CI does:
+    every state answered, none a 404. The model that answered replays them too."""
+    settings.DECISIONS_MODEL = "jev-latest"
+    author = factories.author("fresh")
+    qs = factories.question_set("fresh", owner=author, doc=DOC)
+    version = services.open_draft(qs)
+    path = tmp_path / "run.jevl"
+    written = [
+        jevkit_core.Record(
+            model="jev-1.13.0",
+            state=state,
+            questions=version.document,
+            answers=ANSWERS,
+            meta={"backend": "typesafe", "model_asked": "jev-latest"},
+        )
+        for state in _states(qs, author, 4)
+    ]
+    jevkit_core.write_records(path, written)
+    code, out, err = run_cli("records-import", str(path), "--set", "fresh")
+    assert code == 0 and "4 records imported" in out, err
+    stored = Decision.objects.get(request_id=written[0].id)
+    assert (stored.model_asked, stored.model_answered) == ("jev-latest", "jev-1.13.0")
+
+    for model in ((), ("--model", "jev-1.13.0")):
+        code, out, err = run_cli(
+            "batch", "--set", "fresh", "--version", "1", "--backend", "recorded", *model, "--json"
+        )
+        summary = json.loads(out)
+        assert code == 0, err
+        assert (summary["answered"], summary["failed"], summary["pass_rate"]) == (4, 0, 1.0)
+    assert no_network.requests == []
+    # and written out again, each record is the one imported, its model asked kept
+    code, out, _ = run_cli("records", "--set", "fresh", "--version", "1", "--format", "jevl")
+    again = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in again] == [r.id for r in written]
+    assert {r["meta"]["model_asked"] for r in again} == {"jev-latest"}
+
+
+@pytest.mark.django_db
+def test_a_replay_of_records_that_name_no_model_asked_says_which_models_it_holds(
+    no_network, tmp_path, settings
+):
+    """Records that say only which model answered (jevkit-core's, with no `meta`) replay
+    under that model; asked for another, every state's 404 names the models recorded and how
+    to ask for one — and the batch says it once, not only "4 failed"."""
+    settings.DECISIONS_MODEL = "jev-latest"
+    author = factories.author("named")
+    qs = factories.question_set("named", owner=author, doc=DOC)
+    version = services.open_draft(qs)
+    path = tmp_path / "golden.jevl"
+    jevl_file(path, version, _states(qs, author, 4), model="jev-1.13.0")
+    assert run_cli("records-import", str(path), "--set", "named")[0] == 0
+    batch = ("batch", "--set", "named", "--version", "1", "--backend", "recorded")
+
+    code, out, err = run_cli(*batch)
+    assert code == 1 and "0/4 answered, 4 failed" in out
+    told = (
+        "Nothing recorded through typesafe for these questions and this state with model "
+        "jev-latest; they were recorded with jev-1.13.0: replay one of those (--model "
+        "jev-1.13.0 on the command line)."
+    )
+    assert f"Every state failed: 404: {told}" in err
+    items = BatchItem.objects.filter(run__question_set=qs)
+    assert {(i.error_status, i.error_detail) for i in items} == {(404, told)}
+    # one call asks the same: the state's 404 names the models
+    outcome = services.decision_ask(
+        backend="recorded", document=DOC, state={"ticket": "invoice 0 charged twice"},
+        user=roles.OPERATOR, model="jev-latest",
+    )  # fmt: skip
+    assert (outcome.status, outcome.error.detail) == (404, told)
+
+    code, out, err = run_cli(*batch, "--model", "jev-1.13.0")
+    assert code == 0 and "4/4 answered, 0 failed" in out, err
+    # nothing recorded at all for a state: nothing to name, ask live first
+    nothing = services.decision_ask(
+        backend="recorded", document=DOC, state={"ticket": "never asked"},
+        user=roles.OPERATOR, model="jev-latest",
+    )  # fmt: skip
+    assert nothing.status == 404 and "ask typesafe live first" in nothing.error.detail
+    assert no_network.requests == []
+
+
 def _line(version, state, **changes) -> str:
     record = jevkit_core.Record(
         model=MODEL, state=state, questions=version.document, answers=ANSWERS
@@ -315,6 +413,10 @@ BAD_LINES = {
         "`desk` has no answer",
     ),
     "an array": (lambda v: "[1, 2]", "line 4: a record is a JSON object"),
+    "a model asked that is no name": (
+        lambda v: _line(v, {"n": 1}, meta={"model_asked": 13}),
+        "line 4: `meta.model_asked` must be the name of the model asked",
+    ),
 }
 
 

@@ -38,7 +38,9 @@ def add_parsers(sub: Any) -> None:
         description="Read the records in FILE (- reads standard input) into SLUG, all or "
         "nothing: each is checked (strict JSON, v 1, its id, its questions, its answers by "
         "the typesafe wire's rules) and matched to the version with its questions; records "
-        "recorded already are skipped.",
+        "recorded already are skipped. Each is kept as answered by its model and asked as its "
+        "meta.model_asked (the alias the application asked, which the console writes; else its "
+        "model), so a replay (--backend recorded) asking either model finds it.",
     )
     imp.add_argument("file", metavar="FILE")
     add_set(imp)

@@ -265,6 +265,8 @@ def do_batch(
                     f"  {qid}: {q['passed']}/{q['checked']} passed, "
                     f"{stats.rate_words(q['passed'], q['checked'])}"
                 )
+        if run.detail:  # why no state was answered (the commonest failure), once
+            cli.stderr.write(run.detail)
         if below(summary):
             cli.stderr.write(
                 f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} "

@@ -12,7 +12,9 @@ jevkit-core's `record_id`. `record_line` writes a line from what a recording hol
 request text it sent; `state` and `questions` are taken from it in the order they went out);
 `read_line` reads and checks one line — strict JSON, `v` 1, the id, the questions by the
 question-set contract, the answers by the typesafe wire's rules — and says what is wrong with
-its line number. Nothing here touches Django or a database.
+its line number. A record's `meta.model_asked`, when it has one, is the model the application
+asked (the console writes it: the alias `model` answered for). Nothing here touches Django or
+a database.
 """
 
 from __future__ import annotations
@@ -145,6 +147,9 @@ class Record:
     checked: answers.CheckedDecision
     usage: dict[str, Any] | None = None
     label: dict[str, Any] = field(default_factory=dict)
+    #: the model the application asked (`meta.model_asked`, as the console writes it: an alias
+    #: like `jev-latest` that `model` answered for); `model` when the record names none
+    model_asked: str = ""
 
     @property
     def questions_sha256(self) -> str:
@@ -157,8 +162,9 @@ class Record:
 
     @property
     def request_body(self) -> dict[str, Any]:
-        """The body the typesafe wire sends for this request (`Wire.body`'s keys and order)."""
-        return {"state": self.state, "model": self.model, "questions": self.questions}
+        """The body the typesafe wire sent for this request (`Wire.body`'s keys and order),
+        asking the model asked."""
+        return {"state": self.state, "model": self.model_asked, "questions": self.questions}
 
     @property
     def response_body(self) -> dict[str, Any]:
@@ -178,6 +184,14 @@ def _object(raw: Mapping[str, Any], key: str, line: int, *, optional: bool) -> A
     if not isinstance(value, dict):
         raise RecordError(line, f"`{key}` must be an object; got {spec.describe(value)}")
     _repeated(value, line, f"`{key}`")
+    return value
+
+
+def _model_name(value: Any, line: int, where: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RecordError(line, f"{where} must be the name of the model {what}")
+    if "\x00" in value or len(value) > 200:
+        raise RecordError(line, f"{where} is not a model name (at most 200 characters, no NUL)")
     return value
 
 
@@ -216,11 +230,7 @@ def read_line(
     if type(version) is not int or version != FORMAT_VERSION:
         shown = str(version) if isinstance(version, int) else spec.describe(version)
         raise RecordError(line, f"`v` is {shown}; this console reads record format v1")
-    model = raw["model"]
-    if not isinstance(model, str) or not model.strip():
-        raise RecordError(line, "`model` must be the name of the model that answered")
-    if "\x00" in model or len(model) > 200:
-        raise RecordError(line, "`model` is not a model name (at most 200 characters, no NUL)")
+    model = _model_name(raw["model"], line, "`model`", "that answered")
     request = _object(raw, "request", line, optional=False)
     if "questions" not in request or "state" not in request:
         raise RecordError(line, "`request` must hold `state` and `questions`")
@@ -242,6 +252,10 @@ def read_line(
     for key, kind, name in (("tags", list, "an array"), ("meta", dict, "an object")):
         if raw.get(key) is not None and not isinstance(raw[key], kind):
             raise RecordError(line, f"`{key}` must be {name}; got {spec.describe(raw[key])}")
+    meta = raw.get("meta") or {}
+    asked = meta.get("model_asked")
+    if asked is not None:
+        asked = _model_name(asked, line, "`meta.model_asked`", "asked")
     body = {
         "model": model,
         "answers": {
@@ -276,4 +290,5 @@ def read_line(
         checked=checked,
         usage=checked.usage,
         label=dict(label),
+        model_asked=asked or model,
     )

@@ -259,14 +259,15 @@ def _rows(
     sample_state: SampleStateRevision | None,
     user: Any,
 ) -> tuple[Decision, list[DecisionAnswer]]:
-    """The unsaved recording of one record: the request as the typesafe wire sends it (the
-    record's state and questions in their order; its canonical hash is the record's id), the
-    checked answers keyed as a live call's are."""
+    """The unsaved recording of one record: the request as the typesafe wire sent it (the
+    record's state and questions in their order, asking the model the record says was asked),
+    answered by the record's model, the checked answers keyed as a live call's are — so a
+    replay asking either model finds it, as the application asked it or as it was pinned."""
     body = record.request_body
     checked = record.checked
     decision = Decision(
         backend=IMPORTED_BACKEND,
-        model_asked=record.model,
+        model_asked=record.model_asked,
         model_answered=record.model,
         request_text=spec.wire_json(body).decode("utf-8"),
         request_sha256=spec.sha256_of(body),
@@ -290,7 +291,7 @@ def _rows(
             question_id=qid,
             question_sha256=record.parsed[qid].sha256,
             state_sha256=record.state_sha256,
-            model=record.model,
+            model=record.model_asked,
             model_answered=record.model,
             answer=answer,
         )

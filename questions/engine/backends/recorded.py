@@ -6,7 +6,8 @@ question words, state and model.
 whose canonical content and state were answered before (under any id, in any version; two ids
 with the same words both get the recorded answer), re-checks each answer by the rules of the
 wire that gave it, and reports the rest as not recorded. It never guesses and never touches the
-network."""
+network: a state with nothing recorded for the model asked is a 404 that names the models its
+questions were recorded with, if any, and how to ask for one (`--model`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from questions.engine.backends.base import Ask, DecisionError, Outcome
 
 NAME = "recorded"
 DEFAULT_SOURCE = "typesafe"
+#: how many recorded models a 404 names
+MODELS_SHOWN = 5
 
 
 class RecordedBackend:
@@ -63,20 +66,61 @@ class RecordedBackend:
             .values("state_sha256", "question_sha256", "answer", "model_answered")
         )
 
+    def _other_models(self, questions: dict, state_sha256s: set[str]) -> dict[str, list[str]]:
+        """State hash → the models these questions were recorded with about it through this
+        wire, whatever model was asked (asked and answered, sorted): for a 404 to name."""
+        from questions.models import DecisionAnswer
+
+        rows = (
+            DecisionAnswer.objects.filter(
+                question_sha256__in={q.sha256 for q in questions.values()},
+                state_sha256__in=state_sha256s,
+                decision__backend=self.source.name,
+            )
+            .values_list("state_sha256", "model", "model_answered")
+            .distinct()
+        )
+        found: dict[str, set[str]] = {}
+        for state, asked, answered in rows:
+            found.setdefault(state, set()).update(m for m in (asked, answered) if m)
+        return {state: sorted(models) for state, models in found.items()}
+
     def ask(self, ask: Ask) -> Outcome:
         started = time.perf_counter()
         rows = self._rows(ask.questions, {ask.state_sha256}, ask.model)
-        return self._outcome(ask.questions, ask.model, list(rows), started)
+        outcome = self._outcome(ask.questions, ask.model, list(rows), started)
+        if outcome.status == 404:
+            others = self._other_models(ask.questions, {ask.state_sha256})
+            self._name_others(outcome, others.get(ask.state_sha256, []))
+        return outcome
 
     def ask_many(self, questions: dict, state_sha256s: set[str], model: str) -> dict[str, Outcome]:
-        """What `ask` gives for each of many states (by state hash), in one query."""
+        """What `ask` gives for each of many states (by state hash), in one query (and one
+        more, for the models to name, when some state has nothing recorded)."""
         started = time.perf_counter()
         by_state: dict[str, list[dict]] = {sha: [] for sha in state_sha256s}
         for row in self._rows(questions, state_sha256s, model):
             by_state[row["state_sha256"]].append(row)
-        return {
-            sha: self._outcome(questions, model, rows, started) for sha, rows in by_state.items()
-        }
+        out = {sha: self._outcome(questions, model, got, started) for sha, got in by_state.items()}
+        missed = {sha for sha, outcome in out.items() if outcome.status == 404}
+        if missed:
+            others = self._other_models(questions, missed)
+            for sha in missed:
+                self._name_others(out[sha], others.get(sha, []))
+        return out
+
+    def _name_others(self, outcome: Outcome, models: list[str]) -> None:
+        """A 404 that says which models were recorded instead, and how to ask for one."""
+        if not models:
+            return
+        shown = ", ".join(models[:MODELS_SHOWN])
+        more = f" and {len(models) - MODELS_SHOWN} more" if len(models) > MODELS_SHOWN else ""
+        outcome.error = DecisionError(
+            404,
+            f"Nothing recorded through {self.source.name} for these questions and this state "
+            f"with model {outcome.model_asked}; they were recorded with {shown}{more}: replay "
+            f"one of those (--model {models[0]} on the command line).",
+        )
 
     def _outcome(self, questions: dict, model: str, rows: list[dict], started: float) -> Outcome:
         """The replay of one state from its recorded rows, newest first."""
