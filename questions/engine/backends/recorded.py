@@ -77,6 +77,7 @@ class RecordedBackend:
                 state_sha256__in=state_sha256s,
                 decision__backend=self.source.name,
             )
+            .order_by()
             .values_list("state_sha256", "model", "model_answered")
             .distinct()
         )
@@ -95,19 +96,16 @@ class RecordedBackend:
         return outcome
 
     def ask_many(self, questions: dict, state_sha256s: set[str], model: str) -> dict[str, Outcome]:
-        """What `ask` gives for each of many states (by state hash), in one query (and one
-        more, for the models to name, when some state has nothing recorded)."""
+        """What `ask` gives for each of many states (by state hash), in one query; a 404 here
+        names no other model (a try's replayed questions and a compare column read answers,
+        not reasons)."""
         started = time.perf_counter()
         by_state: dict[str, list[dict]] = {sha: [] for sha in state_sha256s}
         for row in self._rows(questions, state_sha256s, model):
             by_state[row["state_sha256"]].append(row)
-        out = {sha: self._outcome(questions, model, got, started) for sha, got in by_state.items()}
-        missed = {sha for sha, outcome in out.items() if outcome.status == 404}
-        if missed:
-            others = self._other_models(questions, missed)
-            for sha in missed:
-                self._name_others(out[sha], others.get(sha, []))
-        return out
+        return {
+            sha: self._outcome(questions, model, rows, started) for sha, rows in by_state.items()
+        }
 
     def _name_others(self, outcome: Outcome, models: list[str]) -> None:
         """A 404 that says which models were recorded instead, and how to ask for one."""
