@@ -66,33 +66,29 @@ class RecordedBackend:
             .values("state_sha256", "question_sha256", "answer", "model_answered")
         )
 
-    def _other_models(self, questions: dict, state_sha256s: set[str]) -> dict[str, list[str]]:
-        """State hash → the models these questions were recorded with about it through this
-        wire, whatever model was asked (asked and answered, sorted): for a 404 to name."""
+    def _other_models(self, questions: dict, state_sha256: str) -> list[str]:
+        """The models these questions were recorded with about this state through this wire,
+        whatever model was asked (asked and answered, sorted): for a 404 to name."""
         from questions.models import DecisionAnswer
 
         rows = (
             DecisionAnswer.objects.filter(
                 question_sha256__in={q.sha256 for q in questions.values()},
-                state_sha256__in=state_sha256s,
+                state_sha256=state_sha256,
                 decision__backend=self.source.name,
             )
             .order_by()
-            .values_list("state_sha256", "model", "model_answered")
+            .values_list("model", "model_answered")
             .distinct()
         )
-        found: dict[str, set[str]] = {}
-        for state, asked, answered in rows:
-            found.setdefault(state, set()).update(m for m in (asked, answered) if m)
-        return {state: sorted(models) for state, models in found.items()}
+        return sorted({model for pair in rows for model in pair if model})
 
     def ask(self, ask: Ask) -> Outcome:
         started = time.perf_counter()
         rows = self._rows(ask.questions, {ask.state_sha256}, ask.model)
         outcome = self._outcome(ask.questions, ask.model, list(rows), started)
-        if outcome.status == 404:
-            others = self._other_models(ask.questions, {ask.state_sha256})
-            self._name_others(outcome, others.get(ask.state_sha256, []))
+        if outcome.status == 404:  # nothing for this model: say what there is instead
+            self._name_others(outcome, self._other_models(ask.questions, ask.state_sha256))
         return outcome
 
     def ask_many(self, questions: dict, state_sha256s: set[str], model: str) -> dict[str, Outcome]:
