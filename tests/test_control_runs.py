@@ -257,8 +257,11 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     # the two states the old model got wrong are fixed, none broken: too few to tell
     assert summary["paired"]["desk"] | {"p_value": 0} == {
         "n": 4,
+        "unit": stats.STATE,
         "before": 0.5,
         "after": 1.0,
+        "difference": 0.5,
+        "difference_interval": list(stats.paired_difference(2, 0, 2, 0)),
         "p_value": 0,
         "verdict": "no_difference_detected",
         "better": 2,
@@ -315,8 +318,8 @@ def test_drift_sets_a_new_model_against_the_last_run_on_the_approved_model(provi
     assert "Model drift" in page and "m-old" in page and "s2" in page
     # the pass rates with their intervals, and the paired verdict in words
     assert f"pass rate {stats.rate_words(6, 8)} → {stats.rate_words(8, 8)}" in page
-    assert "Paired, per state both runs checked: <strong" in page
-    assert "no difference detected on 4 states (2 fixed, 0 broken, p = 0.5)" in page
+    assert 'Paired, overall: <span class="paired-overall">' in page
+    assert "no difference detected on 8 question–state pairs (2 fixed, 0 broken, p = 0.5)" in page
 
 
 def test_drift_refuses_a_version_that_is_not_approved(provider):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from django.test import Client
@@ -41,8 +42,11 @@ def test_paired_verdict_better_when_ten_states_are_fixed_and_none_broken():
     assert found["anger"].n == 0  # nothing labelled: no verdict
     assert found["urgent"].as_dict() == {
         "n": 14,
+        "unit": stats.STATE,
         "before": round(4 / 14, 4),
         "after": 1.0,
+        "difference": round(10 / 14, 4),
+        "difference_interval": list(stats.paired_difference(4, 0, 10, 0)),
         "p_value": urgent.p_value,
         "verdict": "better",
         "better": 10,
@@ -187,8 +191,11 @@ def test_compare_json_carries_the_paired_verdict_the_pass_rates_and_the_noise_fl
         assert verdict["verdict"] in stats.VERDICTS
     assert data["paired"]["urgent"] | {"p_value": 0} == {
         "n": 12,
+        "unit": stats.STATE,
         "before": round(2 / 12, 4),
         "after": 1.0,
+        "difference": round(10 / 12, 4),
+        "difference_interval": list(stats.paired_difference(2, 0, 10, 0)),
         "p_value": 0,
         "verdict": "better",
         "better": 10,
@@ -243,8 +250,12 @@ def test_the_compare_page_says_pass_rates_with_intervals_and_the_verdict_in_word
     page = client.get(url, {"col": [f"run:{before.pk}", f"run:{after.pk}"]}).content.decode()
     evidence = page.split('id="evidence-heading"')[1]
     assert stats.rate_words(5, 8) in evidence and stats.rate_words(7, 8) in evidence
-    assert "no difference detected on 4 states (3 fixed, 1 broken, p = 0.62)" in evidence
-    assert "points" not in evidence
+    urgent = "no difference detected on 4 states (3 fixed, 1 broken, p = 0.62)"
+    assert urgent in evidence
+    # beside the p-value, the change with its paired interval: never bare points
+    change = runs.paired_verdicts(before, after)["urgent"].difference_words()
+    assert re.search(r"\+50\.0 points \(−[0-9.]+ to \+[0-9.]+\)", change)
+    assert f"{change}</strong> (25% → 75%) — " in evidence
     assert 'class="noise-mark"' in page and "the same call flips" in evidence
 
 
@@ -293,9 +304,11 @@ def test_compare_text_says_each_run_pass_rate_and_the_paired_verdict():
         "compare", "--set", qs.slug, "--col", f"run:{before.pk}", "--col", f"run:{after.pk}"
     )
     assert code == 0
-    assert f"pass rate {stats.rate_words(10, 20)}" in out
-    assert f"pass rate {stats.rate_words(20, 20)}" in out
-    assert "against [1], per state: better on 10 states (10 fixed, 0 broken, p = 0.002)" in out
+    assert f"overall {stats.rate_words(10, 20)}" in out
+    assert f"overall {stats.rate_words(20, 20)}" in out
+    overall = runs.paired_verdicts(before, after)["overall"]
+    assert f"against [1], overall: {overall.difference_words()} — " in out
+    assert "better on 20 question–state pairs (10 fixed, 0 broken, p = 0.002)" in out
     assert "*0.80~" in out  # each flip of urgent is within the repeat's spread of 0.8
 
 

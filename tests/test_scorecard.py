@@ -36,6 +36,10 @@ def _client(name: str) -> Client:
     return client
 
 
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+
+
 # --- paired verdicts -------------------------------------------------------------------------
 
 
@@ -48,8 +52,9 @@ def test_paired_verdicts_count_the_states_both_runs_checked(card):
     assert desk.p_value == stats.mcnemar(7, 0) and desk.verdict == stats.BETTER
     urgent = verdicts["urgent"]
     assert (urgent.better, urgent.worse, urgent.verdict) == (0, 0, stats.NO_DIFFERENCE)
-    overall = verdicts["overall"]  # a state passes when both its questions do
-    assert overall.n == CARD_STATES and overall.passed_before == 4 and overall.passed_after == 10
+    overall = verdicts["overall"]  # every question–state pair both runs checked
+    assert overall.n == 2 * CARD_STATES and overall.unit == stats.PAIR
+    assert (overall.passed_before, overall.passed_after) == (4 + 10, 11 + 10)
 
 
 # --- the scorecard ---------------------------------------------------------------------------
@@ -181,7 +186,7 @@ def test_the_review_page_leads_with_the_verdict_and_the_buttons(card):
     assert "the words carry no signal here" in head and 'href="/sets/card/v2/#card-desk"' in head
     assert "flips in 3 of 12 reordered calls" in head
     assert "92% (65–99%, n = 12)" not in head  # overall, not per question, in the rates line
-    assert "passes 88% (69–96%, n = 24)" in head  # v2's 21 of 24 checks, with its interval
+    assert "overall <span" in head and "88% (69–96%, n = 24)" in head  # v2's 21 of 24 checks
     assert "58% (39–76%, n = 24)" in head  # v1's try: 14 of 24
 
 
@@ -361,9 +366,10 @@ def test_the_review_evidence_says_its_change_in_words_not_bare_points(card):
     html = _client("checker").get("/sets/card/v3/review/").content.decode()
     evidence = html[html.index('id="evidence-heading"') :]
     line = evidence[evidence.index('class="pass-rate"') :]
-    line = line[: line.index("</p>")]
-    assert " points" not in line and "paired, per state:" in line
-    assert "worse on 12 states (0 fixed, 6 broken" in line
+    line = _text(line[: line.index("</p>")])
+    # the change in points comes with its paired interval, beside the verdict's words
+    assert "paired: −29.2 points (−47.7 to −8.3) (88% → 58%) — " in line
+    assert "worse on 24 question–state pairs (0 fixed, 7 broken" in line
 
 
 def test_an_order_control_says_what_its_flip_rate_counts(card):

@@ -66,14 +66,18 @@ def test_paired_verdicts_and_their_words():
     found = stats.paired(fixed)
     assert found.as_dict() == {
         "n": 8,
+        "unit": "state",
         "before": 0.25,
         "after": 1.0,
+        "difference": 0.75,
+        "difference_interval": list(stats.paired_difference(2, 0, 6, 0)),
         "p_value": 0.03125,
         "verdict": "better",
         "better": 6,
         "worse": 0,
     }
     assert found.words() == "better on 8 states (6 fixed, 0 broken, p = 0.031)"
+    assert found.difference_words().startswith("+75.0 points (+")
 
     broken = stats.paired([(True, False)] * 6)
     assert broken.verdict == stats.WORSE
@@ -107,3 +111,57 @@ def test_bootstrap_brackets_the_mean_and_reads_the_same_twice():
 
 def test_rate_words():
     assert stats.rate_words(8, 13) == "62% (36–82%, n = 13)"
+
+
+@pytest.mark.parametrize(
+    ("both", "broken", "fixed", "neither", "low", "high"),
+    [
+        # Cavo et al. 2012 as Fagerland, Lydersen & Laake's contingencytables package (chapter
+        # 8) gives Newcombe's square-and-add interval: p1+ − p+1 = −0.0621 (−0.1186 to
+        # −0.0046); after − before is its mirror.
+        (59, 6, 16, 80, 0.0046, 0.1186),
+        (59, 16, 6, 80, -0.1186, -0.0046),
+    ],
+)
+def test_the_paired_difference_matches_a_published_interval(
+    both, broken, fixed, neither, low, high
+):
+    assert stats.paired_difference(both, broken, fixed, neither) == pytest.approx(
+        (low, high), abs=1e-4
+    )
+
+
+def test_the_paired_difference_is_no_zero_width_interval_when_nothing_moved():
+    low, high = stats.paired_difference(15, 0, 0, 0)
+    assert low < 0 < high and low == -high
+    assert stats.paired_difference(0, 0, 0, 0) is None
+    with pytest.raises(ValueError):
+        stats.paired_difference(1, -1, 0, 0)
+
+
+@given(
+    st.tuples(*[st.integers(0, 60)] * 4).filter(lambda counts: sum(counts) > 0),
+)
+def test_the_paired_difference_holds_the_difference_and_stays_within_one(counts):
+    both, broken, fixed, neither = counts
+    n = sum(counts)
+    low, high = stats.paired_difference(*counts)
+    assert -1 <= low <= (fixed - broken) / n + 1e-4 and (fixed - broken) / n - 1e-4 <= high <= 1
+    # the other way round, the same interval mirrored
+    assert stats.paired_difference(both, fixed, broken, neither) == (-high, -low)
+
+
+def test_pooled_verdicts_add_up_the_pairs_and_test_every_discordant_one():
+    desk = stats.paired([(False, True)] * 4 + [(True, False)] + [(True, True)] * 10)
+    urgent = stats.paired([(True, True)] * 10 + [(False, False)] * 5)
+    overall = stats.pooled([desk, urgent])
+    assert (overall.n, overall.passed_before, overall.passed_after) == (30, 21, 24)
+    assert (overall.better, overall.worse, overall.p_value) == (4, 1, stats.mcnemar(4, 1))
+    assert overall.unit == stats.PAIR
+    assert overall.words() == (
+        "no difference detected on 30 question–state pairs (4 fixed, 1 broken, p = 0.38)"
+    )
+    assert overall.difference_words() == "+10.0 points (−5.8 to +25.7)"
+    assert stats.pooled([]).words() == (
+        "no question–state pair was checked by both runs: no paired verdict"
+    )

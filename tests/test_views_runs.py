@@ -117,11 +117,11 @@ def test_compare_two_runs_lists_regressions_first(setup):
     kinds = [k.split('"')[0] for k in delta.split('<tr class="change-')[1:]]
     assert kinds and kinds == sorted(kinds, key=["regression", "fix", "flip"].index)
     assert "→ <strong>false " in delta  # before → after values of the noul read at 0.99
-    # the change said as a paired verdict on the states both checked, never bare points
-    assert "points</strong>" not in delta
+    # the change said as a paired verdict on the pairs both checked, its points with their
+    # paired interval
     verdict = paired_verdicts(first, second)["overall"]
-    assert f'McNemar\'s exact test): <strong class="verdict verdict-{verdict.verdict}">' in delta
-    assert verdict.words() in delta
+    assert 'McNemar\'s exact test): <span class="paired-overall">' in delta.replace("&#x27;", "'")
+    assert verdict.words() in delta and verdict.difference_words() in delta
 
 
 def test_cancel_from_the_page(setup):
@@ -381,7 +381,7 @@ def test_approving_a_version_that_passes_less_than_production_needs_a_confirmati
     paired = paired_verdicts(first, second)["overall"]
     assert paired.after < paired.before
     assert (
-        f"passes {paired.passed_after} of the {paired.n} states both runs checked "
+        f"passes {paired.passed_after} of the {paired.n} question–state pairs both runs checked "
         f"({paired.after:.0%}), fewer than the baseline's run {first.pk} "
         f"({paired.passed_before} of {paired.n}, {paired.before:.0%})"
     ) in page
@@ -441,7 +441,7 @@ def test_weak_evidence_reads_the_states_both_runs_checked_not_two_different_sets
     assert v2_run.checked > v1_run.checked
     assert v2_run.pass_rate < v1_run.pass_rate  # what the old rule compared
     paired = paired_verdicts(v1_run, v2_run)["overall"]
-    assert paired.n == 4 and paired.after == paired.before
+    assert paired.n == 4 * 2 and paired.after == paired.before  # 4 states, 2 questions
     assert services.weak_evidence(v2) == ""
     client.force_login(checker)
     url = f"/sets/s/v{v2.number}/review/"
@@ -465,7 +465,8 @@ def test_weak_evidence_when_no_state_was_checked_by_both_runs(setup, client):
     assert paired_verdicts(first, second)["overall"].n == 0
     weak = services.weak_evidence(v2)
     assert weak == (
-        f"shares no checked state with the baseline's run {first.pk}: nothing shows it does as well"
+        f"shares no checked question–state pair with the baseline's run {first.pk}: nothing "
+        "shows it does as well"
     )
     client.force_login(checker)
     url = f"/sets/s/v{v2.number}/review/"

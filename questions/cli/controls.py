@@ -261,7 +261,8 @@ def do_drift(
             + ("" if summary["calibrated"] else " (calibrated: false)")
         )
         paired = runs.paired_verdicts(run.baseline, run)["overall"]
-        cli.stdout.write(f"  paired, per state: {paired.words()}")
+        change = paired.difference_words()
+        cli.stdout.write(f"  paired, overall: {change + ' — ' if change else ''}{paired.words()}")
         for name, c in summary["calibration"].items():
             if c["delta"] is not None:
                 cli.stdout.write(

@@ -30,8 +30,8 @@ def add_parsers(sub: Any) -> None:
         "approve",
         help="approve a submitted version (never your own), optionally labelling it",
         epilog="Holds to the review page's rules: a version with no finished batch run, or "
-        "whose latest run passes fewer of the states it and the baseline's latest run both "
-        "checked (or shares none with it), is refused (exit 1; --json gives "
+        "whose latest run passes fewer of the question–state pairs it and the baseline's "
+        "latest run both checked (or shares none with it), is refused (exit 1; --json gives "
         "{status: 422, detail}, the detail naming the flag) unless --confirm-weak-evidence "
         "is given (the page's Approve anyway); the approval's note then opens with "
         "'Approved although this version ... (confirmed).'. Prints the model and "
@@ -46,8 +46,8 @@ def add_parsers(sub: Any) -> None:
         "--confirm-weak-evidence",
         action="store_true",
         help="approve a version whose evidence is weak (no finished batch run, or fewer "
-        "passes than the baseline's on the states both runs checked), as the review "
-        "page's “Approve anyway”; recorded in the note",
+        "passes than the baseline's on the question–state pairs both runs checked), as the "
+        "review page's “Approve anyway”; recorded in the note",
     )
     add_json(approve)
     approve.set_defaults(handler=do_approve)

@@ -1,6 +1,6 @@
 """Two runs' answers set against each other (pure Python): the cells that moved (regressions
 first) with the pass rates on the pairs both runs checked (`RunDelta`, and the form a stored
-report keeps), and each state's and question's checks in both runs, which the paired verdicts
+report keeps), and each question's checks per state in both runs, which the paired verdicts
 read (`stats.paired`). What a flip, a distance and a pass are is `metrics`'s."""
 
 from __future__ import annotations
@@ -226,17 +226,4 @@ def paired_checks(
                 passes(qtype, {qtype: b}, wanted, t_before),
                 passes(qtype, {qtype: a}, wanted, threshold),
             )
-    return found
-
-
-def state_checks(
-    by_question: Mapping[str, Mapping[str, tuple[bool, bool]]],
-) -> dict[str, tuple[bool, bool]]:
-    """Per state, whether it passed every question both runs checked on it, before and after:
-    the unit of an overall paired verdict is the state (its questions are not independent)."""
-    found: dict[str, tuple[bool, bool]] = {}
-    for checks in by_question.values():
-        for state, (was, now) in checks.items():
-            old = found.get(state, (True, True))
-            found[state] = (old[0] and was, old[1] and now)
     return found

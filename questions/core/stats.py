@@ -10,7 +10,13 @@ said in. Everything that shows or prints a pass rate takes its interval from her
   discordant states (passed in one run, failed in the other) carry information; under "no
   difference" each is a fair coin, so the two-sided p-value is a binomial tail.
 - `paired(before, after)` — the verdict on two runs' pass/fail per state: `better`, `worse` or
-  `no_difference_detected`, with the numbers that back it.
+  `no_difference_detected`, with the numbers that back it, and the change of pass rate with its
+  paired interval (`paired_difference`); `pooled(verdicts)` adds verdicts on disjoint pairs up
+  (every question's into the overall one: the pairs an overall pass rate counts).
+- `paired_difference(...)` — Newcombe's hybrid score interval of the difference between two
+  paired pass rates (his method 10): each rate's Wilson interval, joined through the
+  correlation of the pairs, so it stays inside [−1, 1], is honest at small n, and is no
+  degenerate 0–0 when nothing moved.
 - `bootstrap(values, statistic)` — a percentile bootstrap interval for statistics without a
   closed form (calibration error, log loss), with a fixed seed so a page reads the same twice.
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +45,8 @@ VERDICTS = (BETTER, WORSE, NO_DIFFERENCE)
 Interval = tuple[float, float]
 
 
-def wilson(passed: int, n: int) -> Interval | None:
-    """The 95 % Wilson score interval of `passed` out of `n`, or None when nothing was checked."""
-    if n <= 0:
-        return None
+def _wilson_bounds(passed: int, n: int) -> Interval:
+    """The 95 % Wilson score interval of `passed` out of `n` (n > 0), unrounded."""
     if not 0 <= passed <= n:
         raise ValueError(f"passed must be between 0 and n ({n}), got {passed}")
     p = passed / n
@@ -50,7 +54,15 @@ def wilson(passed: int, n: int) -> Interval | None:
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = Z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    return (round(max(0.0, centre - half), PLACES), round(min(1.0, centre + half), PLACES))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def wilson(passed: int, n: int) -> Interval | None:
+    """The 95 % Wilson score interval of `passed` out of `n`, or None when nothing was checked."""
+    if n <= 0:
+        return None
+    low, high = _wilson_bounds(passed, n)
+    return (round(low, PLACES), round(high, PLACES))
 
 
 def interval_list(passed: int, n: int) -> list[float] | None:
@@ -75,9 +87,49 @@ def mcnemar(better: int, worse: int) -> float:
     return round(min(1.0, 2 * tail), 6)
 
 
+def paired_difference(both: int, broken: int, fixed: int, neither: int) -> Interval | None:
+    """The 95 % interval of `after − before`, the change of pass rate between two runs on the
+    same pairs, from the paired counts: passed in `both` runs, passed before only (`broken`),
+    after only (`fixed`), in `neither`. Newcombe's hybrid score interval for paired data
+    (Statistics in Medicine 17, 1998, method 10): each run's Wilson interval, joined through
+    the correlation of the two runs' outcomes (phi, corrected towards 0 when positive). None
+    when no pair was checked."""
+    if min(both, broken, fixed, neither) < 0:
+        raise ValueError("paired counts cannot be negative")
+    n = both + broken + fixed + neither
+    if n == 0:
+        return None
+    before, after = (both + broken) / n, (both + fixed) / n
+    low_b, high_b = _wilson_bounds(both + broken, n)
+    low_a, high_a = _wilson_bounds(both + fixed, n)
+    margins = (both + broken) * (fixed + neither) * (both + fixed) * (broken + neither)
+    phi = 0.0
+    if margins:
+        cross = both * neither - broken * fixed
+        if cross > n / 2:
+            phi = (cross - n / 2) / math.sqrt(margins)
+        elif cross < 0:
+            phi = cross / math.sqrt(margins)
+    difference = after - before
+    down = (after - low_a) ** 2 - 2 * phi * (after - low_a) * (high_b - before)
+    down += (high_b - before) ** 2
+    up = (high_a - after) ** 2 - 2 * phi * (high_a - after) * (before - low_b)
+    up += (before - low_b) ** 2
+    low = max(-1.0, difference - math.sqrt(max(0.0, down)))
+    high = min(1.0, difference + math.sqrt(max(0.0, up)))
+    return (round(low, PLACES), round(high, PLACES))
+
+
+#: what a paired verdict counts: a state (one question's verdict), or a question–state pair
+#: (the overall one, `pooled`)
+STATE = "state"
+PAIR = "question–state pair"
+
+
 @dataclass(frozen=True)
 class Paired:
-    """Two runs on the states both checked: counts, pass rates and the verdict."""
+    """Two runs on what both checked (`unit`s: states, or question–state pairs): counts, pass
+    rates, the verdict, and the change of pass rate with its paired interval."""
 
     n: int
     passed_before: int
@@ -85,6 +137,7 @@ class Paired:
     better: int
     worse: int
     p_value: float
+    unit: str = STATE
 
     @property
     def before(self) -> float | None:
@@ -100,11 +153,27 @@ class Paired:
             return NO_DIFFERENCE
         return BETTER if self.better > self.worse else WORSE
 
+    @property
+    def difference(self) -> float | None:
+        """after − before, as a fraction: the change of pass rate on what both checked."""
+        return round((self.passed_after - self.passed_before) / self.n, PLACES) if self.n else None
+
+    @property
+    def difference_interval(self) -> Interval | None:
+        """The difference's 95 % paired interval (`paired_difference`)."""
+        both = self.passed_before - self.worse
+        neither = self.n - both - self.better - self.worse
+        return paired_difference(both, self.worse, self.better, neither)
+
     def as_dict(self) -> dict[str, Any]:
+        interval = self.difference_interval
         return {
             "n": self.n,
+            "unit": self.unit,
             "before": self.before,
             "after": self.after,
+            "difference": self.difference,
+            "difference_interval": list(interval) if interval else None,
             "p_value": self.p_value,
             "verdict": self.verdict,
             "better": self.better,
@@ -113,13 +182,22 @@ class Paired:
 
     def words(self) -> str:
         """The verdict in words, never a bare difference of points."""
-        states = plural(self.n, "state")
+        counted = plural(self.n, self.unit)
         if self.n == 0:
-            return "no state was checked by both runs: no paired verdict"
+            return f"no {self.unit} was checked by both runs: no paired verdict"
         moved = f"{self.better} fixed, {self.worse} broken"
         if self.verdict == NO_DIFFERENCE:
-            return f"no difference detected on {states} ({moved}, p = {self.p_value:.2g})"
-        return f"{self.verdict} on {states} ({moved}, p = {self.p_value:.2g})"
+            return f"no difference detected on {counted} ({moved}, p = {self.p_value:.2g})"
+        return f"{self.verdict} on {counted} ({moved}, p = {self.p_value:.2g})"
+
+    def difference_words(self) -> str:
+        """The change of pass rate in points with its paired interval: "+6.7 points (−3.9 to
+        +17.0)"; "" when nothing was checked by both."""
+        interval = self.difference_interval
+        if interval is None or self.difference is None:
+            return ""
+        low, high = interval
+        return f"{_points(self.difference)} points ({_points(low)} to {_points(high)})"
 
 
 def paired(pairs: Sequence[tuple[bool, bool]]) -> Paired:
@@ -133,6 +211,23 @@ def paired(pairs: Sequence[tuple[bool, bool]]) -> Paired:
         better=better,
         worse=worse,
         p_value=mcnemar(better, worse),
+    )
+
+
+def pooled(verdicts: Iterable[Paired], unit: str = PAIR) -> Paired:
+    """Paired verdicts on disjoint pairs added up into one: every question's verdict on its
+    states gives the overall one on every question–state pair both runs checked (the pairs an
+    overall pass rate counts), with McNemar's test over all the discordant pairs."""
+    found = list(verdicts)
+    better, worse = sum(p.better for p in found), sum(p.worse for p in found)
+    return Paired(
+        n=sum(p.n for p in found),
+        passed_before=sum(p.passed_before for p in found),
+        passed_after=sum(p.passed_after for p in found),
+        better=better,
+        worse=worse,
+        p_value=mcnemar(better, worse),
+        unit=unit,
     )
 
 
@@ -163,6 +258,14 @@ def bootstrap(
     return (round(low, PLACES), round(high, PLACES))
 
 
+def _points(fraction: float) -> str:
+    """A change of pass rate in percentage points, signed, one decimal: +6.7, −3.9, 0.0."""
+    points = round(100 * fraction, 1)
+    if not points:
+        return "0.0"
+    return f"+{points:.1f}" if points > 0 else f"−{-points:.1f}"
+
+
 class Rated:
     """What holds `passed` of `checked` (a report, a question's, a tag's slice, a gate's
     measure): its pass rate, its interval as JSON carries it, and its words."""
@@ -181,6 +284,14 @@ class Rated:
     @property
     def words(self) -> str:
         return rate_words(self.passed, self.checked)
+
+
+@dataclass(frozen=True)
+class Rate(Rated):
+    """`passed` of `checked`, its interval and its words: a run's overall figure."""
+
+    passed: int
+    checked: int
 
 
 def plural(n: int, word: str) -> str:

@@ -22,6 +22,7 @@ from questions.engine import backends
 from questions.models import (
     BatchItem,
     BatchRun,
+    Label,
     QuestionSet,
     SampleState,
     SampleStateRevision,
@@ -164,7 +165,7 @@ class Selection:
     ) -> Selection:
         """The selection a page names (its query string's values, parsed by the view): what
         does not read is replaced by its default and said in `errors`. No columns: the set's
-        newest two plain runs."""
+        newest two plain runs, the baseline first (`default_columns`)."""
         selection = cls(columns=[c for c in columns if c.strip()])
         selection.state = state or "all"
         selection.filter = filter
@@ -185,10 +186,17 @@ class Selection:
             selection.errors.append("The page starts at a whole number of states; from the first.")
         selection.start = first or 0
         if not selection.columns:
-            plain = question_set.batch_runs.filter(kind=BatchRun.PLAIN)  # not a control's
-            runs = list(plain.order_by("-id").values_list("pk", flat=True)[:2])
-            selection.columns = [f"run:{pk}" for pk in reversed(runs)]
+            selection.columns = default_columns(question_set)
         return selection
+
+    def with_baseline(self, key: str) -> str:
+        """The query of this selection with column `key` first: the baseline every other
+        column is read against (what a column's "make it the baseline" link opens)."""
+        return self.query(columns=[key, *(k for k in self.columns if k != key)])
+
+    def without(self, key: str) -> str:
+        """The query of this selection with column `key` removed."""
+        return self.query(columns=[k for k in self.columns if k != key])
 
     def query(self, **changes: Any) -> str:
         """The query string of this selection, with some parts changed (from the first page,
@@ -204,6 +212,25 @@ class Selection:
         if state is None:  # the query of one state: state= comes last, to be appended
             return urlencode(params) + "&state="
         return urlencode(params)
+
+
+def default_columns(question_set: QuestionSet) -> list[str]:
+    """The columns of a comparison that names none: the set's newest plain run (not a
+    control's) against the newest run of the version under `production` when that is another
+    version, else against the run before it — the baseline first: production's run, else the
+    older version's (of one version, the older run) — so the verdict reads "is the newer
+    version better than the one it would replace?"."""
+    plain = question_set.batch_runs.filter(kind=BatchRun.PLAIN).order_by("-id")
+    fields = ("pk", "version_id", "version__number")
+    newest = list(plain.values_list(*fields)[:2])
+    production = (
+        question_set.labels.filter(name=Label.BASELINE).values_list("version_id", flat=True).first()
+    )
+    if newest and production is not None and newest[0][1] != production:
+        live = plain.filter(version_id=production).values_list(*fields).first()
+        newest = [newest[0], live] if live else newest
+    newest.sort(key=lambda run: (run[1] != production, run[2], run[0]))
+    return [f"run:{pk}" for pk, _, _ in newest]
 
 
 def _parsed(document: Any) -> dict[str, spec.Question] | None:

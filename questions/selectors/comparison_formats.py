@@ -51,17 +51,18 @@ class RunEvidence(stats.Rated):
 
 
 def evidence(columns: list[Column], noise: controls.NoiseFloor | None = None) -> list[RunEvidence]:
-    """Each run column's pass rate with its interval, and each later run column's paired
-    verdicts (McNemar's exact test, `selectors.paired_verdicts`) against the first column's
-    run. A read: two finished runs' verdicts are cached."""
+    """Each run column's overall pass rate with its interval (`runs.overall`), and each later
+    run column's paired verdicts (McNemar's exact test and the change with its paired
+    interval, `runs.paired_verdicts`) against the first column's run, the baseline. A read:
+    two finished runs' verdicts are cached."""
     base = columns[0].run if columns else None
     found = []
     for i, column in enumerate(columns):
-        run = column.run
-        if run is None:
+        figure = runs.overall(column.run)
+        if figure is None:
             continue
-        paired = runs.paired_verdicts(base, run) if i and base is not None else None
-        found.append(RunEvidence(column, run.checked or 0, run.passed or 0, paired, noise))
+        paired = runs.paired_verdicts(base, column.run) if i and base is not None else None
+        found.append(RunEvidence(column, figure.checked, figure.passed, paired, noise))
     return found
 
 
@@ -201,22 +202,30 @@ def as_csv(columns: list[Column], rows: Iterable[Row]) -> str:
     return "".join(csv_lines(columns, rows))
 
 
+def _paired_text(paired: stats.Paired) -> str:
+    """A paired verdict for a terminal: the change with its interval, then the verdict."""
+    change = paired.difference_words()
+    return f"{change} — {paired.words()}" if change else paired.words()
+
+
 def as_text(
     columns: list[Column], rows: list[Row], noise: controls.NoiseFloor | None = None
 ) -> str:
-    """The grid for a terminal (`questions compare`): the columns (a run's with its pass rate
-    and, past the first, its paired verdict against the first), then one line per state and
-    question with each column's answer, `*` and the distance where it moved from the first
-    (`~` when within the repeatability control's noise floor), the options that moved (largest
-    first), and ✓/✗ against the expected answer."""
+    """The grid for a terminal (`questions compare`): the columns (a run's with its overall
+    pass rate and, past the first, its change and paired verdict against the first), then one
+    line per state and question with each column's answer, `*` and the distance where it
+    moved from the first (`~` when within the repeatability control's noise floor), the
+    options that moved (largest first), and ✓/✗ against the expected answer."""
     found = {e.column.key: e for e in evidence(columns, noise)}
     lines = []
     for i, c in enumerate(columns, 1):
         e = found.get(c.key)
-        lines.append(f"[{i}] {c.label}" + (f": pass rate {e.words}" if e else ""))
+        lines.append(f"[{i}] {c.label}" + (f": overall {e.words}" if e else ""))
         if e and e.overall:
-            lines.append(f"    against [1], per state: {e.overall.words()}")
-            lines.extend(f"    {qid}: {verdict.words()}" for qid, verdict, _ in e.per_question)
+            lines.append(f"    against [1], overall: {_paired_text(e.overall)}")
+            lines.extend(
+                f"    {qid}: {_paired_text(verdict)}" for qid, verdict, _ in e.per_question
+            )
     if noise:
         lines.append(f"~ a flip within the noise floor of repeatability run {noise.run_id}")
     for r in rows:

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Avg, QuerySet
 
-from questions.core import check, controls, diff, spec, stats
+from questions.core import check, controls, diff, spec
 from questions.engine import backends
 from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
@@ -40,13 +40,15 @@ def review_baseline(version: Version) -> tuple[Version | None, str]:
 
 
 def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
-    """What a review shows of a run: its stored pass rate, answered/failed, cost per call
-    (a few aggregate queries, whatever the number of states). A read: the summary was stored
-    when the run finished (`services.batches`; the migration that added it filled older runs)."""
+    """What a review shows of a run: its overall figure (`runs.overall`), answered/failed,
+    cost per call (a few aggregate queries, whatever the number of states). A read: the
+    summary was stored when the run finished (`services.batches`; the migration that added it
+    filled older runs)."""
     if run is None:
         return None
     counts = runs.run_counts(run)
     cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
+    figure = runs.overall(run)
     return {
         "run": run.pk,
         "run_obj": run,
@@ -58,8 +60,9 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         "checked": run.checked,
         "passed": run.passed,
         "pass_rate": run.pass_rate,
-        "pass_rate_interval": stats.interval_list(run.passed or 0, run.checked or 0),
-        "rate_words": stats.rate_words(run.passed or 0, run.checked or 0),
+        "pass_rate_interval": figure.pass_rate_interval,
+        "figure": figure,
+        "rate_words": figure.words,
         "cost_per_call": cost,
     }
 
@@ -83,31 +86,40 @@ def review_evidence(version: Version, baseline: Version | None) -> dict[str, Any
     }
 
 
-def review_comparisons(
+def review_against(
     version: Version, baseline: Version | None, baseline_name: str = ""
-) -> list[dict[str, Any]]:
-    """What the review page leads with: this version's latest finished run against the
-    baseline's (`review_baseline`: production, or the last approved version) — or, with
-    nothing approved yet, against its parent's and the latest kept version's — each a paired
-    verdict per question and overall (`paired_verdicts`). A comparison whose other version has
-    no run says so."""
-    against: list[tuple[Version, str]] = []
+) -> list[tuple[Version, str]]:
+    """What a version is set against on its review page, each with why: the baseline
+    (`review_baseline`: production, or the last approved version) — or, with nothing
+    approved yet, its parent and the latest kept version. The first is the page's frame of
+    reference: the verdict, the evidence and the questions' badges all read against it."""
     if baseline is not None:
-        against.append((baseline, baseline_name))
-    else:
-        if version.parent_id:
-            against.append((version.parent, "the version it came from"))
-        kept = (
-            version.question_set.versions.filter(status=Version.Status.KEPT)
-            .exclude(pk=version.pk)
-            .defer(*sets.WITHOUT_DOCUMENTS)
-            .order_by("-number")
-            .first()
-        )
-        if kept is not None and kept.pk != version.parent_id:
-            against.append((kept, "the latest kept version"))
-        elif kept is not None and against:
-            against[0] = (against[0][0], "the version it came from, the latest kept one")
+        return [(baseline, baseline_name)]
+    against: list[tuple[Version, str]] = []
+    if version.parent_id:
+        against.append((version.parent, "the version it came from"))
+    kept = (
+        version.question_set.versions.filter(status=Version.Status.KEPT)
+        .exclude(pk=version.pk)
+        .defer(*sets.WITHOUT_DOCUMENTS)
+        .order_by("-number")
+        .first()
+    )
+    if kept is not None and kept.pk != version.parent_id:
+        against.append((kept, "the latest kept version"))
+    elif kept is not None and against:
+        against[0] = (against[0][0], "the version it came from, the latest kept one")
+    return against
+
+
+def review_comparisons(
+    version: Version, against: list[tuple[Version, str]]
+) -> list[dict[str, Any]]:
+    """What the review page leads with: this version's latest finished run against the latest
+    finished run of each version it is set against (`review_against`), each a paired verdict
+    overall and per question, with the change and its paired interval (`paired_verdicts`),
+    and both runs' overall figures (`runs.overall`). A comparison whose other version has no
+    run says so."""
     this = runs.latest_run(version)
     out = []
     for other, why in against:
@@ -119,12 +131,8 @@ def review_comparisons(
                 "why": why,
                 "run_before": base,
                 "run_after": this,
-                "rate_before": stats.rate_words(base.passed or 0, base.checked or 0)
-                if base
-                else None,
-                "rate_after": stats.rate_words(this.passed or 0, this.checked or 0)
-                if this
-                else None,
+                "figure_before": runs.overall(base),
+                "figure_after": runs.overall(this),
                 "overall": verdicts.get("overall"),
                 "questions": [(qid, p) for qid, p in verdicts.items() if qid != "overall"],
             }
@@ -146,17 +154,18 @@ def entry_count(document: dict) -> int:
 
 
 def review_questions(
-    document: dict, against_baseline, against_parent, *, inline_all: bool = True
+    document: dict, against_reference, against_parent, *, inline_all: bool = True
 ) -> list[dict]:
     """Every question of the version with its whole content, and what changed in it against
-    the baseline (production) and against the parent version, when that is another. The entries
-    of a question added, retyped or with changed entries are always written out; others' when
-    `inline_all`."""
-    by_baseline = {q.id: q for q in against_baseline.questions}
+    the page's frame of reference (`review_against`'s first: the baseline, else the parent)
+    and against the parent version, when that is another (either diff None when there is
+    none). The entries of a question added, retyped or with changed entries are always
+    written out; others' when `inline_all`."""
+    by_reference = {q.id: q for q in against_reference.questions} if against_reference else {}
     by_parent = {q.id: q for q in against_parent.questions} if against_parent else {}
     questions = []
     for qid, question in document.items():
-        base, parent = by_baseline.get(qid), by_parent.get(qid)
+        base, parent = by_reference.get(qid), by_parent.get(qid)
         changed = any(
             d is not None
             and (
@@ -168,7 +177,7 @@ def review_questions(
         questions.append(
             {
                 "content": diff.question_content(qid, question),
-                "baseline": base,
+                "reference": base,
                 "parent": parent,
                 "inline": inline_all or changed,
             }
@@ -177,12 +186,17 @@ def review_questions(
 
 
 def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
-    """What the review page shows of a version, whoever looks: the diff against its baseline
-    (and its parent, when that is another), its open lints per question, the runs' evidence
-    and comparisons, the controls' verdicts, the advice curves, the labels and the events.
-    Every question's entries are written out when `full` or when the version holds at most
-    `INLINE_ENTRIES`; otherwise only those of the questions that changed."""
+    """What the review page shows of a version, whoever looks: the verdict against what it is
+    set against (`review_against`; the first, `reference`, is the frame of reference of the
+    evidence and of the questions' badges), the diff against it (and against the parent, when
+    that is another), its open lints per question, the runs' evidence, the controls' verdicts,
+    the advice curves, the labels and the events. Every question's entries are written out
+    when `full` or when the version holds at most `INLINE_ENTRIES`; otherwise only those of
+    the questions that changed. `weak_basis` is what approving reads (`services.weak_evidence`:
+    against the baseline only)."""
     baseline, baseline_name = review_baseline(version)
+    against = review_against(version, baseline, baseline_name)
+    reference, reference_name = against[0] if against else (None, "")
     document = version.document
     lints = check.validate(
         document,
@@ -194,15 +208,20 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         if lint.question is not None:
             lints_of.setdefault(lint.question, []).append(lint)
     parent = version.parent if version.parent_id else None
-    against_baseline = diff.document_diff(baseline.document if baseline else {}, document)
+    against_reference = diff.document_diff(reference.document, document) if reference else None
     against_parent = None
-    if parent is not None and (baseline is None or parent.pk != baseline.pk):
+    if parent is not None and (reference is None or parent.pk != reference.pk):
         against_parent = diff.document_diff(parent.document, document)
-    evidence = review_evidence(version, baseline)
+    evidence = review_evidence(version, reference)
     inline_all = full or entry_count(document) <= INLINE_ENTRIES
-    questions = review_questions(document, against_baseline, against_parent, inline_all=inline_all)
+    questions = review_questions(document, against_reference, against_parent, inline_all=inline_all)
+    removed: dict[str, tuple[diff.QuestionDiff, list[int]]] = {}
+    for d, other in ((against_reference, reference), (against_parent, parent)):
+        for q in d.questions if d else []:
+            if q.status == "removed":
+                removed.setdefault(q.id, (q, []))[1].append(other.number)
     page = {
-        "comparisons": review_comparisons(version, baseline, baseline_name),
+        "comparisons": review_comparisons(version, against),
         "control_verdicts": control_reports.latest_verdicts(version),
         "approval": approval_of(version) if version.is_approved else None,
         "no_signal_words": controls.NO_SIGNAL,
@@ -210,26 +229,23 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         "version": version,
         "baseline": baseline,
         "baseline_name": baseline_name,
+        "reference": reference,
+        "reference_name": reference_name,
         "parent": parent,
-        "diff": against_baseline,
+        "diff": against_reference,
         "questions": [{**q, "lints": lints_of.get(q["content"].id, [])} for q in questions],
-        "removed": [
-            q
-            for d in (against_baseline, against_parent)
-            if d
-            for q in d.questions
-            if q.status == "removed"
-        ],
+        "removed": list(removed.values()),
         "lints": lints,
         "events": version.events.select_related("actor"),
         "labels": sets.labels_of(version.question_set),
         "evidence": evidence,
+        "weak_basis": evidence if reference is baseline else {**evidence, "base": None},
         "advice": advice.review_curves(version),
         "evidence_rows": [
             (f"v{version.number} (this version)", evidence["this"], version),
             *(
-                [(f"v{baseline.number} ({baseline_name})", evidence["base"], baseline)]
-                if baseline
+                [(f"v{reference.number} ({reference_name})", evidence["base"], reference)]
+                if reference
                 else []
             ),
         ],

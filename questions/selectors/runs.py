@@ -255,12 +255,13 @@ def run_delta_computed(
 
 
 def paired_verdicts(run_before: BatchRun, run_after: BatchRun) -> dict[str, stats.Paired]:
-    """The paired verdicts of two runs on the states both checked (McNemar's exact test,
-    `stats.paired`): under "overall" per state (a state passes when it passes every question
-    both runs checked on it), and under each question id of `run_after`'s version. Each run
-    reads its nouls at its own threshold. Two finished runs never change, so their verdicts are
-    kept in the cache once a process has them: read from the report a finished run stored with
-    its review baseline's run (`services.summaries`), else worked out."""
+    """The paired verdicts of two runs (McNemar's exact test, `stats.paired`, with the change
+    of pass rate and its paired interval): under each question id of `run_after`'s version on
+    the states both checked, and under "overall" on every question–state pair both checked
+    (`with_overall`). Each run reads its nouls at its own threshold. Two finished runs never
+    change, so their verdicts are kept in the cache once a process has them: read from the
+    report a finished run stored with its review baseline's run (`services.summaries`), else
+    worked out."""
     key = None
     if (
         run_before.finished
@@ -304,10 +305,29 @@ def paired_verdicts_computed(run_before: BatchRun, run_after: BatchRun) -> dict[
         run_after.threshold,
         threshold_before=run_before.threshold,
     )
-    found = {"overall": stats.paired(list(deltas.state_checks(by_question).values()))}
-    for qid, checks in by_question.items():
-        found[qid] = stats.paired([checks[state] for state in sorted(checks)])
-    return found
+    return with_overall(
+        {
+            qid: stats.paired([checks[state] for state in sorted(checks)])
+            for qid, checks in by_question.items()
+        }
+    )
+
+
+def overall(run: BatchRun | None) -> stats.Rate | None:
+    """A run's overall figure, the one compare, the scorecard and the review page show: its
+    pass rate over every question–state pair it checked against an expected answer (stored
+    when it finished, `services.summaries`; nothing checked before), with its Wilson interval
+    and n. None without a run."""
+    if run is None:
+        return None
+    return stats.Rate(run.passed or 0, run.checked or 0)
+
+
+def with_overall(per_question: dict[str, stats.Paired]) -> dict[str, stats.Paired]:
+    """Per-question paired verdicts with, first, the overall one: all of them added up
+    (`stats.pooled`), on every question–state pair both runs checked — the pairs `overall`
+    counts, so the verdict, its difference and the two pass rates speak of one figure."""
+    return {"overall": stats.pooled(per_question.values()), **per_question}
 
 
 #: a paired verdict as a stored report holds it
@@ -320,4 +340,6 @@ def paired_as_json(found: dict[str, stats.Paired]) -> list[list[Any]]:
 
 
 def paired_from_json(rows: list[list[Any]]) -> dict[str, stats.Paired]:
-    return {key: stats.Paired(*values) for key, *values in rows}
+    """The stored verdicts; the overall one added up from the questions' (`with_overall`), as
+    the reports stored before it counted question–state pairs kept a per-state one."""
+    return with_overall({key: stats.Paired(*values) for key, *values in rows if key != "overall"})

@@ -11,6 +11,7 @@ from django.db.models import Avg, Count, Q, Sum
 from questions.core import controls, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, QuestionSet
+from questions.selectors.runs import overall as run_overall
 
 
 def run_passes(runs: list[BatchRun]) -> dict[int, dict[str, dict[str, bool]]]:
@@ -32,15 +33,6 @@ def run_passes(runs: list[BatchRun]) -> dict[int, dict[str, dict[str, bool]]]:
     return out
 
 
-def overall_passes(per_question: dict[str, dict[str, bool]], questions: Any) -> dict[str, bool]:
-    """Per state: whether every one of `questions` it was checked on passed."""
-    out: dict[str, bool] = {}
-    for qid in questions:
-        for state, ok in per_question.get(qid, {}).items():
-            out[state] = out.get(state, True) and ok
-    return out
-
-
 #: the control kinds a scorecard reads a verdict from
 SCORECARD_CONTROLS = (controls.SHUFFLE, controls.ORDERS)
 #: what a scorecard prices: this many production calls
@@ -57,6 +49,13 @@ def _rate(passed: int, n: int) -> dict[str, Any]:
     }
 
 
+def _overall(run: BatchRun | None) -> dict[str, Any] | None:
+    """A version's overall figure: its run's, as compare and the review page show it
+    (`runs.overall`: every question–state pair with an expected answer)."""
+    figure = run_overall(run)
+    return None if figure is None else _rate(figure.passed, figure.checked)
+
+
 def _run_ref(run: BatchRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
@@ -70,11 +69,12 @@ def _run_ref(run: BatchRun | None) -> dict[str, Any] | None:
 
 
 def scorecard(question_set: QuestionSet) -> dict[str, Any]:
-    """Is v3 better than v2? Per version (newest first, kept and approved marked) and question:
-    the pass rate of the version's latest finished full run on the default backend with its
-    interval and n, the verdicts of its latest shuffle and order controls, the cost of
-    `CALLS_PRICED` production calls at what that run's calls cost, and what this set's runs
-    spent. A fixed number of queries, whatever the number of versions, runs or states."""
+    """Is v3 better than v2? Per version (newest first, kept and approved marked): the overall
+    figure of the version's latest finished full run on the default backend (`runs.overall`),
+    and per question its pass rate with its interval and n, the verdicts of its latest shuffle
+    and order controls, the cost of `CALLS_PRICED` production calls at what that run's calls
+    cost, and what this set's runs spent. A fixed number of queries, whatever the number of
+    versions, runs or states."""
     versions = list(
         question_set.versions.select_related("author")
         .defer("document_text", "advice_text")
@@ -90,7 +90,17 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
             kind__in=[BatchRun.PLAIN, *SCORECARD_CONTROLS],
             tag="",
         )
-        .only("id", "version_id", "kind", "backend", "threshold", "live_questions", "finished_at")
+        .only(
+            "id",
+            "version_id",
+            "kind",
+            "backend",
+            "threshold",
+            "live_questions",
+            "finished_at",
+            "checked",
+            "passed",
+        )
         .order_by("-id")
     )
     latest: dict[tuple[int, str], BatchRun] = {}
@@ -167,7 +177,6 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
                     cell["order_flip_rate"] = round(found.flip_rate, stats.PLACES)
                     cell["order_compared"] = found.compared
                     cell["orders_run"] = control.pk
-        overall = overall_passes(per_question, list(per_question))
         cost = costs.get(run.pk) if run else None
         per_call = cost["cost"] if cost else None
         rows.append(
@@ -180,7 +189,7 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
                 "labels": labels.get(version.pk, []),
                 "author": version.author.get_username(),
                 "run": _run_ref(run),
-                "overall": _rate(sum(overall.values()), len(overall)) if run else None,
+                "overall": _overall(run),
                 "questions": questions,
                 "controls": {
                     kind: {

@@ -69,10 +69,10 @@ class WeakEvidence(Invalid):
 
 def weak_evidence(version: Version, evidence: dict | None = None) -> str:
     """Why approving `version` needs an explicit confirmation, or "": it has no finished run;
-    or, on the states both its latest run and the baseline's latest run checked (the paired
-    verdict's, `runs.paired_verdicts`), it passes fewer than the baseline's, or no state
-    was checked by both. `evidence` is what `review.review_evidence` gave, when the caller
-    has it already."""
+    or, on the question–state pairs both its latest run and the baseline's latest run checked
+    (the overall paired verdict's, `runs.paired_verdicts`), it passes fewer than the
+    baseline's, or no pair was checked by both. `evidence` is what `review.review_evidence`
+    gave against the baseline, when the caller has it already."""
     if evidence is None:
         baseline, _name = review.review_baseline(version)
         evidence = {
@@ -88,11 +88,11 @@ def weak_evidence(version: Version, evidence: dict | None = None) -> str:
     paired = runs.paired_verdicts(base_run, this["run_obj"])["overall"]
     if paired.n == 0:
         return (
-            f"shares no checked state with the baseline's run {base_run.pk}: nothing shows "
+            f"shares no checked {paired.unit} with the baseline's run {base_run.pk}: nothing shows "
             "it does as well"
         )
     if paired.after < paired.before:
-        both = f"the {stats.plural(paired.n, 'state')} both runs checked"
+        both = f"the {stats.plural(paired.n, paired.unit)} both runs checked"
         return (
             f"passes {paired.passed_after} of {both} ({paired.after:.0%}), fewer than the "
             f"baseline's run {base_run.pk} ({paired.passed_before} of {paired.n}, "

@@ -92,16 +92,17 @@ def _compare_page(
     states = list(dict.fromkeys(r.state for r in rows))
     if selection.state != "all" and not states:  # a chosen state with no row to show
         states = list(comparison.states_of(question_set, selection)[:1])
-    removals = [
-        (c.key, selection.query(columns=[k for k in selection.columns if k != c.key]))
-        for c in columns
-    ]
     context |= {
         "evidence": comparison_formats.evidence(columns, selection.noise),
+        # each column with its ✕ and, past the first, its "make it the baseline" (the swap)
+        "heads": [
+            (c, selection.without(c.key), selection.with_baseline(c.key) if i else "")
+            for i, c in enumerate(columns)
+        ],
+        "swap_query": selection.with_baseline(columns[1].key) if len(columns) > 1 else "",
         # the state picker offers the states on this page (each state's name links to it too)
         "states": states,
         "choices": [c for c in _column_choices(question_set) if c[0] not in selection.columns],
-        "removals": removals,
         "filters": [(f, selection.query(filter=f)) for f in comparison.FILTERS],
         "first_query": selection.query() if selection.start else None,
         "csv_query": selection.query() + "&format=csv",

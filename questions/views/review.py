@@ -75,7 +75,7 @@ def _review_page(request: HttpRequest, version: Version, problem: str | None) ->
         "can_comment": roles.may_comment(request.user),
         "own_version": services.wrote(request.user, version),
         "problem": problem,
-        "weak": services.weak_evidence(version, evidence) if version.is_in_review else "",
+        "weak": services.weak_evidence(version, page["weak_basis"]) if version.is_in_review else "",
         "pin": services.pin_check(
             version, evidence["this"]["run_obj"] if evidence["this"] else None, find=False
         ),

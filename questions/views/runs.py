@@ -188,14 +188,26 @@ def _compare_base(run: BatchRun) -> str:
 
 def _progress_context(run: BatchRun) -> dict:
     """The progress bar's counts and what they count: a control asks each state once per
-    variant, so its counts are calls, not states."""
+    variant, so its counts are calls, not states; an attribution asks its one state many
+    times, so it counts the state (done when every call is) and says its calls beside it."""
     counts = run_counts(run)
     unit, states = "states", counts["total"]
+    found = {"run": run, "counts": counts, "states_done": None}
     if control_reports.is_control(run):
         variants = controls.variants(run.kind, run.control_count)
         states = counts["total"] // max(1, variants)
         unit = f"calls ({states} states × {variants} calls each)"
-    return {"run": run, "counts": counts, "unit": unit, "states": states}
+    elif run.kind == attribution.KIND and run.attribution:
+        calls = attribution.Plan.from_json(run.attribution).calls
+        states = counts["total"] // max(1, calls)
+        found["states_done"] = counts["done"] // max(1, calls)
+        unit = "calls"
+    return found | {"unit": unit, "states": states}
+
+
+#: a confusion matrix, or a calibration's measures, summarise at least this many checked
+#: answers (one answer, as an attribution's, is a row of the results table, not a matrix)
+MIN_SUMMARISED = 2
 
 
 def confusion_table(q: metrics.QuestionReport, declared: list[str]) -> dict:
@@ -268,7 +280,7 @@ def _report_context(run: BatchRun) -> dict:
             {
                 "report": q,
                 "confusion": confusion_table(q, declared.get(q.question, ("", []))[1])
-                if q.confusion
+                if q.confusion and q.checked >= MIN_SUMMARISED
                 else None,
             }
             for q in sorted(
@@ -289,6 +301,7 @@ def _report_context(run: BatchRun) -> dict:
             ),
         ],
         "sparse_bin": metrics.SPARSE_BIN,
+        "min_summarised": MIN_SUMMARISED,
     }
 
 

@@ -81,8 +81,11 @@ def test_the_decisive_words_are_marked_on_the_card_and_the_review(page, sign_in,
     run = BatchRun.objects.filter(kind=attribution.KIND).latest("id")
     page.goto(f"{url}/runs/{run.pk}/")
     expect(page.locator("#attribution-heading")).to_have_text("Which words decide")
+    calls = run.items.count()
+    expect(page.locator("#run-progress")).to_contain_text(f"1 / 1 state ({calls} / {calls} calls)")
     for width, height in WIDTHS:
         page.set_viewport_size({"width": width, "height": height})
         page.locator("#attribution-heading").scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"attribution-run-{width}.png"), full_page=False)
+        page.screenshot(path=str(SHOTS / f"attribution-run-{width}-full.png"), full_page=True)
         assert overflow(page) <= 0

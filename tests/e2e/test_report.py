@@ -140,7 +140,7 @@ def test_the_run_report_lists_results_failures_first_and_links_each_to_compare(
     # the run-vs-run table: before → after, against the previous run by default
     page.goto(f"{live_server.url}/runs/{second.pk}/")
     page.get_by_role("button", name="Compare").click()
-    expect(page.get_by_text("Paired, per state both runs checked")).to_be_visible()
+    expect(page.get_by_text("Paired, overall (McNemar's exact test)")).to_be_visible()
 
 
 def test_the_review_page_shows_the_content_and_the_evidence(page, live_server, world, monkeypatch):
