@@ -97,6 +97,8 @@ def test_a_finding_accepted_from_the_editor_stops_showing_and_the_review_shows_w
     bare.get_by_role("link", name="Accept with a reason…").click()
     expect(page.locator(".lint-finding")).to_contain_text("are bare labels")
     page.get_by_label("Why this finding is fine here").fill("the application maps these three")
+    page.screenshot(path=str(tmp_path / f"accept-page-{width}.png"), full_page=True)
+    assert not page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
     page.get_by_role("button", name="Accept this finding").click()
     expect(page.locator(".messages .message.success")).to_contain_text("Accepted the")
     urgency = page.locator(".card", has=page.locator("input[value=urgency]"))
