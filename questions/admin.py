@@ -11,6 +11,7 @@ from questions.core import spec
 from questions.models import (
     Decision,
     DecisionAnswer,
+    LintAcceptance,
     QuestionSet,
     ReviewEvent,
     SampleState,
@@ -161,6 +162,17 @@ class VersionAdmin(admin.ModelAdmin):
 class ReviewEventAdmin(ReadOnlyAdmin):
     list_display = ("version", "kind", "actor", "created_at")
     list_filter = ("kind",)
+
+
+@admin.register(LintAcceptance)
+class LintAcceptanceAdmin(ReadOnlyAdmin):
+    """Accepted lint findings: an append-only record, so not even removed here."""
+
+    list_display = ("version", "question", "code", "actor", "created_at")
+    list_filter = ("code",)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(SampleState)

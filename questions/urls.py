@@ -9,6 +9,7 @@ from questions.views import (
     controls,
     editor,
     labels,
+    lints,
     preview,
     records,
     review,
@@ -96,6 +97,7 @@ urlpatterns = [
         "sets/<slug:slug>/v<int:number>/preview/", preview.version_preview, name="version-preview"
     ),
     path("sets/<slug:slug>/v<int:number>/json/", editor.version_json, name="version-json"),
+    path("sets/<slug:slug>/v<int:number>/lints/accept/", lints.lint_accept, name="lint-accept"),
     path("sets/<slug:slug>/v<int:number>/advice/", advice.version_advice, name="version-advice"),
     path(
         "sets/<slug:slug>/v<int:number>/new-draft/",

@@ -60,6 +60,14 @@ MATRIX = [
     ("open card", "get", "/sets/s/v3/card/open/?card=k&id=q0", SIGNED_IN, 200),
     ("json view", "get", "/sets/s/v3/json/", SIGNED_IN, 200),
     ("json replace", "post", "/sets/s/v3/json/", {AU}, 302),
+    (
+        "accept lint page",
+        "get",
+        "/sets/s/v3/lints/accept/?question=q0&code=numeric_representation",
+        SIGNED_IN,
+        200,
+    ),
+    ("accept lint", "post", "/sets/s/v3/lints/accept/", {AU}, 302),
     ("preview", "post", "/sets/s/v3/preview/", SIGNED_IN, 200),  # recordings are a read
     ("live preview", "post", "/sets/s/v3/preview/", {AU, R}, 200),
     ("try plan", "post", "/sets/s/v3/try/plan/", {AU, R}, 200),
@@ -165,6 +173,7 @@ POST_DATA = {
         "q-k-instructions": "Is it so?",
         "base_revision": "2",
     },
+    "accept lint": {"question": "q0", "code": "numeric_representation", "reason": "a band"},
     "json replace": {
         "document": '{"x": {"type": "noul", "instructions": "?"}}',
         "base_revision": "2",
@@ -246,7 +255,8 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
     run.items.update(status=BatchItem.Status.FAILED)
     spare = services.sample_state_create(question_set=qs, name="spare", state=3, author=writer)
     edited = factories.document(1)
-    edited["q0"]["instructions"] = "Which one, since v1?"  # what a try asks again
+    # what a try asks again; its “1k” is the lint the matrix accepts
+    edited["q0"]["instructions"] = "Which one is 1k, since v1?"
     services.version_save(version=v3, document=edited, base_revision=v3.revision, author=writer)
     sample = qs.sample_states.get(name="n")
     asked = check.validate(v1.document, limits=spec.Limits(), lints=False).document.questions

@@ -531,6 +531,7 @@ def test_cli_batch_summary_and_gate(provider_factory):
         "pass_rate",
         "pass_rate_interval",
         "per_question",
+        "misses",
         "duration_ms",
     }
     assert (summary["states"], summary["answered"], summary["failed"]) == (4, 4, 0)

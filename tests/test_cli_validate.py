@@ -79,7 +79,8 @@ def test_json_output_of_a_valid_document_with_warnings(tmp_path):
         "missing_instructions",
     }
     assert len(result["sha256"]) == 64
-    assert set(result) == {"valid", "errors", "warnings", "sha256"}
+    assert set(result) == {"valid", "errors", "warnings", "accepted", "sha256"}
+    assert result["accepted"] == []  # no version named: nothing is accepted
 
 
 def test_the_hash_is_the_canonical_questions_hash_in_every_form(tmp_path):
@@ -106,7 +107,15 @@ def test_unreadable_file_exits_2(tmp_path):
     code, out, _ = run("validate", str(tmp_path), "--json")
     assert code == 2
     printed = json.loads(out)
-    assert list(printed) == ["valid", "errors", "warnings", "sha256", "status", "detail"]
+    assert list(printed) == [
+        "valid",
+        "errors",
+        "warnings",
+        "accepted",
+        "sha256",
+        "status",
+        "detail",
+    ]
     assert printed["valid"] is False and printed["status"] == 400
 
 
@@ -145,6 +154,44 @@ def test_exit_status_from_a_real_process(tmp_path):
             },
         )
         assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
+
+
+@pytest.mark.slow
+def test_strict_exits_1_on_a_warning_from_a_real_process(tmp_path):
+    """`--strict` is what a CI gates on: the exit status of the process itself."""
+
+    def noul(name: str, instructions: str) -> str:
+        criteria = {"true": "It holds", "false": "It does not"}
+        doc = {"q": {"type": "noul", "instructions": instructions, "criteria": criteria}}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        return str(path)
+
+    warned = noul("warned", "Is the invoice over 1k?")
+    clean = noul("clean", "Does the customer ask for their money back?")
+    said = {}
+    for args, expected in (
+        (["validate", warned], 0),
+        (["validate", warned, "--strict"], 1),
+        (["validate", clean, "--strict"], 0),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "manage.py", "questions", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "DJANGO_SECRET_KEY": "x",
+                "DATABASE_URL": "sqlite:///:memory:",
+            },
+        )
+        assert proc.returncode == expected, (args, proc.stdout, proc.stderr)
+        said[tuple(args[1:])] = proc.stdout.splitlines()[-1]
+    assert said[(warned, "--strict")].startswith("strict: ")
+    assert "--strict allows no open warning" in said[(warned, "--strict")]
+    assert said[(clean, "--strict")].startswith("valid: ")
 
 
 def test_json_output_carries_the_semantic_lints_and_reads_the_state_files(tmp_path):

@@ -89,7 +89,14 @@ def test_a_gate_with_no_bound_crossed_exits_0_with_no_network(gated, monkeypatch
     assert result["pass_rate"] == pytest.approx(5 / 6)
     desk = result["questions"]["desk"]
     assert (desk["checked"], desk["passed"]) == (3, 2)
-    assert desk["missed"] == [{"state": "c", "expected": "billing", "answered": "other 0.90"}]
+    [missed] = desk["missed"]
+    assert missed == {
+        "state": "c",
+        "expected": "billing",
+        "answered": "other 0.90",
+        "wrong_confidence": pytest.approx(missed["wrong_confidence"]),
+    }
+    assert missed["wrong_confidence"] >= 0.9 - 1e-9  # other at 0.90 leaves billing 0.10 at most
     assert bound(result, "answered") == {
         "name": "answered",
         "flag": "",
@@ -429,3 +436,25 @@ def test_a_version_approved_without_evidence_cannot_hold_a_flip_ceiling():
     )
     flips = bound(json.loads(out), "max_flip_rate")
     assert code == 1 and flips["ok"] is False and "approved with no evidence run" in flips["detail"]
+
+
+def test_strict_lints_is_a_bound_of_its_own_naming_each_open_warning():
+    line = "questions.q.instructions: “1k” writes a number in one form … [numeric_representation]"
+    failing = gate.judge(measured(), gate.Bounds(), gate.LintCheck([line], accepted=2))
+    [lints] = [b for b in failing.bounds if b.name == gate.LINTS]
+    assert (failing.ok, lints.ok, lints.flag, lints.value) == (False, False, "--strict-lints", 1)
+    assert lints.detail.startswith("1 lint warning open (2 accepted with a reason): questions.q")
+    assert "accept each with a reason (questions lint-accept)" in lints.detail
+    holding = gate.judge(measured(), gate.Bounds(), gate.LintCheck([], accepted=1))
+    assert holding.ok is True
+    assert holding.bounds[-1].detail == "no lint warning open (1 accepted with a reason)"
+    assert gate.LINTS not in {b.name for b in gate.judge(measured(), gate.Bounds()).bounds}
+    root = ET.fromstring(gate.junit_xml(failing, suite="s", classname="c"))
+    [case] = [c for c in root.iter("testcase") if c.get("name") == gate.LINTS]
+    assert case.get("classname") == "c.bounds" and case.find("failure") is not None
+
+
+def test_the_gate_takes_strict_lints_and_holds_with_none_open(gated):
+    code, result = gate_json("--strict-lints")
+    assert code == 0 and bound(result, "lints")["ok"] is True  # DOC has no lint warning
+    assert bound(result, "lints")["detail"] == "no lint warning open"

@@ -456,3 +456,102 @@ def test_the_lints_never_raise_and_never_change_the_questions(qmap, states):
         assert warning.code in lints.CODES
         assert warning.question in qmap
         assert warning.path == spec.path_of(warning.loc)
+
+
+# --- numbers in another form, and chained lookups ----------------------------------------------
+
+
+def _noul(instructions: str) -> dict:
+    return {
+        "q": {
+            "type": "noul",
+            "instructions": instructions,
+            "criteria": {"true": "It holds", "false": "It does not"},
+        }
+    }
+
+
+def test_numeric_representation_quotes_the_number_and_says_to_normalise_it():
+    [warning] = [w for w in semantic(check(_noul("Is the refund 2.5M or more?")))]
+    assert warning.code == "numeric_representation"
+    assert warning.message.startswith("“2.5M” writes a number in one form")
+    assert "normalise the number in your code" in warning.message
+    assert warning.actual == "2.5M"
+    machine = semantic(check(_noul("Is the colour rgb(255, 0, 0) a warm one?")))
+    assert [w.code for w in machine] == ["numeric_representation"]
+    assert "machine encoding" in machine[0].message and "`colour: red`" in machine[0].message
+
+
+def test_multi_hop_quotes_the_chain_and_says_to_resolve_it_in_code():
+    [warning] = semantic(
+        check(_noul("Is the customer of the order referenced by the ticket a VIP?"))
+    )
+    assert warning.code == "multi_hop"
+    assert warning.actual == "customer of the order referenced by the"
+    assert warning.message.startswith("“customer of the order referenced by the” makes the model")
+    assert "resolve the chain in your code" in warning.message
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Does the message mention 3 items?",
+        "Is this about version 2 of the app?",
+        "Did the customer pay with card 4242?",
+        "Is the ticket #123456 about billing?",  # a ticket number, not a colour
+        "Does the customer ask whether 50% off still applies?",  # the user's request
+        "Is the sender of the email a customer?",  # one hop
+        "Does the customer's message name an order?",
+        "Is the account's owner on the call?",
+        "It's a ticket: is it about the customer's invoice?",  # "it's" is no possessive
+        "Does the user say their order of the week is late?",
+    ],
+)
+def test_numbers_written_plainly_and_single_hops_are_quiet(instructions):
+    assert semantic(check(_noul(instructions))) == []
+
+
+@pytest.mark.parametrize(
+    ("instructions", "words"),
+    [
+        ("Is the total more than 10K?", "10K"),
+        ("Does the plan cost 30 percent more?", "30 percent"),
+        ("Is the payout 3 million or more?", "3 million"),
+        ("Is the value in the hex code a valid one?", "hex code"),
+        ("Does the base64 payload hold a password?", "base64"),
+    ],
+)
+def test_numbers_in_another_form_fire(instructions, words):
+    fired = [w for w in semantic(check(_noul(instructions))) if w.code == "numeric_representation"]
+    assert [w.actual for w in fired] == [words]
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Is the owner of the account whose card was declined a VIP?",
+        "Does the team of the agent assigned to the ticket work nights?",
+        "Cross-reference the invoice with the payment: do they agree?",
+        "Is the tone of the end of the conversation hostile?",
+        "If the order shipped, then is it late if the parcel is lost?",
+    ],
+)
+def test_chained_lookups_fire(instructions):
+    assert "multi_hop" in {w.code for w in semantic(check(_noul(instructions)))}
+
+
+@pytest.mark.parametrize(
+    ("instructions", "code"),
+    [  # the shapes jevkit-lint 0.1.1's JEV006 (indirection) and JEV017 (numeric) look for
+        ("Is the name of the owner of the account on file?", "multi_hop"),
+        ("Is whoever signed the order the person whose card paid?", "multi_hop"),
+        ("Would this have been approved? It would have been last year.", "multi_hop"),
+        ("Is the seller indirectly linked to the buyer?", "multi_hop"),
+        ("Is the brand colour #a1b2c3 warm?", "numeric_representation"),
+        ("Does the binary representation end in a one?", "numeric_representation"),
+        ("Is the assembly instruction a jump?", "numeric_representation"),
+        ("Does the bytecode call the network?", "numeric_representation"),
+    ],
+)
+def test_the_oracles_shapes_of_these_failure_modes_fire(instructions, code):
+    assert code in {w.code for w in semantic(check(_noul(instructions)))}

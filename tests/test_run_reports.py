@@ -69,7 +69,8 @@ def test_a_finished_run_stores_its_report_and_the_run_page_reads_it(client, vers
     run = _run(version)
     stored = RunReport.objects.get(run=run, against=None)
     assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)],
+        "misses": [m.as_row() for m in runs.named_misses(runs.run_tally(run).misses_listed())],
     }
     assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     again = metrics.report_from_json(stored.data)
@@ -162,7 +163,8 @@ def test_the_migration_stores_the_report_of_runs_finished_before_it(version):
     migration.fill_finished_runs(apps, None)
     stored = RunReport.objects.get(run=run, against=None)
     assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)],
+        "misses": [m.as_row() for m in runs.named_misses(runs.run_tally(run).misses_listed())],
     }
     assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     assert RunReport.objects.count() == 1  # the comparisons are worked out when read

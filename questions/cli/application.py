@@ -2,10 +2,11 @@
 take an approved set out into the application — code that calls it (`questions.snippets`), and
 a CI gate on it (`questions.services.gates`, judged by `questions.gate`).
 
-The gate's exit status: 0 when it holds, 1 when a bound or a question's floor is crossed or a
-labelled state got no answer, 2 when there is nothing to gate (no such set or label, no labelled
-state, a backend that cannot be asked) or the arguments are unusable — so a CI can tell a
-version that fails from a gate that could not run."""
+The gate's exit status: 0 when it holds, 1 when a bound or a question's floor is crossed, a
+labelled state got no answer or (with --strict-lints) a lint warning is open, 2 when there is
+nothing to gate (no such set or label, no labelled state, a backend that cannot be asked) or
+the arguments are unusable — so a CI can tell a version that fails from a gate that could not
+run."""
 
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def add_parsers(sub: Any) -> None:
         help="a CI gate: run a label's approved version over the labelled states and judge it",
         description="Run the approved version label L points at over SLUG's labelled sample "
         "states (through --backend, by default recorded: no network, no key) and hold it "
-        "against the bounds given. Exit 0 when every bound holds, 1 when one is crossed (or a "
-        "labelled state got no answer), 2 when there is nothing to gate or the arguments are "
-        "unusable.",
+        "against the bounds given (with --strict-lints, also against its lints: no warning "
+        "open but those accepted with a reason). Exit 0 when every bound holds, 1 when one is "
+        "crossed (or a labelled state got no answer, or with --strict-lints a lint warning is "
+        "open), 2 when there is nothing to gate or the arguments are unusable.",
     )
     add_set(check)
     add_label(check, required=True)
@@ -73,6 +75,13 @@ def add_parsers(sub: Any) -> None:
             metavar="X",
             help=f"the {'lowest' if floor else 'highest'} {what} that passes",
         )
+    check.add_argument(
+        gate.LINTS_FLAG,
+        action="store_true",
+        dest="strict_lints",
+        help="fail (exit 1) while the version has a lint warning open: each is fixed, or "
+        "accepted with a reason (questions lint-accept); a bound of its own, `lints`",
+    )
     check.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
     add_json(check, "print one JSON object")
     check.set_defaults(handler=do_gate)
@@ -110,6 +119,7 @@ def do_gate(
     backend: str,
     junit: str | None,
     json: bool,
+    strict_lints: bool = False,
     **options: Any,
 ) -> int:
     bounds = gate.Bounds(**{name: options.get(name) for name in gate.BOUNDS})
@@ -121,7 +131,11 @@ def do_gate(
         return _cannot_gate(cli, _no_label(slug, label), 404, json)
     try:
         run, result = gate_services.gate_run(
-            version=version, backend=backend, user=roles.OPERATOR, bounds=bounds
+            version=version,
+            backend=backend,
+            user=roles.OPERATOR,
+            bounds=bounds,
+            strict_lints=strict_lints,
         )
     except Refusal as exc:
         return _cannot_gate(cli, str(exc), exc.status, json)

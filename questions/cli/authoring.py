@@ -1,9 +1,11 @@
-"""`questions validate`, `import`, `states-import` and `submit`: the subcommands of the console's
-command line that check a document against the contract (`spec.validate`), make a draft of it,
-add sample states to a set, and send a draft for review."""
+"""`questions validate`, `import`, `states-import`, `lint-accept` and `submit`: the subcommands of
+the console's command line that check a document against the contract (`spec.validate`), make a
+draft of it, add sample states to a set, accept a lint finding with a reason, and send a draft
+for review."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -13,22 +15,25 @@ from questions.cli.base import (
     EXIT_FAILED,
     EXIT_OK,
     Console,
+    Unusable,
     acting_user,
     add_json,
     add_set,
     add_version,
+    no_version,
     read_json_file,
     read_json_lines,
 )
 from questions.core import check, spec
 from questions.models import QuestionSet, Version
+from questions.selectors import lints as lint_reads
 
 #: what `validate --json` holds besides `status` and `detail` when the file cannot be used
-NOT_VALIDATED = {"valid": False, "errors": [], "warnings": [], "sha256": None}
+NOT_VALIDATED = {"valid": False, "errors": [], "warnings": [], "accepted": [], "sha256": None}
 
 
 def add_parsers(sub: Any) -> None:
-    """The `validate`, `import`, `states-import` and `submit` subcommands."""
+    """The `validate`, `import`, `states-import`, `lint-accept` and `submit` subcommands."""
     validate = sub.add_parser(
         "validate",
         help="check a document against the question-set contract",
@@ -36,11 +41,16 @@ def add_parsers(sub: Any) -> None:
         "request body or an export document; - reads standard input).",
         epilog="Every error and warning is printed on its own line with its path, the "
         "question, the "
-        "rule and the limit. --json prints {valid, errors, warnings, sha256} (each issue "
+        "rule and the limit. With --set and --version, the findings accepted on that version "
+        "(or one it was drawn from) are left out of the warnings and printed as accepted, "
+        "each with its reason (an export document names its set and version as question_set "
+        "and version). --json prints {valid, errors, warnings, accepted, sha256} (each issue "
         "with path, loc (the path as a list of keys), code, message, question, limit, "
-        "actual; sha256 is the canonical questions hash, null when invalid), plus status "
-        "and detail when invalid. Exit 0 valid (warnings allowed), 1 invalid, 2 the file is "
-        "unreadable or not JSON.",
+        "actual; each accepted one also with reason, accepted_by and accepted_on, the version "
+        "it was accepted on; sha256 is the canonical questions hash, null when invalid), plus "
+        "status and detail when invalid or, with --strict, when a warning is open. Exit 0 "
+        "valid (warnings allowed; with --strict only when none is open), 1 invalid (or, with "
+        "--strict, a warning open; or no such version), 2 the file is unreadable or not JSON.",
     )
     validate.add_argument("file", metavar="FILE")
     add_json(validate, "print one JSON object")
@@ -52,6 +62,14 @@ def add_parsers(sub: Any) -> None:
         help="a sample state (any JSON) the backticked state paths are checked against; "
         "repeat for more (a body's own state is one already)",
     )
+    validate.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any warning is left open (accepted findings aside): the lints a CI "
+        "gates on",
+    )
+    add_set(validate, required=False)
+    add_version(validate)
     validate.set_defaults(handler=do_validate, unusable=NOT_VALIDATED)
 
     imp = sub.add_parser(
@@ -78,6 +96,33 @@ def add_parsers(sub: Any) -> None:
     _file_into_set(states)
     states.set_defaults(handler=do_states_import)
 
+    accept = sub.add_parser(
+        "lint-accept",
+        help="accept a lint finding of a version with a reason",
+        description="Accept the open CODE warning on question Q of version N of SLUG (as "
+        "saved) for REASON: it stops showing for that question — in the editor, on the review "
+        "page, in validate --set/--version and in the gate's --strict-lints — on that version "
+        "and every version drawn from it, while its words stay the same. The reason is kept "
+        "in the version's record and shown on the review page.",
+        epilog="Only an author of the set accepts (its owner, or one who created or edited "
+        "one of its versions; --user defaults to the first superuser); a reason is required, "
+        "at most 500 characters. When the question has several CODE warnings, --path names "
+        "the one (the refusal lists their paths). Exit 0 accepted, 1 refused (no such open "
+        "finding, accepted already, no reason, not an author; with --json {status, detail}), "
+        "2 unusable arguments.",
+    )
+    add_set(accept)
+    add_version(accept, required=True)
+    accept.add_argument("--question", required=True, metavar="Q")
+    accept.add_argument("--code", required=True, metavar="CODE")
+    accept.add_argument(
+        "--path", metavar="PATH", help="the finding's path, e.g. questions.q.instructions"
+    )
+    accept.add_argument("--reason", required=True, metavar="REASON")
+    accept.add_argument("--user", help="the author (default: the first superuser)")
+    add_json(accept)
+    accept.set_defaults(handler=do_lint_accept)
+
     submit = sub.add_parser("submit", help="submit a draft for review (it freezes)")
     add_set(submit)
     add_version(submit, required=True)
@@ -94,38 +139,88 @@ def _file_into_set(parser: Any) -> None:
 
 
 def do_validate(
-    cli: Console, *, file: str, json: bool = False, state_file: list[str] | None = None, **_: Any
+    cli: Console,
+    *,
+    file: str,
+    json: bool = False,
+    state_file: list[str] | None = None,
+    strict: bool = False,
+    slug: str | None = None,
+    number: int | None = None,
+    **_: Any,
 ) -> int:
+    if (slug is None) != (number is None):
+        raise Unusable("--set and --version name the version whose accepted findings count")
     value = read_json_file(file)
     states = [read_json_file(name) for name in state_file or ()]
+    version = None
+    if slug is not None:
+        version = Version.objects.of(slug, number).select_related("question_set").first()
+        if version is None:
+            return cli.fail(no_version(slug, number, None), as_json=json, status=404)
     result = check.validate(value, limits=settings.DECISIONS_LIMITS, sample_states=states or None)
+    found = lint_reads.version_lints(version, result.warnings, None if version else [])
+    reasons = _reasons(found)
+    still_open = found.open if version else result.warnings
+    refused = not result.valid or (strict and bool(still_open))
     if json:
         out = result.as_dict()
-        if not result.valid:
+        out["warnings"] = [w.as_dict() for w in still_open]
+        out["accepted"] = [{**w.as_dict(), **reasons[check.finding_key(w)]} for w in found.accepted]
+        if refused:
             out["status"] = 422
-            out["detail"] = _summary(result)
+            out["detail"] = _summary(result, still_open, found.accepted, strict=strict)
         cli.emit_json(out)
     else:
         for issue in result.errors:
             cli.stdout.write(f"error: {issue}")
-        for issue in result.warnings:
+        for issue in still_open:
             cli.stdout.write(f"warning: {issue}")
-        cli.stdout.write(_summary(result))
-    return EXIT_OK if result.valid else EXIT_FAILED
+        for issue in found.accepted:
+            why = reasons[check.finding_key(issue)]
+            cli.stdout.write(
+                f"accepted: {issue} — by {why['accepted_by']} on v{why['accepted_on']}: "
+                f"{why['reason']}"
+            )
+        cli.stdout.write(_summary(result, still_open, found.accepted, strict=strict))
+    return EXIT_FAILED if refused else EXIT_OK
 
 
-def _summary(result: spec.Validation) -> str:
+def _reasons(found: lint_reads.Lints) -> dict[check.FindingKey, dict[str, Any]]:
+    """Why each accepted finding was accepted: its reason, who accepted it and on which
+    version (the latest acceptance of it, should there be more)."""
+    return {
+        (a.path, a.code, a.words): {
+            "reason": a.reason,
+            "accepted_by": a.actor.get_username() if a.actor else "the operator",
+            "accepted_on": a.version.number,
+        }
+        for a in found.acceptances
+    }
+
+
+def _summary(
+    result: spec.Validation,
+    still_open: list[spec.Issue] | None = None,
+    accepted: Sequence[spec.Issue] = (),
+    *,
+    strict: bool = False,
+) -> str:
     def count(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
-    warnings = count(len(result.warnings), "warning")
+    still_open = result.warnings if still_open is None else still_open
+    warnings = count(len(still_open), "warning")
+    if accepted:
+        warnings += f" ({len(accepted)} more accepted)"
     if result.document is None:
         first = result.errors[0]
         return f"invalid: {count(len(result.errors), 'error')}, {warnings}; first: {first}"
     n = len(result.document.questions)
-    return (
-        f"valid: {result.form} document, {count(n, 'question')}, {warnings}; sha256 {result.sha256}"
-    )
+    line = f"{result.form} document, {count(n, 'question')}, {warnings}; sha256 {result.sha256}"
+    if strict and still_open:
+        return f"strict: {line}; --strict allows no open warning, first: {still_open[0]}"
+    return f"valid: {line}"
 
 
 def do_import(cli: Console, *, file: str, slug: str, user: str | None, json: bool, **_: Any) -> int:
@@ -199,4 +294,47 @@ def do_submit(cli: Console, *, slug: str, number: int, user: str, json: bool, **
         cli.emit_json({"set": slug, "version": number, "status": version.status})
     else:
         cli.stdout.write(f"{slug} version {number} submitted for review")
+    return EXIT_OK
+
+
+def do_lint_accept(
+    cli: Console,
+    *,
+    slug: str,
+    number: int,
+    question: str,
+    code: str,
+    path: str | None,
+    reason: str,
+    user: str | None,
+    json: bool,
+    **_: Any,
+) -> int:
+    version = Version.objects.of(slug, number).select_related("question_set").first()
+    if version is None:
+        return cli.fail(no_version(slug, number, None), as_json=json, status=404)
+    accepted = services.lint_accept(
+        version=version,
+        question=question,
+        code=code,
+        path=path,
+        reason=reason,
+        actor=acting_user(user),
+    )
+    if json:
+        cli.emit_json(
+            {
+                "set": slug,
+                "version": number,
+                "question": accepted.question,
+                "path": accepted.path,
+                "code": accepted.code,
+                "words": accepted.words,
+                "reason": accepted.reason,
+            }
+        )
+    else:
+        cli.stdout.write(
+            f"{slug} v{number}: accepted {accepted.code} at {accepted.path}: {accepted.reason}"
+        )
     return EXIT_OK

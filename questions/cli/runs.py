@@ -21,11 +21,14 @@ from questions.cli.base import (
     read_json_file,
     run_in_foreground,
 )
-from questions.core import check, stats
+from questions.core import check, metrics, stats
 from questions.engine import backends
 from questions.models import BatchRun, QuestionSet, Version
 from questions.selectors import comparison, comparison_formats, runs, sets
 from questions.services import batches as run_defaults
+
+#: the misses a run's summary prints, the most confidently wrong first (--json: all it lists)
+MISSES_PRINTED = 10
 
 
 def add_parsers(sub: Any) -> None:
@@ -91,8 +94,11 @@ def add_parsers(sub: Any) -> None:
         help="ask a version about every sample state, in the foreground, and gate on it",
         description="Run the batch engine in the foreground and print a summary; exit 1 "
         "when any state failed or the pass rate is below --min-pass-rate.",
-        epilog="Progress goes to stderr. --json gives {run, set, version, backend, calibrated, "
-        "status, states, answered, failed, pass_rate, per_question, duration_ms} "
+        epilog="Progress goes to stderr. The summary lists the run's misses, the most "
+        "confidently wrong first (1 − the probability the answer gave the expected one; "
+        "the first 10, --json the first 20). --json gives {run, set, version, backend, "
+        "calibrated, status, states, answered, failed, pass_rate, per_question, misses "
+        "([{state, question, expected, answered, wrong_confidence}]), duration_ms} "
         "(pass_rate null when no state has expected answers; status failed when every "
         "state failed). --rerun-failed RUN starts a new run of RUN's own version, backend, "
         "model, concurrency, attempts and threshold over the states that failed in RUN "
@@ -267,6 +273,15 @@ def do_batch(
                 )
         if run.detail:  # why no state was answered (the commonest failure), once
             cli.stderr.write(run.detail)
+        if summary["misses"]:
+            cli.stdout.write("  misses, the most confidently wrong first:")
+        for m in summary["misses"][:MISSES_PRINTED]:
+            sure = m["wrong_confidence"]
+            cli.stdout.write(
+                f"    {m['state']} {m['question']}: expected "
+                f"{metrics.expected_text(m['expected'])}, answered {m['answered']}"
+                + ("" if sure is None else f" (sure of another answer: {sure:.2f})")
+            )
         if below(summary):
             cli.stderr.write(
                 f"pass rate {stats.rate_words(summary['passed'], summary['checked'])} "

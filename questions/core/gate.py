@@ -15,6 +15,9 @@ A gate holds when every labelled state was answered and every bound given holds:
 - `max_cost_per_1k` — a ceiling for what 1,000 calls cost: the mean cost of the calls that
   answered the gated states, each `answers.cost_of` its usage and the wire's price.
 
+With `--strict-lints` the gate also holds only when the version has no lint warning open: the
+findings accepted with a reason (`LintAcceptance`) aside, any warning of its document fails it.
+
 A bound that cannot be measured (nothing checked, no evidence run, no usage recorded) does not
 hold: a gate fails closed.
 """
@@ -42,6 +45,9 @@ BOUNDS = {
 }
 #: the bound every gate has: each labelled state answered
 ANSWERED = "answered"
+#: the bound `--strict-lints` adds: no lint warning open
+LINTS = "lints"
+LINTS_FLAG = "--strict-lints"
 #: the states a failure message names (the test case's text names them all)
 NAMED_IN_MESSAGE = 10
 
@@ -72,12 +78,24 @@ class Bounds:
 
 
 @dataclass(frozen=True)
+class LintCheck:
+    """The gated version's lints, with `--strict-lints`: each warning still open (as its
+    line reads: path, message, code) and how many findings were accepted with a reason."""
+
+    open: list[str]
+    accepted: int = 0
+
+
+@dataclass(frozen=True)
 class Miss:
-    """A labelled answer that missed: the state, what it expected, what was answered."""
+    """A labelled answer that missed: the state, what it expected, what was answered, and how
+    sure it was of another answer (`metrics.wrong_confidence`; a gate lists the most
+    confidently wrong first)."""
 
     state: str
     expected: Any
     answered: str
+    wrong: float | None = None
 
 
 @dataclass
@@ -230,6 +248,22 @@ def _answered(m: Measured) -> BoundResult:
     return BoundResult(ANSWERED, "", float(len(missing)), 0.0, not missing, detail)
 
 
+def _lints(lints: LintCheck) -> BoundResult:
+    accepted = f" ({lints.accepted} accepted with a reason)" if lints.accepted else ""
+    if not lints.open:
+        detail = f"no lint warning open{accepted}"
+    else:
+        shown = "; ".join(lints.open[:NAMED_IN_MESSAGE])
+        more = len(lints.open) - NAMED_IN_MESSAGE
+        detail = (
+            f"{len(lints.open)} lint warning{'' if len(lints.open) == 1 else 's'} open{accepted}: "
+            + shown
+            + (f"; and {more} more" if more > 0 else "")
+            + " — fix them, or accept each with a reason (questions lint-accept)"
+        )
+    return BoundResult(LINTS, LINTS_FLAG, float(len(lints.open)), 0.0, not lints.open, detail)
+
+
 def _question(q: QuestionMeasure, floor: float | None) -> QuestionResult:
     if not q.labelled:
         return QuestionResult(q, True, True, "no labelled state expects an answer of it")
@@ -252,11 +286,14 @@ def _question(q: QuestionMeasure, floor: float | None) -> QuestionResult:
     return QuestionResult(q, not problems, False, "; ".join(problems) or summary)
 
 
-def judge(measured: Measured, bounds: Bounds) -> Result:
-    """Whether a gate holds: every labelled state answered, every bound given, and every
-    question at or above the pass-rate floor (when one is given)."""
+def judge(measured: Measured, bounds: Bounds, lints: LintCheck | None = None) -> Result:
+    """Whether a gate holds: every labelled state answered, every bound given, every
+    question at or above the pass-rate floor (when one is given), and, with `lints`
+    (`--strict-lints`), no lint warning open."""
     results = [_answered(measured)]
     results += [_bound(name, limit, measured) for name, limit in bounds.given().items()]
+    if lints is not None:
+        results.append(_lints(lints))
     questions = [_question(q, bounds.min_pass_rate) for q in measured.questions.values()]
     ok = all(b.ok for b in results) and all(q.ok for q in questions)
     return Result(ok, results, questions, measured)
@@ -285,7 +322,12 @@ def as_json(result: Result, about: dict[str, Any]) -> dict[str, Any]:
                 "pass_rate": q.measure.pass_rate,
                 "pass_rate_interval": stats.interval_list(q.measure.passed, q.measure.checked),
                 "missed": [
-                    {"state": x.state, "expected": x.expected, "answered": x.answered}
+                    {
+                        "state": x.state,
+                        "expected": x.expected,
+                        "answered": x.answered,
+                        "wrong_confidence": x.wrong,
+                    }
                     for x in q.measure.missed
                 ],
                 "unanswered": q.measure.unanswered,

@@ -2,10 +2,12 @@
 
 This module owns the semantic lints: the ways a well-formed question still gets a meaningless
 answer, as TypeSafe documents them for Jev and as jevkit-lint and question-kit check them —
-counting or arithmetic, comparing dates or numbers inside the state, asking for generated text,
-double negation, vague evaluative words with no criteria, inverted noul polarity, bare score
-levels, missing or one-word instructions, instructions naming another question's id, a
-backticked state path no sample state has, identical questions. The structural lints (an
+counting or arithmetic, comparing dates or numbers inside the state, numbers in a form the state
+may not share (shorthand, percentages, machine encodings), lookups chained across the state
+(multi-hop indirection), asking for generated text, double negation, vague evaluative words with
+no criteria, inverted noul polarity, bare score levels, missing or one-word instructions,
+instructions naming another question's id, a backticked state path no sample state has,
+identical questions. The structural lints (an
 undescribed option, no escape option, two equal descriptions, a compound noul, the token budget)
 stay in `spec`, beside the shapes they read.
 
@@ -35,6 +37,8 @@ from questions.core.numbers import whole_number
 CODES: Final = (
     "counting",
     "state_comparison",
+    "numeric_representation",
+    "multi_hop",
     "generation",
     "double_negation",
     "vague_criterion",
@@ -475,6 +479,151 @@ def _double_negation_hit(text: str) -> str | None:
     return None
 
 
+# --- numbers in another form, and chained lookups -----------------------------------------------
+
+#: a number the state may write in another form: shorthand (1k, 2.5M), a percentage, a
+#: number followed by its magnitude in words — and machine encodings of numbers
+_NUMBER_FORM = re.compile(
+    r"(?<![\w.,])\d+(?:[.,]\d+)?(?-i:k|K|M|bn|mn|BN)\b"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?\s(?:thousand|million|billion|trillion|lakh|crore)\b"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?\s?(?:%|per ?cent\b|percent\b)"
+    r"|\b(?:in|as)\s+(?:cents|pence|minor units|basis points)\b",
+    _I,
+)
+_MACHINE_FORM = re.compile(
+    r"#(?=[0-9a-f]{0,5}[a-f])[0-9a-f]{6}\b|\brgba?\s*\("
+    r"|\bhex(?:adecimal)?\s+(?:values?|codes?|colou?rs?|strings?|numbers?|digits?)\b"
+    r"|\bbinary\s+(?:values?|encoding|representation|numbers?|digits?)\b"
+    r"|\bbase ?64\b|\bbytecode\b|\bopcodes?\b|\bassembly\s+(?:instructions?|code)\b"
+    r"|\b(?:unix|epoch|posix)\s+(?:time(?:stamps?)?|seconds|milliseconds)\b"
+    r"|\b(?:scientific|exponential)\s+notation\b|\broman numerals?\b",
+    _I,
+)
+_MACHINE_WORDS = frozenset(
+    """hex hexadecimal rgb rgba binary base64 base bytecode opcode opcodes assembly unix epoch
+    posix scientific exponential roman""".split()  # noqa: SIM905
+)
+_NUMBER_WORDS = frozenset(
+    """cents pence minor basis thousand million billion trillion lakh crore percent per""".split()  # noqa: SIM905
+)
+
+
+#: what a number in another form needs, read cheaply before its pattern runs
+_SHORTHAND = re.compile(r"\d(?:[kKM]|bn|mn|BN)\b")
+
+
+@_per_text
+def _number_form_hit(text: str) -> tuple[str, bool] | None:
+    """The words of `text` that write a number in a form the state may not share, and whether
+    it is a machine encoding (hex, binary, a timestamp …); or None."""
+    words = _words(text)
+    machine = not words.isdisjoint(_MACHINE_WORDS) or "#" in text
+    number = (
+        "%" in text or not words.isdisjoint(_NUMBER_WORDS) or _SHORTHAND.search(text) is not None
+    )
+    if not (machine or number):
+        return None
+    plain = _plain(text)
+    found = []
+    if machine and (m := _search(_MACHINE_FORM, plain)):
+        found.append((m, True))
+    if number and (m := _search(_NUMBER_FORM, plain)):
+        found.append((m, False))
+    if not found:
+        return None
+    m, is_machine = min(found, key=lambda hit: hit[0].start())
+    return m.group(0).strip(), is_machine
+
+
+#: a record the state holds in its own place, which a question may reach through another one
+_ENTITY = (
+    r"(?:customers?|clients?|users?|accounts?|owners?|holders?|authors?|senders?|recipients?|"
+    r"requesters?|reporters?|assignees?|managers?|supervisors?|parents?|orders?|tickets?|"
+    r"invoices?|payments?|transactions?|products?|subscriptions?|plans?|contracts?|"
+    r"compan(?:y|ies)|organi[sz]ations?|employers?|teams?|agents?|vendors?|suppliers?|"
+    r"merchants?|sellers?|buyers?|shipments?|deliver(?:y|ies)|records?|projects?|devices?|"
+    r"profiles?|members?|contacts?|policies|policy|claims?|bookings?|reservations?|"
+    r"parcels?|packages?|warehouses?|branch(?:es)?|stores?|departments?|employees?)"
+)
+_DETERMINER = r"(?:the|that|this|its|their|his|her|each|every|an?)"
+#: words whose "'s" is "is" or "has", not a possessive
+_CONTRACTED = r"(?:it|that|there|what|who|here|he|she|let|where|how|this|one)"
+#: one hop from a record to another: "the customer of the order", "the ticket's order", "the
+#: order referenced by the ticket", "whose …"
+_HOP = re.compile(
+    rf"\b{_ENTITY}\s+(?:of|behind)\s+{_DETERMINER}\b"
+    rf"|\b(?!{_CONTRACTED}['’]s\b)[\w-]+['’]s?\s+(?:[\w-]+\s+)?{_ENTITY}\b(?!['’])"
+    r"|\b(?:referenced|referred to|mentioned|named|cited|linked|listed|identified|attached|"
+    r"assigned|associated|belonging|tied|connected|owned|placed|opened|raised|filed|"
+    rf"submitted|created)\s+(?:by|in|to|with|from|on)\s+{_DETERMINER}\b"
+    rf"|\b{_ENTITY}\s+(?:who|that|which)\s+(?:placed|opened|raised|filed|owns|owned|made|sent|"
+    r"wrote|created|submitted|holds|booked|bought|ordered)\b"
+    r"|\bwhose\b",
+    _I,
+)
+#: a chain of lookups or inferences said outright
+_CHAIN = re.compile(
+    r"\blook(?:s|ing|ed)? up\b|\bcross[- ]?referenc\w*"
+    r"|\b(?:matching|matches|match|corresponding to|corresponds to)\s+(?:the\s+|its\s+|their\s+)?"
+    r"(?:[\w-]+\s+)?(?:id|ids|identifier|reference|key)\b"
+    r"|\bthe\s+[\w-]+\s+of\s+the\s+[\w-]+\s+of\s+(?:the|its|their|that|this)\b"
+    r"|\bwhoever\b[^.?!;]{0,40}\bwhose\b|\bif\b[^.?!;]{0,60}\bthen\b[^.?!;]{0,60}\bif\b"
+    r"|\bwould have (?:been|had)\b|\bimplies? that\b[^.?!;]{0,40}\bwhich\b"
+    r"|\bindirectly\b|\btransitively\b",
+    _I,
+)
+#: the words a chain said outright needs one of, and those a hop does (two hops, two words)
+_CHAIN_WORDS = frozenset(
+    """look looks looking looked cross crossreference crossreferenced crossreferencing match
+    matches matching corresponding corresponds whoever would implies imply indirectly
+    transitively then""".split()  # noqa: SIM905
+)
+_HOP_WORDS = frozenset(
+    """customer customers client clients user users account accounts owner owners holder holders
+    author authors sender senders recipient recipients requester requesters reporter reporters
+    assignee assignees manager managers supervisor supervisors parent parents order orders ticket
+    tickets invoice invoices payment payments transaction transactions product products
+    subscription subscriptions plan plans contract contracts company companies organisation
+    organisations organization organizations employer employers team teams agent agents vendor
+    vendors supplier suppliers merchant merchants seller sellers buyer buyers shipment shipments
+    delivery deliveries record records project projects device devices profile profiles member
+    members contact contacts policy policies claim claims booking bookings reservation
+    reservations parcel parcels package packages warehouse warehouses branch branches store
+    stores department departments employee employees referenced referred mentioned named cited
+    linked listed identified attached assigned associated belonging tied connected owned placed
+    opened raised filed submitted created whose""".split()  # noqa: SIM905
+)
+_SENTENCE = re.compile(r"[.?!;\n]")
+#: a hop's words shown in a message, at most
+_HOP_WORDS_SHOWN = 10
+
+
+@_per_text
+def _multi_hop_hit(text: str) -> str | None:
+    """The words of `text` that chain lookups across the state — two hops in one sentence
+    ("the customer of the order referenced by the ticket") or a chain said outright ("look
+    up", "transitively") — or None."""
+    words = _words(text)
+    if len(words) < 4:
+        return None
+    hop_words = words & _HOP_WORDS
+    if "'" in text or "’" in text:  # a possessive: "the ticket's order"
+        hop_words |= {w.split("'")[0].split("’")[0] for w in words} & _HOP_WORDS
+    chained = not words.isdisjoint(_CHAIN_WORDS) or text.count(" of ") >= 2
+    plain = _plain(text) if chained or len(hop_words) >= 2 else ""
+    if chained and (m := _search(_CHAIN, plain)):
+        return m.group(0)
+    if not plain:
+        return None
+    for sentence in _SENTENCE.split(plain):
+        hops = list(_HOP.finditer(sentence))
+        if len(hops) < 2 or _reported(sentence, hops[0].start()):
+            continue
+        shown = sentence[hops[0].start() : hops[1].end()].split()
+        return " ".join(shown[:_HOP_WORDS_SHOWN])
+    return None
+
+
 # --- sample states ------------------------------------------------------------------------------
 
 
@@ -618,6 +767,43 @@ class _Lints:
                     f"{_quote(words)} compares numbers or dates inside the state; the model "
                     "reads them as words — compare in your code and put the outcome in the "
                     f"state ({_outcome(words)})",
+                    q.id,
+                    words,
+                )
+                return
+
+    def numeric_representation(self, q: spec.Question, texts: list[tuple[Loc, str]]) -> None:
+        for loc, text in texts:
+            if hit := _number_form_hit(text):
+                words, machine = hit
+                if machine:
+                    message = (
+                        f"{_quote(words)} asks the model to read a machine encoding of a number "
+                        "(hex, binary, a timestamp, base64); it reads names far better than codes "
+                        "— convert in your code and put the name or a named bucket in the state "
+                        "(`colour: red`, not `#ff0000`)"
+                    )
+                else:
+                    message = (
+                        f"{_quote(words)} writes a number in one form; the state may write it in "
+                        "another (1000, 1,000, 1.0e3, “one thousand”; 12.5 % as 0.125) and the "
+                        "model reads digits as text, not as values — normalise the number in "
+                        "your code (one unit, one form) and put the outcome in the state "
+                        "(`amount_band: over_1000`)"
+                    )
+                self.warn(loc, "numeric_representation", message, q.id, words)
+                return
+
+    def multi_hop(self, q: spec.Question, texts: list[tuple[Loc, str]]) -> None:
+        for loc, text in texts:
+            if words := _multi_hop_hit(text):
+                self.warn(
+                    loc,
+                    "multi_hop",
+                    f"{_quote(words)} makes the model chain lookups across the state (one record "
+                    "found through another); every hop costs accuracy — resolve the chain in "
+                    "your code and put the fact itself in the state (`ticket_customer_is_vip: "
+                    "true`)",
                     q.id,
                     words,
                 )
@@ -871,6 +1057,8 @@ def check(
         lints.instructions(q, instructions)
         lints.counting(q, texts)
         lints.comparison(q, texts)
+        lints.numeric_representation(q, texts)
+        lints.multi_hop(q, texts)
         lints.generation(q, instructions)
         lints.double_negation(q, texts)
         lints.vague(q, instructions, texts)

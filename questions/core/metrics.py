@@ -17,6 +17,11 @@ between the bin's mean p and how often the outcome was true; the maximum calibra
 of −log(p) when the outcome was true and −log(1 − p) when not, p held within
 [`LOG_LOSS_EPSILON`, 1 − `LOG_LOSS_EPSILON`] so one certain miss costs about 13.8, not infinity.
 Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says little.
+
+A miss is *confidently wrong* by how sure the answer was of something other than the expected
+answer: 1 − P(expected) — the noul's P of the other side, one minus the choice's probability of
+the expected option or the score's of the expected level (`wrong_confidence`). A report lists
+the `MISSES_LISTED` most confidently wrong first (`Tally.misses_listed`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from questions.core.answers import NOUL_THRESHOLD
 SPARSE_BIN = 5
 BINS = 10
 LOG_LOSS_EPSILON = 1e-6
+#: the misses a run's report lists, the most confidently wrong first
+MISSES_LISTED = 20
 
 
 def nearest_level(score: float) -> int:
@@ -108,6 +115,48 @@ class Case:
     @property
     def checked(self) -> bool:
         return self.expected is not None and expected_fits(self.qtype, self.expected)
+
+
+def wrong_confidence(qtype: str, answer: Mapping[str, Any], expected: Any) -> float | None:
+    """How sure an answer was of something other than `expected`: 1 − the probability it gave
+    the expected answer (a noul's side, a choice's option, a score's level); None when the
+    answer carries no such probability (a score or choice without `probabilities`)."""
+    if qtype == "noul":
+        p = float(answer["noul"])
+        return 1.0 - (p if expected else 1.0 - p)
+    probabilities = answer.get("probabilities")
+    if not isinstance(probabilities, Mapping) or not probabilities:
+        return None
+    key = str(expected)
+    try:
+        return 1.0 - float(probabilities.get(key, 0.0))
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One answer that missed its expected one: the item (or, once named, the state) it is
+    of, the question, what was expected and answered (`shown`), and `wrong_confidence`."""
+
+    item: int | str
+    question: str
+    qtype: str
+    expected: Any
+    answered: str
+    wrong: float | None
+
+    def order(self) -> tuple[float, int | str, str]:
+        """The most confidently wrong first (one with no probability last), then by item (the
+        items of one list are all ids or all names) and question."""
+        return (-(self.wrong if self.wrong is not None else -1.0), self.item, self.question)
+
+    def as_row(self) -> list[Any]:
+        return [self.item, self.question, self.qtype, self.expected, self.answered, self.wrong]
+
+
+def most_confidently_wrong(misses: Iterable[Miss], n: int = MISSES_LISTED) -> list[Miss]:
+    return sorted(misses, key=Miss.order)[:n]
 
 
 @dataclass
@@ -310,6 +359,7 @@ class Tally:
         self.noul_pairs: list[tuple[float, bool]] = []
         self.choice_pairs: list[tuple[float, bool]] = []
         self.tags: dict[str, list[int]] = {}  # tag → [states, checked, passed]
+        self.worst: list[Miss] = []  # the most confidently wrong misses (a bounded list)
 
     def passes(self, case: Case) -> bool:
         return passes(case.qtype, case.answer, case.expected, self.threshold)
@@ -326,10 +376,13 @@ class Tally:
         expected = expected or {}
         checked = passed = 0
         for qid, answer in (answers or {}).items():
-            ok = self.case(Case("", qid, answer.get("type", ""), answer, expected.get(qid)))
+            case = Case("", qid, answer.get("type", ""), answer, expected.get(qid))
+            ok = self.case(case)
             if ok is not None:
                 checked += 1
                 passed += ok
+            if ok is False:
+                self.missed(pk, case)
         if tags:
             self.tag(tags, checked, passed)
         self.misses[pk] = checked - passed
@@ -363,6 +416,25 @@ class Tally:
             self.noul_pairs.append((float(case.answer["noul"]), bool(case.expected)))
         return ok
 
+    def missed(self, item: int, case: Case) -> None:
+        """A miss of item `item`, kept while it is among the most confidently wrong."""
+        self.worst.append(
+            Miss(
+                item,
+                case.question,
+                case.qtype,
+                case.expected,
+                shown(case.qtype, case.answer, self.threshold),
+                wrong_confidence(case.qtype, case.answer, case.expected),
+            )
+        )
+        if len(self.worst) > 2 * MISSES_LISTED:
+            self.worst = most_confidently_wrong(self.worst)
+
+    def misses_listed(self) -> list[Miss]:
+        """The `MISSES_LISTED` most confidently wrong misses, the most first."""
+        return most_confidently_wrong(self.worst)
+
     def tag(self, tags: Iterable[str], checked: int, passed: int) -> None:
         """A state's tags (each once), with its checked and passed cases."""
         for tag in dict.fromkeys(tags):
@@ -374,6 +446,7 @@ class Tally:
     def merge(self, other: Tally) -> None:
         """Add up what `other` counted (another batch of the same run's items)."""
         self.misses.update(other.misses)
+        self.worst = most_confidently_wrong([*self.worst, *other.worst])
         for qid, theirs in other.questions.items():
             q = self.questions.get(qid)
             if q is None:

@@ -12,6 +12,7 @@ from questions.models.runs import BatchItem, BatchRun, RunReport, WorkerHeartbea
 from questions.models.sets import (
     Label,
     LabelMove,
+    LintAcceptance,
     QuestionSet,
     ReviewEvent,
     Version,
@@ -30,6 +31,7 @@ __all__ = [
     "ExportFetch",
     "Label",
     "LabelMove",
+    "LintAcceptance",
     "QuestionSet",
     "ReviewEvent",
     "RunReport",

@@ -1,5 +1,5 @@
 """Sets, their versions (with the QuerySet that names every version lookup), the review
-events on a version, and labels with their moves."""
+events on a version, the lint findings accepted on it, and labels with their moves."""
 
 from __future__ import annotations
 
@@ -222,3 +222,33 @@ class LabelMove(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.from_version_id} → {self.to_version_id}"
+
+
+class LintAcceptance(models.Model):
+    """A lint finding accepted with a reason: append-only, a row per acceptance, never changed
+    or removed. It holds for the version it was accepted on and every version drawn from it
+    (`parent`, at any depth), while the finding is the same one: the same place (`path`), rule
+    (`code`) and words (`words`, the finding's `actual`); a finding whose words changed is a
+    new one and shows again."""
+
+    #: the longest reason a person writes for accepting a finding
+    REASON_LIMIT = 500
+
+    version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="lint_acceptances")
+    question = models.TextField()
+    path = models.TextField()
+    code = models.CharField(max_length=64)
+    words = models.TextField(blank=True, help_text="the words that fired, as the finding had them")
+    message = models.TextField(help_text="the finding's message when it was accepted")
+    reason = models.TextField()
+    #: who accepted it: nobody for the operator at the command line
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.version}: {self.code} at {self.path} accepted"

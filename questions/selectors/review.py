@@ -13,6 +13,7 @@ from questions.engine import backends
 from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
 from questions.selectors import advice, control_reports, runs, sets
+from questions.selectors import lints as lint_reads
 
 
 def review_queue() -> QuerySet[Version]:
@@ -189,20 +190,24 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
     """What the review page shows of a version, whoever looks: the verdict against what it is
     set against (`review_against`; the first, `reference`, is the frame of reference of the
     evidence and of the questions' badges), the diff against it (and against the parent, when
-    that is another), its open lints per question, the runs' evidence, the controls' verdicts,
-    the advice curves, the labels and the events. Every question's entries are written out
-    when `full` or when the version holds at most `INLINE_ENTRIES`; otherwise only those of
-    the questions that changed. `weak_basis` is what approving reads (`services.weak_evidence`:
-    against the baseline only)."""
+    that is another), its open lints per question and those accepted (with their reasons), the
+    runs' evidence, the controls' verdicts, the advice curves, the labels and the events. Every
+    question's entries are written out when `full` or when the version holds at most
+    `INLINE_ENTRIES`; otherwise only those of the questions that changed. `weak_basis` is what
+    approving reads (`services.weak_evidence`: against the baseline only)."""
     baseline, baseline_name = review_baseline(version)
     against = review_against(version, baseline, baseline_name)
     reference, reference_name = against[0] if against else (None, "")
     document = version.document
-    lints = check.validate(
-        document,
-        limits=settings.DECISIONS_LIMITS,
-        sample_states=sets.sample_state_paths(version.question_set),
-    ).warnings
+    found = lint_reads.version_lints(
+        version,
+        check.validate(
+            document,
+            limits=settings.DECISIONS_LIMITS,
+            sample_states=sets.sample_state_paths(version.question_set),
+        ).warnings,
+    )
+    lints = found.open  # the accepted ones are listed apart, with their reasons
     lints_of: dict[str, list[spec.Issue]] = {}
     for lint in lints:
         if lint.question is not None:
@@ -236,6 +241,7 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         "questions": [{**q, "lints": lints_of.get(q["content"].id, [])} for q in questions],
         "removed": list(removed.values()),
         "lints": lints,
+        "accepted": lint_reads.accepted_rows(found),
         "events": version.events.select_related("actor"),
         "labels": sets.labels_of(version.question_set),
         "evidence": evidence,

@@ -85,6 +85,28 @@ def run_report(run: BatchRun) -> metrics.Report:
     return run_report_computed(run)
 
 
+def named_misses(misses: list[metrics.Miss]) -> list[metrics.Miss]:
+    """`misses` of a run's items with each item's state name in its place (one query)."""
+    names = dict(
+        BatchItem.objects.filter(pk__in=[m.item for m in misses]).values_list(
+            "pk", "sample_state__name"
+        )
+    )
+    return [dataclasses.replace(m, item=names.get(m.item, f"item {m.item}")) for m in misses]
+
+
+def run_report_and_misses(run: BatchRun) -> tuple[metrics.Report, list[metrics.Miss]]:
+    """A run's test report (`run_report`) and the misses it lists, the most confidently wrong
+    first (`metrics.Tally.misses_listed`, each named by its state): as a finished run stored
+    them, or worked out once for both (never stored: a read never writes)."""
+    data = stored_report(run)
+    if data is not None and "misses" in data:
+        return metrics.report_from_json(data), [metrics.Miss(*row) for row in data["misses"]]
+    tally = run_tally(run)
+    report = metrics.report_from_json(data) if data is not None else tally.report()
+    return report, named_misses(tally.misses_listed())
+
+
 def run_tag_slices(run: BatchRun) -> list[metrics.Slice]:
     """A run's pass rate per tag of its states: a finished run's as it stored them with its
     report (`services.summaries`), in constant time; otherwise worked out, never stored."""
@@ -110,9 +132,10 @@ def run_counts(run: BatchRun) -> dict[str, int]:
 
 
 def run_summary(run: BatchRun) -> dict[str, Any]:
-    """The run as `questions batch --json` prints it."""
+    """The run as `questions batch --json` prints it: its counts, pass rates and the misses
+    its report lists, the most confidently wrong first."""
     counts = run_counts(run)
-    report = run_report(run)
+    report, misses = run_report_and_misses(run)
     duration = None
     if run.started_at and run.finished_at:
         duration = round((run.finished_at - run.started_at).total_seconds() * 1000)
@@ -139,6 +162,16 @@ def run_summary(run: BatchRun) -> dict[str, Any]:
             }
             for qid, q in report.questions.items()
         },
+        "misses": [
+            {
+                "state": m.item,
+                "question": m.question,
+                "expected": m.expected,
+                "answered": m.answered,
+                "wrong_confidence": m.wrong,
+            }
+            for m in misses
+        ],
         "duration_ms": duration,
     }
 

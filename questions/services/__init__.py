@@ -7,6 +7,7 @@ status and a code (`errors`).
     states     sample states and their history
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
+    lints      lint findings accepted with a reason
     tokens     the runtime's API tokens
     fetches    who fetched what: the export fetch log, counted per token, label and minute
     webhooks   change webhooks: endpoints per set, events, delivery by the task worker
@@ -36,6 +37,7 @@ from questions.services.fetches import (
     export_fetches_flush,
     export_fetches_forget,
 )
+from questions.services.lints import NoSuchFinding, lint_accept
 from questions.services.reviews import (
     WeakEvidence,
     label_move,
@@ -92,6 +94,7 @@ __all__ = [
     "DraftExists",
     "Invalid",
     "InvalidContent",
+    "NoSuchFinding",
     "NotADraft",
     "NotAllowed",
     "NotConfigured",
@@ -118,6 +121,7 @@ __all__ = [
     "export_fetches_flush",
     "export_fetches_forget",
     "label_move",
+    "lint_accept",
     "open_draft",
     "pin_check",
     "question_set_create",

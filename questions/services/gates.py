@@ -20,6 +20,7 @@ from questions.engine import backends
 from questions.engine.backends.http import TypeSafeBackend
 from questions.engine.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
+from questions.selectors import lints as lint_reads
 from questions.selectors import runs
 from questions.services.batch_execution import batch_execute
 from questions.services.batches import batch_create, labelled_for
@@ -52,12 +53,18 @@ def gate_model(version: Version, backend: str) -> str | None:
 
 
 def gate_run(
-    *, version: Version, backend: str, user: Any, bounds: gate.Bounds
+    *,
+    version: Version,
+    backend: str,
+    user: Any,
+    bounds: gate.Bounds,
+    strict_lints: bool = False,
 ) -> tuple[BatchRun, gate.Result]:
     """Run `version` over its set's labelled states through `backend` in this process, and
-    judge the run by `bounds`. `NothingToGate` when no state expects an answer of the
-    version's questions; a live backend's refusals (`NotConfigured`, …) as `batch_create`
-    raises them."""
+    judge the run by `bounds` — and, with `strict_lints`, by the version's lints: a warning
+    open (not accepted with a reason) fails it. `NothingToGate` when no state expects an
+    answer of the version's questions; a live backend's refusals (`NotConfigured`, …) as
+    `batch_create` raises them."""
     problem = bounds.problem()
     if problem:
         raise Invalid(problem, code="bad_bound")
@@ -80,7 +87,17 @@ def gate_run(
     )
     batch_execute(run.pk)
     run.refresh_from_db()
-    return run, gate.judge(gate_measure(run, questions), bounds)
+    return run, gate.judge(gate_measure(run, questions), bounds, gate_lints(version, strict_lints))
+
+
+def gate_lints(version: Version, strict: bool) -> gate.LintCheck | None:
+    """The version's lints as `--strict-lints` judges them (None without it): the warnings of
+    its document left open, the findings accepted on it (or a version it was drawn from)
+    aside."""
+    if not strict:
+        return None
+    found = lint_reads.version_lints(version)
+    return gate.LintCheck([str(w) for w in found.open], len(found.accepted))
 
 
 def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Measured:
@@ -118,7 +135,12 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
             case.qtype, case.answer, case.expected, run.threshold
         ):
             shown = metrics.shown(case.qtype, case.answer, run.threshold)
-            measures[case.question].missed.append(gate.Miss(case.state, case.expected, shown))
+            wrong = metrics.wrong_confidence(case.qtype, case.answer, case.expected)
+            measures[case.question].missed.append(
+                gate.Miss(case.state, case.expected, shown, wrong)
+            )
+    for q in measures.values():  # the most confidently wrong first
+        q.missed.sort(key=lambda x: (-(x.wrong if x.wrong is not None else -1.0), x.state))
     for qid, q in report.questions.items():
         if qid in measures:
             measures[qid].checked, measures[qid].passed = q.checked, q.passed

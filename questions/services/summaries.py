@@ -95,7 +95,8 @@ def store_places(run: Any, item_model: Any = None) -> None:
 
 
 def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | None = None) -> None:
-    """Store a finished run's test report, and, for a plain run, the run set against the
+    """Store a finished run's test report (with the misses it lists, the most confidently wrong
+    first, each named by its state), and, for a plain run, the run set against the
     latest finished run of its version's review baseline: what the run page and the review
     page read, once, whatever the number of answers. Worked out again (replaced) if asked
     twice. `report_model` is the historical RunReport model of the migration that filled the
@@ -108,6 +109,7 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
     tally = runs.run_tally(run) if tally is None else tally
     data = metrics.report_as_json(tally.report())
     data["tags"] = [[s.tag, s.states, s.checked, s.passed] for s in tally.slices()]
+    data["misses"] = [m.as_row() for m in runs.named_misses(tally.misses_listed())]
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed

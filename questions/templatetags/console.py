@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from urllib.parse import urlencode
 
 from django import template
 from django.utils import timezone
@@ -14,6 +15,7 @@ from django.utils.timesince import timesince
 
 from questions.core import metrics, stats
 from questions.core.answers import NOUL_THRESHOLD
+from questions.core.check import acceptable
 from questions.forms import slot_id
 from questions.models import Version
 
@@ -51,28 +53,46 @@ def ago(moment: datetime | None) -> str:
     return f"{timesince(moment, depth=1)} ago"
 
 
-def _issues_html(issues) -> SafeString:
+def _issues_html(issues, accept_url: str = "") -> SafeString:
+    """The errors and warnings of a slot; with `accept_url` (the page lets its reader accept
+    lints), each warning about a question links to accepting it with a reason."""
     return format_html_join(
         "",
-        '<p class="issue {}" data-code="{}"><span class="badge">{}</span> {}</p>',
+        '<p class="issue {}" data-code="{}"><span class="badge">{}</span> {}{}</p>',
         (
-            (kind, issue.code, kind, code(issue.message))
+            (
+                kind,
+                issue.code,
+                kind,
+                code(issue.message),
+                _accept_link(issue, accept_url) if kind == "warning" and accept_url else "",
+            )
             for kind, group in (("error", issues[0]), ("warning", issues[1]))
             for issue in group
         ),
     )
 
 
-@register.simple_tag
-def slot(errors, warnings, card: str, part: str, row: str | None = None, oob: bool = False):
-    """The issues of one field: `errors`/`warnings` are dicts placed by `place_issues`."""
+def _accept_link(issue, accept_url: str) -> SafeString | str:
+    if not acceptable(issue):
+        return ""
+    query = urlencode({"question": issue.question, "code": issue.code, "path": issue.path})
+    return format_html(
+        ' <a class="lint-accept" href="{}?{}">Accept with a reason…</a>', accept_url, query
+    )
+
+
+@register.simple_tag(takes_context=True)
+def slot(context, errors, warnings, card: str, part: str, row: str | None = None, oob=False):
+    """The issues of one field: `errors`/`warnings` are dicts placed by `place_issues`; a
+    page whose context names `lint_accept_url` links each warning to accepting it."""
     sid = slot_id(card, part, row) if card else "slot-document"
     found = (errors.get(sid, []), warnings.get(sid, []))
     return format_html(
         '<div id="{}" class="slot" aria-live="polite"{}>{}</div>',
         sid,
         mark_safe(' hx-swap-oob="true"') if oob else "",
-        _issues_html(found),
+        _issues_html(found, context.get("lint_accept_url", "")),
     )
 
 

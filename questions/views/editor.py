@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import forms, roles, services
@@ -17,6 +18,7 @@ from questions.core import check, spec
 from questions.core.numbers import whole_number
 from questions.engine import backends
 from questions.models import Version
+from questions.selectors import lints as lint_reads
 from questions.selectors import sets
 from questions.services import tries
 from questions.services.errors import require
@@ -63,13 +65,15 @@ def _checked(
     document: dict,
     *,
     version: Version,
+    user: Any,
     stand_ins: frozenset[str] = frozenset(),
     untouched: frozenset[str] = frozenset(),
 ) -> dict:
     """The issues of a document, placed at the fields of `cards`, and a status per card.
     `stand_ins` are ids that stand for other cards (counted, not checked): their issues are
-    theirs, not this page's. The warnings of `untouched` rows (new, nothing typed yet) wait.
-    The lints read the state paths of `version`'s set."""
+    theirs, not this page's. The warnings of `untouched` rows (new, nothing typed yet) wait,
+    and those accepted on the version (or one it was drawn from) do not show; an author (`user`)
+    is offered to accept each other one. The lints read the state paths of `version`'s set."""
 
     def ours(issue: spec.Issue) -> bool:
         return not (
@@ -83,7 +87,8 @@ def _checked(
     )
     errors = [e for e in result.errors if ours(e)] + _form_issues(cards)
     errors_at = forms.place_issues(cards, errors)
-    warnings_at = forms.place_issues(cards, [w for w in result.warnings if ours(w)])
+    still_open = lint_reads.version_lints(version, [w for w in result.warnings if ours(w)]).open
+    warnings_at = forms.place_issues(cards, still_open)
     for card in cards:
         for row in untouched:
             warnings_at.pop(forms.slot_id(card.key, "row", row), None)
@@ -99,6 +104,9 @@ def _checked(
         "document_errors": len(errors_at.get("slot-document", [])),
         "document_warnings": len(warnings_at.get("slot-document", [])),
         "blank_row": forms.Row(key="__ROW__"),
+        "lint_accept_url": reverse("lint-accept", args=[version.question_set.slug, version.number])
+        if roles.may_write(user)
+        else "",
     }
 
 
@@ -142,7 +150,7 @@ def _page(
         if roles.may_ask_live(request.user)
         else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
-        **_checked(cards, document, version=version),
+        **_checked(cards, document, version=version, user=request.user),
         **extra,
     }
     return render(request, EDIT_TEMPLATE, context, status=status)
@@ -202,7 +210,7 @@ def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpRespo
         "editable": version.is_draft and roles.may_write(request.user),
         "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
-        **_checked([card], {qid: document[qid]}, version=version),
+        **_checked([card], {qid: document[qid]}, version=version, user=request.user),
     }
     return render(request, EDIT_TEMPLATE + "#card", context)
 
@@ -265,7 +273,14 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
     stand_ins = frozenset(document) - {card.id}
     document[card.id] = question
     untouched = frozenset(request.POST.getlist(f"q-{key}-untouched"))
-    checked = _checked([card], document, version=version, stand_ins=stand_ins, untouched=untouched)
+    checked = _checked(
+        [card],
+        document,
+        version=version,
+        user=request.user,
+        stand_ins=stand_ins,
+        untouched=untouched,
+    )
     context = {
         "set": version.question_set,
         "version": version,
@@ -315,7 +330,7 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "editable": True,
         "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
-        **_checked([card], document, version=version),
+        **_checked([card], document, version=version, user=request.user),
     }
     return render(request, EDIT_TEMPLATE + "#card", context)
 

@@ -25,7 +25,7 @@ from questions.selectors.runs import (
     results_order,
     run_counts,
     run_delta,
-    run_report,
+    run_report_and_misses,
     run_tag_slices,
 )
 from questions.views import attribution as attribution_views
@@ -270,8 +270,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _report_context(run: BatchRun) -> dict:
     """The run's test report: per question as the version declares them (then any other by
-    id) with its confusion matrix, and the two calibration figures."""
-    report = run_report(run)
+    id) with its confusion matrix, the two calibration figures, and the misses it lists, the
+    most confidently wrong first."""
+    report, misses = run_report_and_misses(run)
     declared = declared_questions(run.version.document)
     declared_at = {qid: n for n, qid in enumerate(declared)}
     return {
@@ -302,6 +303,8 @@ def _report_context(run: BatchRun) -> dict:
         ],
         "sparse_bin": metrics.SPARSE_BIN,
         "min_summarised": MIN_SUMMARISED,
+        "misses": misses,
+        "missed": report.checked - report.passed,
     }
 
 

@@ -81,3 +81,35 @@ def test_the_review_page_shows_the_lints_at_each_question(page, live_server, wid
     page.screenshot(path=str(tmp_path / f"review-{width}.png"), full_page=True)
     overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
     assert not overflow
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_finding_accepted_from_the_editor_stops_showing_and_the_review_shows_why(
+    page, live_server, width, tmp_path
+):
+    version, writer = _a_set()
+    sign_in_user(page, live_server.url, writer)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/sets/triage/v{version.number}/")
+    urgency = page.locator(".card", has=page.locator("input[value=urgency]"))
+    bare = urgency.locator(".slot .issue.warning").filter(has_text="are bare labels")
+    expect(bare).to_have_count(1)
+    bare.get_by_role("link", name="Accept with a reason…").click()
+    expect(page.locator(".lint-finding")).to_contain_text("are bare labels")
+    page.get_by_label("Why this finding is fine here").fill("the application maps these three")
+    page.screenshot(path=str(tmp_path / f"accept-page-{width}.png"), full_page=True)
+    assert not page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+    page.get_by_role("button", name="Accept this finding").click()
+    expect(page.locator(".messages .message.success")).to_contain_text("Accepted the")
+    urgency = page.locator(".card", has=page.locator("input[value=urgency]"))
+    expect(urgency.locator(".slot").filter(has_text="are bare labels")).to_have_count(0)
+    services.version_submit(version=version, author=writer)
+    sign_in_user(page, live_server.url, factories.reviewer("rev"))
+    page.goto(f"{live_server.url}/sets/triage/v{version.number}/review/")
+    accepted = page.locator("#accepted-lints")
+    expect(accepted).to_contain_text("bare_levels")
+    expect(accepted).to_contain_text("the application maps these three")
+    expect(page.locator("article#q-urgency .question-lints")).to_have_count(0)
+    accepted.screenshot(path=str(tmp_path / f"accepted-lints-{width}.png"))
+    page.screenshot(path=str(tmp_path / f"accepted-{width}.png"), full_page=True)
+    assert not page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
