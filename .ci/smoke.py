@@ -95,7 +95,7 @@ def main() -> None:
 
         step("author: save and submit")
         page.get_by_role("button", name="Save", exact=True).click()
-        page.wait_for_load_state()
+        expect(page.locator("#saved")).to_contain_text("Saved revision")  # saved in place
         page.get_by_role("button", name="Submit for review").click()
         page.wait_for_load_state()
 

@@ -32,6 +32,42 @@ from questions.services.errors import Invalid
 ENTRY_SHAPES = ("text", "object", "json", "null")  # a noul case may also be "absent"
 INSTRUCTION_MODES = ("text", "json", "null", "absent")
 NOUL_MODES = ("absent", "null", "empty", "described")
+CASE_SHAPES = (*ENTRY_SHAPES, "absent")
+
+#: a noul's criteria are one control: the mode, and when its cases are described, how each one
+#: is (`<true shape>/<false shape>`); the usual ones are offered, and an unusual pair the
+#: document holds is offered too, so that it comes back as it was
+NOUL_CHOICES = (
+    ("text/text", "describe true and false"),
+    ("text/absent", "describe true only"),
+    ("absent/text", "describe false only"),
+    ("object/object", "true and false as what / not for / examples"),
+    ("json/json", "true and false as JSON"),
+    ("absent", "none: the instructions alone"),
+    ("empty", "empty {}"),
+    ("null", "null"),
+)
+SHAPE_WORDS = {
+    "text": "a description",
+    "object": "what / not for / examples",
+    "json": "JSON",
+    "null": "null",
+    "absent": "absent",
+}
+
+
+def noul_fields(value: str, shape_of: Callable[[str], str]) -> tuple[str, str, str]:
+    """The (mode, true shape, false shape) the noul's one control means. `described` (with the
+    cases' own shape fields, read by `shape_of`) is what the form posted before the control
+    was one; a value the form never offers means no criteria."""
+    if value == "described":
+        return value, shape_of("t"), shape_of("f")
+    true_shape, slash, false_shape = value.partition("/")
+    if slash:
+        if true_shape in CASE_SHAPES and false_shape in CASE_SHAPES:
+            return "described", true_shape, false_shape
+        return "absent", "absent", "absent"
+    return (value if value in NOUL_MODES else "absent"), "absent", "absent"
 
 
 class TamperedField(Invalid):
@@ -233,6 +269,26 @@ class Card:
         rows = {"true": self.noul_true, "false": self.noul_false}
         return [(name, rows[name]) for name in _ordered(self.cases, spec.NOUL_CRITERIA_KEYS)]
 
+    @property
+    def noul_control(self) -> str:
+        """The value of the noul's one criteria control."""
+        if self.noul_mode != "described":
+            return self.noul_mode
+        return f"{self.noul_true.shape}/{self.noul_false.shape}"
+
+    @property
+    def noul_choices(self) -> list[tuple[str, str, str, str]]:
+        """(value, words, true shape, false shape) of each choice the control offers."""
+        offered = list(NOUL_CHOICES)
+        if self.noul_control not in dict(offered):  # the pair this document holds, kept
+            true_shape, false_shape = self.noul_true.shape, self.noul_false.shape
+            words = f"true {SHAPE_WORDS[true_shape]}, false {SHAPE_WORDS[false_shape]}"
+            offered.insert(0, (self.noul_control, words))
+        return [
+            (value, words, *(value.split("/") if "/" in value else ("absent", "absent")))
+            for value, words in offered
+        ]
+
     @classmethod
     def blank(cls, qtype: str = "choice") -> Card:
         card = cls(key=new_key(), type=qtype if qtype in spec.QUESTION_TYPES else "choice")
@@ -364,13 +420,18 @@ def cards_from_document(document: Mapping[str, Any], *, open_rows: int | None = 
     return cards
 
 
-def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
+def _row_shape(data: MultiValueDict, prefix: str, key: str) -> str:
+    shape = data.get(f"{prefix}-r-{key}-shape", "text")
+    return shape if shape in CASE_SHAPES else "text"
+
+
+def _row_from_post(data: MultiValueDict, prefix: str, key: str, shape: str = "") -> Row:
     p = f"{prefix}-r-{key}-"
-    shape = data.get(p + "shape", "text")
+    shape = shape or _row_shape(data, prefix, key)
     return Row(
         key=key,
         name=data.get(p + "name", ""),
-        shape=shape if shape in (*ENTRY_SHAPES, "absent") else "text",
+        shape=shape,
         what=_lf(data.get(p + "what", "")),
         not_for=_lf(data.get(p + "not_for", "")),
         examples=_lf(data.get(p + "examples", "")),
@@ -389,7 +450,9 @@ def card_from_post(data: MultiValueDict, key: str) -> Card:
         return Card(key=key, id=stored_id, closed=True, stored_id=stored_id)
     qtype = data.get(f"{prefix}-type", "choice")
     mode = data.get(f"{prefix}-instructions_mode", "text")
-    noul_mode = data.get(f"{prefix}-noul_mode", "absent")
+    noul_mode, true_shape, false_shape = noul_fields(
+        data.get(f"{prefix}-noul_mode", "absent"), lambda row: _row_shape(data, prefix, row)
+    )
     card = Card(
         key=key,
         id=data.get(f"{prefix}-id", ""),
@@ -397,13 +460,13 @@ def card_from_post(data: MultiValueDict, key: str) -> Card:
         instructions_mode=mode if mode in INSTRUCTION_MODES else "text",
         instructions=_lf(data.get(f"{prefix}-instructions", "")),
         instructions_orig=data.get(f"{prefix}-instructions_orig", ""),
-        noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
+        noul_mode=noul_mode,
         keys=data.get(f"{prefix}-keys", ""),
         cases=data.get(f"{prefix}-cases", ""),
     )
     if card.type == "noul":
-        card.noul_true = _row_from_post(data, prefix, "t")
-        card.noul_false = _row_from_post(data, prefix, "f")
+        card.noul_true = _row_from_post(data, prefix, "t", true_shape)
+        card.noul_false = _row_from_post(data, prefix, "f", false_shape)
     else:
         card.rows = [_row_from_post(data, prefix, row) for row in data.getlist(f"{prefix}-r")]
     return card

@@ -1,10 +1,13 @@
 // The version editor's client-side moves: reorder, add and remove rows and questions (a
-// removal can be undone), the keyboard (Enter in a row adds the next row, Ctrl/Cmd+S saves),
-// invalid fields outlined, and the document-wide counts kept live while typing.
+// removal can be undone), the keyboard (Enter in a row adds the next row, Ctrl/Cmd+S saves in
+// place, the skip link goes to Save), invalid fields outlined, the document-wide counts kept
+// live while typing, and the preview's answers brought into view.
 // Everything else (validation, counters, type changes, duplicates) is the server's, via htmx.
 (function () {
   "use strict";
   let dirty = false;
+  let edits = 0; // edits so far; a save clears the flag only if none came while it was sent
+  let editsSent = 0;
   let removed = null; // the last removal: {element, parent, next, what}
 
   // A card's "Which words decide?" form asks about the saved version: choosing its state or
@@ -17,8 +20,11 @@
 
   function markDirty() {
     dirty = true;
+    edits += 1;
     const flag = document.getElementById("dirty");
     if (flag) flag.textContent = "Unsaved changes";
+    const saved = document.getElementById("saved");
+    if (saved) saved.textContent = "";
   }
 
   function revalidate(card) {
@@ -132,7 +138,8 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    // Ctrl/Cmd+S saves the page (never the browser's "save as")
+    // Ctrl/Cmd+S saves the page in place (never the browser's "save as"): htmx posts the
+    // editor's form and the focused field keeps its focus and the page its scroll
     if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "s") {
       const form = document.getElementById("editor");
       if (form) {
@@ -193,12 +200,20 @@
       if (!row) return [];
       const codes = Array.from(slot.querySelectorAll(".issue.error"), (p) => p.dataset.code || "");
       const named = codes.some((c) => c.includes("name") || c.includes("duplicate"));
-      const shape = row.querySelector("select.shape");
-      const described = shape && shape.value === "json" ? ".entry-json" : ".what";
+      const described = shapeOf(row) === "json" ? ".entry-json" : ".what";
       const field = row.querySelector(named ? ".row-name" : described) || row.querySelector(described);
       return field ? [field] : [];
     }
     return [];
+  }
+  // A row's shape: its own select, or for a noul's case the card's one criteria control
+  function shapeOf(row) {
+    const own = row.querySelector("select.shape");
+    if (own) return own.value;
+    const mode = row.closest(".card") && row.closest(".card").querySelector("select.noul-mode");
+    const chosen = mode && mode.selectedOptions[0];
+    if (!chosen) return "";
+    return row.dataset.row === "t" ? chosen.dataset.true : chosen.dataset.false;
   }
   function markInvalid() {
     for (const field of document.querySelectorAll("#cards [aria-invalid]")) {
@@ -221,15 +236,51 @@
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.detail.target && event.detail.target.id === "cards") markDirty();
   });
-  // a try across states saved the page first: it is no longer dirty
+  // A save (the editor's form, or a try across states that saved the page first) swaps in
+  // the new base revision, marked data-saved: the page is no longer dirty, unless something
+  // was typed while the save was on its way.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const elt = event.detail.elt;
+    if (elt instanceof Element && elt.matches("#editor, .try-start")) editsSent = edits;
+  });
   function noticeSaved() {
     const base = document.getElementById("base-revision");
     if (!base || !base.dataset.saved) return;
+    const revision = base.dataset.saved;
+    delete base.dataset.saved;
+    const saved = document.getElementById("saved");
+    if (saved && saved.dataset.revision !== revision) {
+      saved.textContent = "Saved revision " + revision + ".";
+      saved.className = "saved saved-success";
+      saved.dataset.revision = revision;
+    }
+    if (edits > editsSent) return;
     dirty = false;
     const flag = document.getElementById("dirty");
-    if (flag) flag.textContent = "Saved revision " + base.dataset.saved;
-    delete base.dataset.saved;
+    if (flag) flag.textContent = "";
   }
+
+  // The skip link goes to Save (a link to a button would only scroll there).
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest && event.target.closest("[data-skip-to]");
+    const target = link && document.getElementById(link.dataset.skipTo);
+    if (!target) return;
+    event.preventDefault();
+    target.focus();
+  });
+
+  // The preview's answers come into view when they arrive below what is shown (in the pane on
+  // a wide screen, in the page on a phone), above the sticky bar.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const result = event.target;
+    if (!(result instanceof Element) || result.id !== "preview-result") return;
+    const bar = document.querySelector(".editor-bar");
+    const bottom = bar ? bar.getBoundingClientRect().top : window.innerHeight;
+    if (result.getBoundingClientRect().top > bottom - 48) {
+      result.scrollIntoView({ block: "start", behavior: "instant" });
+    }
+  });
+
   // No field that takes focus stays behind the sticky bar (WCAG 2.4.11): the browser scrolls
   // a focused field into view only when it is wholly out of it.
   document.addEventListener("focusin", function (event) {
@@ -244,8 +295,9 @@
     scroller.scrollBy(0, hidden);
   });
 
+  // a save without htmx leaves the page: nothing typed is lost by it
   document.addEventListener("submit", function (event) {
-    if (event.target.id === "editor") dirty = false;
+    if (event.target.id === "editor" && !window.htmx) dirty = false;
   });
   window.addEventListener("beforeunload", function (event) {
     if (dirty) {

@@ -722,3 +722,61 @@ def wait_for(condition, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"waited {timeout} s for {what}")
+
+
+#: the walkthrough's returns assistant: a 5-option choice whose `late_delivery` carries a lint
+#: at a long path (`questions.return_reason.criteria.late_delivery`), a 5-level score, a noul
+RETURNS_DOC = {
+    "return_reason": {
+        "type": "choice",
+        "instructions": "Why does the customer want to return this order?",
+        "criteria": {
+            "damaged": "the item arrived broken, cracked, dented, torn or not working",
+            "wrong_item": "the customer received a different product, size or colour",
+            "no_longer_needed": "the item is fine but the customer changed their mind",
+            "late_delivery": "the parcel arrived after the promised date or has not arrived yet",
+            "other": "none of the above, or no reason at all",
+        },
+    },
+    "urgency": {
+        "type": "score",
+        "instructions": "How soon must support answer?",
+        "criteria": [
+            "no hurry: an ordinary return",
+            "routine: answer within a few days",
+            "soon: the customer is waiting on it",
+            "today: the customer is upset or the item is needed",
+            "at once: safety, fraud or a legal threat",
+        ],
+    },
+    "fraud_risk": {
+        "type": "noul",
+        "instructions": "Does this return request look like an attempt at return fraud?",
+        "criteria": {
+            "true": "asks for a refund without sending the item back, or the story changes",
+            "false": "an ordinary return: the customer is willing to send the item back",
+        },
+    },
+}
+
+RETURNS_STATES = (
+    ("blender-chargeback", "the blender arrived cracked and I want my money back", "damaged"),
+    ("jacket-wrong", "you sent me a red jacket, I ordered a blue one", "wrong_item"),
+    ("lamp-mind", "I changed my mind about the lamp", "no_longer_needed"),
+    ("heater-late", "the heater still has not arrived after two weeks", "late_delivery"),
+)
+
+
+def returns_set(owner, slug: str = "returns"):
+    """The returns assistant as a set of `owner`'s: v1 (its first draft, with the document)
+    and four labelled sample states."""
+    qs = factories.question_set(slug, owner=owner, doc=RETURNS_DOC)
+    for name, message, reason in RETURNS_STATES:
+        services.sample_state_create(
+            question_set=qs,
+            name=name,
+            state={"message": message},
+            author=owner,
+            expected={"return_reason": reason, "urgency": 1, "fraud_risk": False},
+        )
+    return qs

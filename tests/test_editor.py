@@ -588,7 +588,7 @@ def test_a_structured_entry_is_edited_as_json_in_its_row(author_client):
     assert shapes[f"q-{desk}-r-{tech}-shape"] == "json"
     assert shapes[f"q-{desk}-r-{billing}-shape"] == "json"
     assert shapes[f"q-{desk}-r-{other}-shape"] == "text"
-    assert shapes[f"q-{urgent}-r-f-shape"] == "json"
+    assert shapes[f"q-{urgent}-noul_mode"] == "text/json"  # true a description, false JSON
     shown = _json_fields(html)[f"q-{desk}-r-{tech}-json"].replace("\r\n", "\n")
     assert spec.loads(shown) == STRUCTURED["desk"]["criteria"]["tech"]
     assert list(spec.loads(shown)) == ["owns", "what"]
@@ -639,3 +639,125 @@ def test_a_plain_entry_can_be_turned_into_json_and_back(author_client):
     )
     assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
     assert Version.objects.get(pk=version.pk).document["desk"]["criteria"]["tech"] == ["a", "b"]
+
+
+# --- a save from htmx (the Save button, Ctrl+S): the page stays, its answer is out of band ----
+
+
+def test_a_save_from_htmx_answers_out_of_band_and_leaves_no_message_behind(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    data = post_with(pairs, **{f"q-{key}-instructions": "saved in place"})
+    response = author_client.post(editor_url(version, "version-save"), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert response["HX-Trigger"] == "saved"  # the Try pane checks its plan again
+    body = response.content.decode()
+    version.refresh_from_db()
+    assert version.document["q0"]["instructions"] == "saved in place"
+    assert f'id="base-revision" name="base_revision" value="{version.revision}"' in body
+    assert f'data-saved="{version.revision}"' in body
+    assert f"Saved revision {version.revision}." in body
+    assert 'id="save-problem" hx-swap-oob="true"' in body  # a refusal shown before goes
+    assert 'id="cards"' not in body  # nothing else of the page
+    # the words were said beside Save: no flash waits for the next page
+    assert "Saved revision" not in author_client.get(editor_url(version)).content.decode()
+
+
+def test_a_save_from_htmx_of_an_invalid_draft_says_so_beside_save(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    key = card_key(pairs, "q0")
+    data = post_with(pairs, **{f"q-{key}-instructions": "", f"q-{key}-instructions_mode": "absent"})
+    data["q-" + key + "-r"] = data["q-" + key + "-r"][:1]  # one option left: an error
+    before = version.revision
+    response = author_client.post(editor_url(version, "version-save"), data, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    version.refresh_from_db()
+    assert response.status_code == 200 and version.revision == before + 1, body
+    assert "saved-warning" in body and "with 1 error" in body
+
+
+def test_a_stale_save_from_htmx_is_refused_beside_save_and_saves_nothing(author_client):
+    version = draft_with(author_client, factories.document(1))
+    pairs = fields_of(author_client.get(editor_url(version)).content.decode())
+    services.version_save(
+        version=version,
+        document=factories.document(2),
+        base_revision=version.revision,
+        author=author_client.user,
+    )
+    key = card_key(pairs, "q0")
+    data = post_with(pairs, **{f"q-{key}-instructions": "typed in the first tab"})
+    response = author_client.post(editor_url(version, "version-save"), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200  # htmx swaps it in; the page keeps what was typed
+    assert not response.has_header("HX-Trigger")
+    body = response.content.decode()
+    assert "Not saved — this draft changed elsewhere" in body
+    version.refresh_from_db()
+    assert f'name="overwrite_revision" value="{version.revision}"' in body
+    assert 'id="base-revision"' not in body  # the page's revision stays the one it had
+    assert list(version.document) == ["q0", "q1"]
+    # what JSON cannot hold is refused the same way
+    row = next(v for n, v in pairs if n == f"q-{key}-r")
+    data = post_with(pairs, **{f"q-{key}-r": [row, row]})  # one option twice: a name used twice
+    response = author_client.post(editor_url(version, "version-save"), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "Nothing was saved" in response.content.decode()
+
+
+# --- a noul's criteria: one control ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [
+        ("text/text", ("described", "text", "text")),
+        ("absent/json", ("described", "absent", "json")),
+        ("object/null", ("described", "object", "null")),
+        ("absent", ("absent", "absent", "absent")),
+        ("empty", ("empty", "absent", "absent")),
+        ("null", ("null", "absent", "absent")),
+        ("described", ("described", "json", "text")),  # the form before the one control
+        ("text/sideways", ("absent", "absent", "absent")),
+        ("whatever", ("absent", "absent", "absent")),
+    ],
+)
+def test_the_noul_control_says_the_mode_and_each_case_s_shape(value, meant):
+    from questions import forms
+
+    shapes = {"t": "json", "f": "text"}
+    assert forms.noul_fields(value, shapes.__getitem__) == meant
+
+
+def test_a_noul_has_one_criteria_control_and_an_unusual_pair_is_offered_as_it_is(author_client):
+    version = draft_with(author_client, EVERY_SHAPE)
+    html = author_client.get(editor_url(version)).content.decode()
+    pairs = fields_of(html)
+    assert not [n for n, _ in pairs if n.endswith(("-r-t-shape", "-r-f-shape"))]
+    controls = {card_key(pairs, q): q for q in ("start", "absent", "nullc", "emptyc", "onlytrue")}
+    chosen = {
+        controls[n.split("-")[1]]: v
+        for n, v in pairs
+        if n.endswith("-noul_mode") and n.split("-")[1] in controls
+    }
+    assert chosen == {
+        "start": "object/null",  # none of the usual choices: offered as the document holds it
+        "absent": "absent",
+        "nullc": "null",
+        "emptyc": "empty",
+        "onlytrue": "text/absent",
+    }
+    assert "true what / not for / examples, false null" in html
+    # another choice of the control becomes the document
+    start = card_key(pairs, "start")
+    data = post_with(
+        pairs, **{f"q-{start}-noul_mode": "text/text", f"q-{start}-r-f-what": "it keeps still"}
+    )
+    data[f"q-{start}-r-t-what"] = ["wave please"]
+    assert author_client.post(editor_url(version, "version-save"), data).status_code == 302
+    version.refresh_from_db()
+    assert version.document["start"]["criteria"] == {
+        "true": "wave please",
+        "false": "it keeps still",
+    }

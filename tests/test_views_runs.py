@@ -77,6 +77,24 @@ def test_start_a_run_and_watch_it(setup):
     assert (run.checked, run.failed_states) == (8, 0) and run.passed is not None
 
 
+def test_a_state_not_asked_yet_is_marked_pending_not_wrong(setup):
+    client, version = setup
+    run = services.batch_create(version=version, backend="typesafe", user=roles.OPERATOR)
+    url = reverse("run-detail", args=[run.pk])
+    results = client.get(url).content.decode().split('id="results-heading"')[1]
+    assert results.count('<tr class="not-asked">') == 4  # queued: every state waits
+    assert "✗" not in results and 'class="error"' not in results and 'class="fail"' not in results
+    assert results.count('class="pending-mark"') == 4 and "not answered yet" in results
+    claimed = run.items.filter(pk=run.items.first().pk)
+    claimed.update(status="running")  # claimed by a worker, not answered yet
+    assert client.get(url).content.decode().count('<tr class="not-asked">') == 4
+    claimed.update(status="pending")
+    services.batch_execute(run.pk)
+    results = client.get(url).content.decode().split('id="results-heading"')[1]
+    assert "not-asked" not in results and "pending-mark" not in results
+    assert results.count('<tr class="fail">') + results.count('<tr class="pass">') == 8
+
+
 def test_the_confusion_matrix_keeps_declared_order_with_zeros_and_the_diagonal(setup):
     from questions.core import metrics
     from questions.views.runs import confusion_table

@@ -201,6 +201,19 @@ def result_rows(rows, compare_base: str) -> SafeString:
                     link,
                 )
             )
+        elif r.passed is None:  # not asked yet: a neutral mark, never a ✗
+            out.append(
+                format_html(
+                    '<tr class="not-asked">{}<td colspan="3" class="muted">{} <small>({})'
+                    '</small></td><td class="check"><span class="pending-mark" title="{}">'
+                    "{}</span></td><td></td></tr>",
+                    name,
+                    r.answer,
+                    r.error,
+                    "not answered yet: neither right nor wrong",
+                    r.error,
+                )
+            )
         else:
             error = f": {r.error[:159] + '…' if len(r.error) > 160 else r.error}" if r.error else ""
             attempts = r.item.attempts

@@ -218,7 +218,8 @@ def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpRespo
 @require_POST
 def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Save the whole page. A stale revision, or content JSON cannot hold, is refused with the
-    typed content kept on the page."""
+    typed content kept on the page. From htmx (the Save button, Ctrl+S) the page stays as it
+    is: the answer updates its revision and says what happened beside Save."""
     require(request.user, roles.may_write, WRITERS_ONLY)
     version = _version(slug, number)
     cards = posted_cards(request.POST, version)
@@ -230,12 +231,14 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         base = -1
 
     def refused(status: int, **shown: Any) -> HttpResponse:
+        if request.htmx:  # 200: htmx swaps the refusal in beside Save; nothing else changes
+            return _save_answer(request, version, **shown)
         return _page(
             request, version, cards, edited.document, revision=base, status=status, **shown
         )
 
     if not edited.representable:
-        return refused(422, problem="Nothing was saved: fix what is marked below first.")
+        return refused(422, problem="Nothing was saved: fix what is marked above first.")
     try:
         saved = services.version_save(
             version=version, document=edited.document, base_revision=base, author=request.user
@@ -244,17 +247,34 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         return refused(409, conflict=exc, latest_revision=exc.version.revision)
     except services.NotADraft as exc:
         return refused(409, problem=str(exc))
-    invalid = check.validate(saved.document, limits=limits(), lints=False).errors
-    if invalid:
-        messages.warning(
-            request,
-            f"Saved revision {saved.revision} with {len(invalid)} "
-            f"error{'s' if len(invalid) != 1 else ''}; a draft must be valid "
-            "before it is submitted.",
-        )
-    else:
-        messages.success(request, f"Saved revision {saved.revision}.")
+    tag, words = _saved_words(saved)
+    if request.htmx:
+        answer = _save_answer(request, saved, saved=saved, saved_tag=tag, saved_words=words)
+        answer["HX-Trigger"] = "saved"  # the Try pane checks its plan again
+        return answer
+    messages.add_message(request, SAVED_LEVELS[tag], words)
     return redirect(saved)
+
+
+SAVED_LEVELS = {"success": messages.SUCCESS, "warning": messages.WARNING}
+
+
+def _saved_words(saved: Version) -> tuple[str, str]:
+    """What a save says (and how: success or warning): its revision, and whether the draft
+    can be submitted as it is."""
+    invalid = check.validate(saved.document, limits=limits(), lints=False).errors
+    if not invalid:
+        return "success", f"Saved revision {saved.revision}."
+    return "warning", (
+        f"Saved revision {saved.revision} with {len(invalid)} "
+        f"error{'s' if len(invalid) != 1 else ''}; a draft must be valid before it is submitted."
+    )
+
+
+def _save_answer(request: HttpRequest, version: Version, **shown: Any) -> HttpResponse:
+    """A save's answer to htmx: out-of-band parts only (the revision, the words by Save)."""
+    context = {"set": version.question_set, "version": version, **shown}
+    return render(request, EDIT_TEMPLATE + "#save-answer", context)
 
 
 @require_POST

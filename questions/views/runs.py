@@ -97,6 +97,12 @@ def declared_questions(document: Any) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
+#: a state the run has not asked (or stopped before asking): no ✓ or ✗ until it is answered
+NOT_ASKED_YET = frozenset(
+    {BatchItem.Status.PENDING, BatchItem.Status.RUNNING, BatchItem.Status.CANCELLED}
+)
+
+
 @dataclass
 class ResultRow:
     """One (state, question) of a run: expected, answer, ✓/✗ (None: nothing to check)."""
@@ -118,6 +124,8 @@ def _result_rows(
     show: str,
 ) -> list[ResultRow]:
     expected = item.sample_state.expected or {}
+    if item.status in NOT_ASKED_YET:  # neither right nor wrong: not asked (yet)
+        return [ResultRow(item, "", "", None, "not answered yet", None, item.status)]
     if item.status != BatchItem.Status.ANSWERED:
         detail = f"{item.error_status}: {item.error_detail}" if item.error_status else ""
         return [ResultRow(item, "", "", None, "no answer", False, detail or item.status)]

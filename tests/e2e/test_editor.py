@@ -61,7 +61,8 @@ def test_try_across_states_after_a_one_word_edit_asks_only_that_question(
     assert provider.requests == []  # nothing is asked before the author says so
     try_pane.get_by_role("button", name="Save and try").click()
     expect(page.locator("#try-run")).to_contain_text("queued")
-    expect(page.locator("#dirty")).to_have_text("Saved revision 2")
+    expect(page.locator("#saved")).to_have_text("Saved revision 2.")
+    expect(page.locator("#dirty")).to_have_text("")
     run = BatchRun.objects.exclude(pk=first.pk).get()
     worker = threading.Thread(target=services.batch_execute, args=(run.pk,), daemon=True)
     worker.start()  # the worker process, here a thread
@@ -113,23 +114,25 @@ def test_the_keyboard_flow_in_the_editor(page, live_server, settings):
     expect(rows).to_have_count(5)
     second.get_by_role("button", name="Remove").click()
     expect(page.locator(".document-counts")).to_contain_text("0 errors")
-    # Ctrl+S saves
+    # Ctrl+S saves, in place
     page.keyboard.press("Control+s")
-    expect(page.locator(".messages")).to_contain_text("Saved revision 2")
+    expect(page.locator("#saved")).to_contain_text("Saved revision 2")
     version.refresh_from_db()
     assert "escalate" in version.document["desk"]["criteria"]
-    # no focus stop hides behind the sticky bar
-    bar = page.locator(".editor-bar").bounding_box()
+    # no focus stop hides behind the sticky bar (where the bar is now: the page goes on
+    # from the field that had the focus, and the bar sits higher at the page's end)
     page.keyboard.press("Tab")
     hidden = []
     for _ in range(60):
         page.keyboard.press("Tab")
         box = page.evaluate(
-            "(() => { const e = document.activeElement; if (!e || e.closest('.editor-bar'))"
-            " return null; const r = e.getBoundingClientRect();"
-            " return {bottom: r.bottom, top: r.top, name: e.name || e.textContent}; })()"
+            "(() => { const e = document.activeElement; if (!e || e === document.body ||"
+            " e.closest('.editor-bar')) return null; const r = e.getBoundingClientRect();"
+            " const bar = document.querySelector('.editor-bar').getBoundingClientRect();"
+            " return {bottom: r.bottom, top: r.top, name: e.name || e.textContent,"
+            " barTop: bar.top, barBottom: bar.bottom}; })()"
         )
-        if box and box["bottom"] > bar["y"] + 1 and box["top"] < bar["y"] + bar["height"]:
+        if box and box["bottom"] > box["barTop"] + 1 and box["top"] < box["barBottom"]:
             hidden.append(box["name"])
     assert hidden == []
 
@@ -199,11 +202,13 @@ def test_a_structured_entry_is_a_json_field_and_survives_an_edit_elsewhere(
     expect(urgent.locator(".row.case").nth(0).get_by_label("false: Entry as JSON")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     tech.scroll_into_view_if_needed()
-    page.screenshot(path=f"/tmp/editor-structured-{width}.png")
-    urgent.screenshot(path=f"/tmp/editor-structured-noul-{width}.png")
+    # caret="initial": Playwright's caret hiding trips the content security policy once the
+    # page changes in place after it (the save below does not reload the page)
+    page.screenshot(path=f"/tmp/editor-structured-{width}.png", caret="initial")
+    urgent.screenshot(path=f"/tmp/editor-structured-noul-{width}.png", caret="initial")
     desk.get_by_label("Instructions", exact=True).fill("Which desk takes it?")
     page.locator("#editor").get_by_role("button", name="Save").click()
-    expect(page.locator(".messages")).to_contain_text("Saved revision 2")
+    expect(page.locator("#saved")).to_contain_text("Saved revision 2")
     version.refresh_from_db()
     expected = json.loads(before)
     expected["desk"]["instructions"] = "Which desk takes it?"
