@@ -26,6 +26,7 @@ from typing import Any
 
 from django.utils.datastructures import MultiValueDict
 
+from questions import editor_fields
 from questions.core import spec
 from questions.services.errors import Invalid
 
@@ -364,43 +365,41 @@ def cards_from_document(document: Mapping[str, Any], *, open_rows: int | None = 
     return cards
 
 
+#: the posted fields whose text is read back with LF line ends (textareas send CRLF)
+_TEXTS = frozenset({"what", "not_for", "examples", "json", "instructions"})
+
+
+def _posted(data: MultiValueDict, prefix: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The fields `prefix` + name of `names` (`questions.editor_fields`), "" when not posted."""
+    return {
+        name: _lf(data.get(prefix + name, "")) if name in _TEXTS else data.get(prefix + name, "")
+        for name in names
+    }
+
+
 def _row_from_post(data: MultiValueDict, prefix: str, key: str) -> Row:
     p = f"{prefix}-r-{key}-"
-    shape = data.get(p + "shape", "text")
-    return Row(
-        key=key,
-        name=data.get(p + "name", ""),
-        shape=shape if shape in (*ENTRY_SHAPES, "absent") else "text",
-        what=_lf(data.get(p + "what", "")),
-        not_for=_lf(data.get(p + "not_for", "")),
-        examples=_lf(data.get(p + "examples", "")),
-        json=_lf(data.get(p + "json", "")),
-        orig=data.get(p + "orig", ""),
-        orig_field=p + "orig",
-    )
+    fields = _posted(data, p, editor_fields.ROW_FIELDS)
+    if fields["shape"] not in (*ENTRY_SHAPES, "absent"):
+        fields["shape"] = "text"
+    return Row(key=key, **fields, orig_field=p + "orig")
 
 
 def card_from_post(data: MultiValueDict, key: str) -> Card:
     """One card from the posted fields (a QueryDict); a closed card is its stored id only,
     until `fill_closed` gives it the stored question."""
     prefix = f"q-{key}"
-    stored_id = data.get(f"{prefix}-stored", "")
+    stored_id = _posted(data, f"{prefix}-", editor_fields.CLOSED_FIELDS)["stored"]
     if stored_id:
         return Card(key=key, id=stored_id, closed=True, stored_id=stored_id)
-    qtype = data.get(f"{prefix}-type", "choice")
-    mode = data.get(f"{prefix}-instructions_mode", "text")
-    noul_mode = data.get(f"{prefix}-noul_mode", "absent")
-    card = Card(
-        key=key,
-        id=data.get(f"{prefix}-id", ""),
-        type=qtype if qtype in spec.QUESTION_TYPES else "choice",
-        instructions_mode=mode if mode in INSTRUCTION_MODES else "text",
-        instructions=_lf(data.get(f"{prefix}-instructions", "")),
-        instructions_orig=data.get(f"{prefix}-instructions_orig", ""),
-        noul_mode=noul_mode if noul_mode in NOUL_MODES else "absent",
-        keys=data.get(f"{prefix}-keys", ""),
-        cases=data.get(f"{prefix}-cases", ""),
-    )
+    fields = _posted(data, f"{prefix}-", editor_fields.CARD_FIELDS + editor_fields.NOUL_FIELDS)
+    if fields["type"] not in spec.QUESTION_TYPES:
+        fields["type"] = "choice"
+    if fields["instructions_mode"] not in INSTRUCTION_MODES:
+        fields["instructions_mode"] = "text"
+    if fields["noul_mode"] not in NOUL_MODES:
+        fields["noul_mode"] = "absent"
+    card = Card(key=key, **fields)
     if card.type == "noul":
         card.noul_true = _row_from_post(data, prefix, "t")
         card.noul_false = _row_from_post(data, prefix, "f")
