@@ -21,6 +21,7 @@ Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says litt
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,29 @@ def flipped(
     if qtype == "score":
         return nearest_level(base["score"]) != nearest_level(other["score"])
     return (base["noul"] >= threshold) != (other["noul"] >= threshold)
+
+
+def decided(answers: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str | None:
+    """What a call's answers decide, as one text: per question id (sorted) its type and the
+    value `flipped` reads (a choice's option, a score's nearest level, a noul's side of
+    `threshold`). Two calls whose texts are equal flip on no question against each other at
+    that threshold. None when an answer lacks its type or that value: unknown, not equal."""
+    out: dict[str, list[Any]] = {}
+    for qid, answer in (answers or {}).items():
+        qtype = answer.get("type") if isinstance(answer, Mapping) else None
+        try:
+            if qtype == "choice":
+                value: Any = answer["choice"]
+            elif qtype == "score":
+                value = nearest_level(answer["score"])
+            elif qtype == "noul":
+                value = answer["noul"] >= threshold
+            else:
+                return None
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        out[qid] = [qtype, value]
+    return json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> float:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from questions.core import deltas, metrics
+from questions.services import bulk
 
 log = logging.getLogger("questions.batches")
 
@@ -46,8 +47,9 @@ def store_summary(
     for misses, pks in by_count.items():
         for start in range(0, len(pks), 500):  # SQLite caps a statement's parameters
             item_model.objects.filter(pk__in=pks[start : start + 500]).update(misses=misses)
-    if live:  # the migration that added the places fills those of older runs
+    if live:  # the migrations that added the places and `decided` fill those of older runs
         store_places(run)
+        store_decided(run)
     type(run).objects.filter(pk=run.pk).update(
         checked=summary.checked, passed=summary.passed, failed_states=summary.failed_states
     )
@@ -56,6 +58,22 @@ def store_summary(
     if live:
         store_reports(run, tally=tally)
     return summary
+
+
+def store_decided(run: Any, item_model: Any = None) -> None:
+    """Store what each answered item of a finished run decides (`metrics.decided`) where it
+    was not written with its answers (a run's calls write it as they record; items written
+    otherwise have none). `item_model`: the historical BatchItem model of the migration that
+    filled those of older runs."""
+    if item_model is None:
+        from questions.models import BatchItem as item_model
+    missing = item_model.objects.filter(run_id=run.pk, status="answered", decided=None)
+    rows = []
+    for pk, answers in missing.values_list("pk", "answers").iterator(chunk_size=2000):
+        found = metrics.decided(answers)
+        if found is not None:
+            rows.append({"id": pk, "decided": found})
+    bulk.update(item_model, ["decided"], rows)
 
 
 def store_places(run: Any, item_model: Any = None) -> None:

@@ -1,0 +1,22 @@
+"""What each answered item decides (`BatchItem.decided`) and the index "changes only" probes a
+state's item in a run by; 0024 fills them for the runs before."""
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("questions", "0022_fill_item_place_state"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="batchitem",
+            name="decided",
+            field=models.TextField(blank=True, help_text="what its answers decide", null=True),
+        ),
+        migrations.AddIndex(
+            model_name="batchitem",
+            index=models.Index(fields=["run", "variant", "state"], name="item_run_state"),
+        ),
+    ]
