@@ -334,6 +334,8 @@ class Tally:
         self.noul_pairs: list[tuple[float, bool]] = []
         self.choice_pairs: list[tuple[float, bool]] = []
         self.tags: dict[str, list[int]] = {}  # tag → [states, checked, passed]
+        #: [states checked on a question, of those the states that passed every check]
+        self.states = [0, 0]
 
     def passes(self, case: Case) -> bool:
         return passes(case.qtype, case.answer, case.expected, self.threshold)
@@ -356,6 +358,9 @@ class Tally:
                 passed += ok
         if tags:
             self.tag(tags, checked, passed)
+        if checked:
+            self.states[0] += 1
+            self.states[1] += passed == checked
         self.misses[pk] = checked - passed
         return checked - passed
 
@@ -398,6 +403,9 @@ class Tally:
     def merge(self, other: Tally) -> None:
         """Add up what `other` counted (another batch of the same run's items)."""
         self.misses.update(other.misses)
+        self.states = [
+            mine + theirs for mine, theirs in zip(self.states, other.states, strict=True)
+        ]
         for qid, theirs in other.questions.items():
             q = self.questions.get(qid)
             if q is None:

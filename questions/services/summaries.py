@@ -120,12 +120,18 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
     test reports of older runs (it stores no comparison). `tally`: the run's answered items
     added up (`runs.run_tally`), when they were already."""
     from questions.models import RunReport
-    from questions.selectors import review, runs
+    from questions.selectors import review, runs, scorecard
 
     report_model = report_model or RunReport
     tally = runs.run_tally(run) if tally is None else tally
     data = metrics.report_as_json(tally.report())
     data["tags"] = [[s.tag, s.states, s.checked, s.passed] for s in tally.slices()]
+    data["states"] = list(tally.states)  # the scorecard's overall: states that passed every check
+    if report_model is RunReport and run.kind in scorecard.SCORECARD_CONTROLS:
+        found = scorecard.control_findings(
+            run.kind, run.threshold, scorecard.control_calls([run.pk])[run.pk]
+        )
+        data["findings"] = scorecard.findings_as_json(found)  # what the scorecard shows of it
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
