@@ -13,7 +13,7 @@ from django.urls import reverse
 from questions import roles, services
 from questions.core import metrics
 from questions.models import BatchRun, RunReport
-from questions.selectors import review, runs
+from questions.selectors import review, runs, scorecard
 from tests import factories
 from tests.providers import stand_in_serving
 
@@ -55,6 +55,13 @@ def _writes(queries) -> list[str]:
     return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(verbs)]
 
 
+def _states(run) -> list[int]:
+    """The states the run checked and those that passed every check, from its answers."""
+    per_question = scorecard.run_passes([run])[run.pk]
+    overall = scorecard.overall_passes(per_question, list(per_question))
+    return [len(overall), sum(overall.values())]
+
+
 def _nothing_worked_out(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a stored report was worked out again")
@@ -69,7 +76,8 @@ def test_a_finished_run_stores_its_report_and_the_run_page_reads_it(client, vers
     run = _run(version)
     stored = RunReport.objects.get(run=run, against=None)
     assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)],
+        "states": _states(run),
     }
     assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     again = metrics.report_from_json(stored.data)
@@ -162,7 +170,8 @@ def test_the_migration_stores_the_report_of_runs_finished_before_it(version):
     migration.fill_finished_runs(apps, None)
     stored = RunReport.objects.get(run=run, against=None)
     assert stored.data == metrics.report_as_json(runs.run_report_computed(run)) | {
-        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)]
+        "tags": [[s.tag, s.states, s.checked, s.passed] for s in runs.run_tag_slices(run)],
+        "states": _states(run),
     }
     assert [s.tag for s in runs.run_tag_slices(run)] == ["even", "odd"]
     assert RunReport.objects.count() == 1  # the comparisons are worked out when read

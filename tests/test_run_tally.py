@@ -50,6 +50,7 @@ def _everything(tally: metrics.Tally, failed: int = 0):
         metrics.report_as_json(tally.report()),
         tally.slices(),
         (summary.checked, summary.passed, summary.failed_states, summary.misses),
+        tally.states,
     )
 
 

@@ -61,18 +61,25 @@ def store_summary(
 
 
 def store_decided(run: Any, item_model: Any = None) -> None:
-    """Store what each answered item of a finished run decides (`metrics.decided`) where it
-    was not written with its answers (a run's calls write it as they record; items written
-    otherwise have none). `item_model`: the historical BatchItem model of the migration that
-    filled those of older runs."""
+    """Store what each answered real call (variant 0) of a run decides (`metrics.decided`)
+    where it was not written with its answers (a run's calls write it as they record; items
+    written otherwise have none): their ids first, then only their answers, so a run whose
+    calls wrote it reads no answer. `item_model`: the historical BatchItem model of the
+    migration that filled those of older runs."""
     if item_model is None:
         from questions.models import BatchItem as item_model
-    missing = item_model.objects.filter(run_id=run.pk, status="answered", decided=None)
+    missing = list(
+        item_model.objects.filter(
+            run_id=run.pk, variant=0, status="answered", decided=None
+        ).values_list("pk", flat=True)
+    )
     rows = []
-    for pk, answers in missing.values_list("pk", "answers").iterator(chunk_size=2000):
-        found = metrics.decided(answers)
-        if found is not None:
-            rows.append({"id": pk, "decided": found})
+    for start in range(0, len(missing), 500):  # SQLite caps a statement's parameters
+        chunk = item_model.objects.filter(pk__in=missing[start : start + 500])
+        for pk, answers in chunk.values_list("pk", "answers"):
+            found = metrics.decided(answers)
+            if found is not None:
+                rows.append({"id": pk, "decided": found})
     bulk.update(item_model, ["decided"], rows)
 
 
