@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from questions import roles, services
 from questions.core import metrics
 from questions.models import BatchRun
-from questions.selectors import runs
+from questions.selectors import runs, scorecard
 from questions.services import tries
 from tests import factories
 from tests.providers import stand_in_serving
@@ -113,7 +113,11 @@ def _summary_of_all(run: BatchRun) -> tuple:
     )
     summary = metrics.summarize(rows, run.threshold)
     report = metrics.report_as_json(runs.run_report_computed(run))
-    return (summary.checked, summary.passed, summary.failed_states, summary.misses), report
+    # the states checked and those that passed every check, as the scorecard counted them
+    per_question = scorecard.run_passes([run])[run.pk]
+    overall = scorecard.overall_passes(per_question, list(per_question))
+    states = [len(overall), sum(overall.values())]
+    return (summary.checked, summary.passed, summary.failed_states, summary.misses), report, states
 
 
 def _stored(run: BatchRun) -> tuple:
@@ -121,7 +125,8 @@ def _stored(run: BatchRun) -> tuple:
     misses = dict(run.items.filter(status="answered").values_list("pk", "misses"))
     report = runs.stored_report(run)
     report.pop("tags")
-    return (run.checked, run.passed, run.failed_states, misses), report
+    states = report.pop("states")
+    return (run.checked, run.passed, run.failed_states, misses), report, states
 
 
 @pytest.mark.django_db(transaction=True)

@@ -21,6 +21,7 @@ Bins with fewer than `SPARSE_BIN` answers are marked sparse: their gap says litt
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -52,10 +53,11 @@ def flipped(
 
 
 def decided(answers: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str | None:
-    """What a call's answers decide, as one text: per question id (sorted) its type and the
-    value `flipped` reads (a choice's option, a score's nearest level, a noul's side of
-    `threshold`). Two calls whose texts are equal flip on no question against each other at
-    that threshold. None when an answer lacks its type or that value: unknown, not equal."""
+    """What a call's answers decide, as a digest of 32 hex digits: of per question id (sorted)
+    its type and the value `flipped` reads (a choice's option, a score's nearest level, a
+    noul's side of `threshold`). Two calls with equal digests flip on no question against each
+    other at that threshold (but for a 128-bit hash's collision); short, so an index holds it.
+    None when an answer lacks its type or that value: unknown, not equal."""
     out: dict[str, list[Any]] = {}
     for qid, answer in (answers or {}).items():
         qtype = answer.get("type") if isinstance(answer, Mapping) else None
@@ -71,7 +73,8 @@ def decided(answers: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         out[qid] = [qtype, value]
-    return json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> float:

@@ -13,10 +13,14 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="batchitem",
             name="decided",
-            field=models.TextField(blank=True, help_text="what its answers decide", null=True),
+            field=models.CharField(
+                blank=True, help_text="what its answers decide (a digest)", max_length=32, null=True
+            ),
         ),
         migrations.AddIndex(
             model_name="batchitem",
-            index=models.Index(fields=["run", "variant", "state"], name="item_run_state"),
+            index=models.Index(
+                fields=["run", "variant", "state", "status", "decided"], name="item_run_state"
+            ),
         ),
     ]

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from questions import roles, services
 from questions.core import check, controls, metrics, spec
@@ -527,10 +527,9 @@ def _moved(
     later = [c.run_id for c in columns[1:] if c.run_id is not None]
     real = BatchItem.objects.filter(status=BatchItem.Status.ANSWERED, variant=0)
     base = real.filter(run_id=columns[0].run_id, state_id=OuterRef("state_id"))
-    differs = (
-        real.filter(run_id__in=later, state_id=OuterRef("pk"))
-        .filter(Exists(base))
-        .exclude(Exists(base.filter(decided=OuterRef("decided"))))
+    otherwise = base.filter(Q(decided=None) | ~Q(decided=OuterRef("decided")))
+    differs = real.filter(run_id__in=later, state_id=OuterRef("pk")).filter(
+        Q(decided=None) & Exists(base) | Exists(otherwise)  # one probe of the index a state
     )
     return states.filter(Exists(differs))
 
