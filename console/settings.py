@@ -13,6 +13,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from questions import editor_fields
 from questions.core.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
 from questions.core.spec import Limits
 
@@ -278,11 +279,9 @@ try:
     DECISIONS_LIMITS = Limits.from_env(os.environ)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
-# The editor posts every field of the largest set the limits allow: per option its name, shape,
-# description, not-for, examples, order and original (7), plus a few per question.
-DATA_UPLOAD_MAX_NUMBER_FIELDS = (
-    DECISIONS_LIMITS.max_questions * (DECISIONS_LIMITS.max_options * 7 + 16) + 64
-)
+# The editor posts every field of the largest set the limits allow, every card open
+# (`questions.editor_fields` counts them from the names the editor's form reads).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = editor_fields.most_fields(DECISIONS_LIMITS)
 #: the largest document the console takes in one form field (editor, JSON view, check page)
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 # A form body holds at most a document and a sample state; URL-encoding can triple JSON's bytes

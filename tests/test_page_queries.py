@@ -124,6 +124,37 @@ def test_the_comparison_shows_a_page_of_states_and_loads_only_their_answers(
     assert len(rows) == 1 + 5 * len(DOC)
 
 
+def test_changes_only_costs_the_same_queries_however_many_states_it_passes_over(
+    client, provider, monkeypatch
+):
+    """Two runs that decide alike on every state but the last: the page reads the one state
+    the database finds moved, not every state a chunk at a time (a query per column each)."""
+    from questions.core import metrics
+    from questions.models import BatchItem
+
+    author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
+    client.force_login(author)
+    monkeypatch.setattr(comparison, "PAGE_STATES", 2)
+
+    def changes_page(slug: str, states: int) -> tuple[int, str]:
+        qs = world(slug, states=states, versions=1, runs=2, author=author, reviewer=reviewer)
+        runs = list(BatchRun.objects.filter(question_set=qs).order_by("pk"))
+        last = runs[1].items.select_related("sample_state").order_by("-sample_state__name")[0]
+        moved = dict(last.answers)
+        chosen = moved["desk"]["choice"]
+        moved["desk"] = {**moved["desk"], "choice": "tech" if chosen != "tech" else "other"}
+        BatchItem.objects.filter(pk=last.pk).update(answers=moved, decided=metrics.decided(moved))
+        url = reverse("set-compare", args=[qs.slug])
+        url += f"?col=run:{runs[0].pk}&col=run:{runs[1].pk}&filter=changes"
+        return counted(client, url), client.get(url).content.decode()
+
+    few, few_page = changes_page("few", 3)
+    many, many_page = changes_page("many", 14)
+    assert many == few
+    assert "state-002" in few_page and "state-013" in many_page
+    assert few_page.count('class="state-link"') == many_page.count('class="state-link"') == 1
+
+
 def test_the_run_page_lists_its_states_a_page_at_a_time(client, provider, monkeypatch):
     from questions.views import runs
 

@@ -120,6 +120,7 @@ def _stored(run: BatchRun) -> tuple:
     misses = dict(run.items.filter(status="answered").values_list("pk", "misses"))
     report = runs.stored_report(run)
     report.pop("tags")
+    report.pop("misses")  # the most confidently wrong: tests/test_run_misses.py
     return (run.checked, run.passed, run.failed_states, misses), report
 
 

@@ -26,6 +26,8 @@ the `MISSES_LISTED` most confidently wrong first (`Tally.misses_listed`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +57,31 @@ def flipped(
     if qtype == "score":
         return nearest_level(base["score"]) != nearest_level(other["score"])
     return (base["noul"] >= threshold) != (other["noul"] >= threshold)
+
+
+def decided(answers: Mapping[str, Any] | None, threshold: float = NOUL_THRESHOLD) -> str | None:
+    """What a call's answers decide, as a digest of 32 hex digits: of per question id (sorted)
+    its type and the value `flipped` reads (a choice's option, a score's nearest level, a
+    noul's side of `threshold`). Two calls with equal digests flip on no question against each
+    other at that threshold (but for a 128-bit hash's collision); short, so an index holds it.
+    None when an answer lacks its type or that value: unknown, not equal."""
+    out: dict[str, list[Any]] = {}
+    for qid, answer in (answers or {}).items():
+        qtype = answer.get("type") if isinstance(answer, Mapping) else None
+        try:
+            if qtype == "choice":
+                value: Any = answer["choice"]
+            elif qtype == "score":
+                value = nearest_level(answer["score"])
+            elif qtype == "noul":
+                value = answer["noul"] >= threshold
+            else:
+                return None
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        out[qid] = [qtype, value]
+    text = json.dumps(out, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def distance(qtype: str, base: Mapping[str, Any], other: Mapping[str, Any]) -> float:

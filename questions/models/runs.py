@@ -157,6 +157,12 @@ class BatchItem(models.Model):
     misses = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="answers that missed the expected one (set at the end)"
     )
+    #: what its answers decide (`metrics.decided`: per question its type and the value it
+    #: flips on), written with them: "changes only" in the comparison skips, in the database,
+    #: a state whose items decide alike; NULL, not "": not worked out, and unequal to anything
+    decided = models.CharField(  # noqa: DJ001
+        max_length=32, null=True, blank=True, help_text="what its answers decide (a digest)"
+    )
     #: where the item comes in its run's results table (`runs.results_order`), set with
     #: `misses` when the run finishes, so a page of the table reads an index, not every item
     place = models.PositiveIntegerField(
@@ -182,6 +188,11 @@ class BatchItem(models.Model):
             models.Index(fields=["run", "status"], name="item_status"),
             # a run's calls that made a decision (cost, models that answered)
             models.Index(fields=["run", "decision"], name="item_decision"),
+            # a state's item in a run: what "changes only" sets against the first column's
+            # (`comparison._moved`), one probe of the index alone a state, not a scan of the run
+            models.Index(
+                fields=["run", "variant", "state", "status", "decided"], name="item_run_state"
+            ),
             # a run's failing states (`runs.FAILING_ITEM`), read from the index alone
             models.Index(
                 fields=["run", "variant", "misses", "status", "state"], name="item_failing"

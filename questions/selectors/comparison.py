@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import F, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from questions import roles, services
 from questions.core import check, controls, metrics, spec
@@ -494,23 +494,76 @@ def build(
         return columns, rows
     # a filter shows only states with a moved or failed answer: the states from `start` are
     # read in chunks (a page's worth, then twice as many each time, so a sparse filter costs a
-    # few queries a column, not one a page) until the page is full and the next state is known
-    remaining = list(states[start:])
-    size, offset = PAGE_STATES + 1, 0  # + 1: a full page also knows where the next starts
-    while offset < len(remaining) and selection.next_start is None:
-        chunk = remaining[offset : offset + size]
+    # few queries a column, not one a page) until the page is full and the next state is known;
+    # "changes only" between runs reads only the states the database finds deciding otherwise
+    moved = _moved(states, columns, selection)
+    for chunk, first in _chunks(states, moved, start):
         for column in columns:
             _fill(column, chunk, user)
-        for index, state in enumerate(chunk, start + offset):
+        for index, state in enumerate(chunk):
             found = _state_rows(state, columns, qids, selection)
             if found and selection.shown == PAGE_STATES:
-                selection.next_start = index
-                break
+                selection.next_start = _position(states, state) if first is None else first + index
+                return columns, rows
             if found:
                 rows.extend(found)
                 selection.shown += 1
-        offset, size = offset + len(chunk), size * 2
     return columns, rows
+
+
+def _chunks(
+    states: QuerySet[SampleState], moved: QuerySet[SampleState] | None, start: int
+) -> Iterator[tuple[list[SampleState], int | None]]:
+    """The states a filter reads from the `start`-th on, a chunk at a time (PAGE_STATES + 1,
+    then twice as many each time: a full page also knows where the next starts), each with the
+    position of its first state; with `moved`, only those, each chunk read when it is needed
+    (a position None: it is looked up when needed, `_position`)."""
+    size = PAGE_STATES + 1
+    if moved is None:
+        remaining, offset = list(states[start:]), 0
+        while offset < len(remaining):
+            yield remaining[offset : offset + size], start + offset
+            offset, size = offset + size, size * 2
+        return
+    if start:
+        names = list(states.values_list("name", flat=True)[start : start + 1])
+        if not names:
+            return
+        moved = moved.filter(name__gte=names[0])
+    offset = 0
+    while chunk := list(moved[offset : offset + size]):
+        yield chunk, None
+        if len(chunk) < size:
+            return  # the last: asking for more would look through every state again
+        offset, size = offset + size, size * 2
+
+
+def _moved(
+    states: QuerySet[SampleState], columns: list[Column], selection: Selection
+) -> QuerySet[SampleState] | None:
+    """For "changes only" between runs, the states of `states` whose answers may have flipped:
+    those where a later column's item decides otherwise than the first column's
+    (`BatchItem.decided`, worked out at the default threshold; one not worked out counts as
+    moved), found by the database without reading an answer. `_state_rows` then tells which
+    really did, so the rows are those of reading every state. None when the database cannot
+    tell: a column reads recordings, or another threshold is chosen."""
+    if selection.filter != "changes" or selection.threshold != NOUL_THRESHOLD:
+        return None
+    if columns[0].run_id is None or any(c.run_id is None and c.version for c in columns):
+        return None  # a version's column reads what its wire recorded, not a run's items
+    later = [c.run_id for c in columns[1:] if c.run_id is not None]
+    real = BatchItem.objects.filter(status=BatchItem.Status.ANSWERED, variant=0)
+    base = real.filter(run_id=columns[0].run_id, state_id=OuterRef("state_id"))
+    otherwise = base.filter(Q(decided=None) | ~Q(decided=OuterRef("decided")))
+    differs = real.filter(run_id__in=later, state_id=OuterRef("pk")).filter(
+        Q(decided=None) & Exists(base) | Exists(otherwise)  # one probe of the index a state
+    )
+    return states.filter(Exists(differs))
+
+
+def _position(states: QuerySet[SampleState], state: SampleState) -> int:
+    """Where `state` comes in `states` (name order)."""
+    return states.filter(name__lt=state.name).count()
 
 
 def stream(

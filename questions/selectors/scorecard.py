@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Avg, Count, Q, Sum
+from django.db.models import Avg, Count, OuterRef, Q, Subquery, Sum
 
 from questions.core import controls, metrics, stats
 from questions.engine import backends
-from questions.models import BatchItem, BatchRun, Decision, QuestionSet
+from questions.models import BatchItem, BatchRun, Decision, QuestionSet, RunReport
 from questions.selectors.runs import overall as run_overall
 
 
@@ -33,8 +33,89 @@ def run_passes(runs: list[BatchRun]) -> dict[int, dict[str, dict[str, bool]]]:
     return out
 
 
+#: per question (passed, checked)
+Rates = dict[str, Any]
+
+
+def run_rates(runs: list[BatchRun]) -> dict[int, Rates]:
+    """Per run (by id), its pass counts per question: read from the test report it
+    stored when it finished (`stored_report`, annotated by `scorecard`), whatever its number of
+    answers; worked out from its answers (`run_passes`, one query for all of them) for the
+    runs that stored none."""
+    out: dict[int, Rates] = {}
+    for run in runs:
+        report = getattr(run, "stored_report", None)
+        if report:
+            out[run.pk] = {
+                "questions": {
+                    qid: (passed, checked)
+                    for qid, _qtype, checked, passed, *_ in report["questions"]
+                    if checked
+                },
+            }
+    computed = run_passes([run for run in runs if run.pk not in out])
+    for pk, per_question in computed.items():
+        out[pk] = {
+            "questions": {
+                qid: (sum(results.values()), len(results)) for qid, results in per_question.items()
+            },
+        }
+    return out
+
+
 #: the control kinds a scorecard reads a verdict from
 SCORECARD_CONTROLS = (controls.SHUFFLE, controls.ORDERS)
+#: what a control's stored report keeps of each question: `controls.QuestionControl`'s fields
+#: but a repeat's spreads (one a state; the scorecard reads no repeat)
+FINDING_FIELDS = (
+    "question", "qtype", "kind", "varied", "real_checked", "real_passed", "floor_checked",
+    "floor_passed", "compared", "flips", "largest_distance",
+)  # fmt: skip
+
+
+def control_calls(run_ids: list[int]) -> dict[int, list[controls.Answered]]:
+    """Every answered call of the control runs `run_ids`, by run: one query."""
+    answered: dict[int, list[controls.Answered]] = {pk: [] for pk in run_ids}
+    items = BatchItem.objects.filter(run__in=run_ids, status=BatchItem.Status.ANSWERED).values_list(
+        "run_id", "sample_state__name", "variant", "answers", "sample_state__expected"
+    )
+    for run_id, name, variant, answers, expected in items:
+        answered[run_id].append(controls.Answered(name, variant, answers or {}, expected or {}))
+    return answered
+
+
+def control_findings(
+    kind: str, threshold: float, answered: list[controls.Answered]
+) -> dict[str, controls.QuestionControl]:
+    """What a shuffle or order control found per question, over the questions its answers
+    name (with the types they give)."""
+    qtypes: dict[str, str] = {}
+    for call in answered:
+        for qid, answer in call.answers.items():
+            qtypes.setdefault(qid, answer.get("type", ""))
+    return controls.control_report(kind, qtypes, answered, threshold)
+
+
+def findings_as_json(found: dict[str, controls.QuestionControl]) -> list[list[Any]]:
+    """A control's findings as its report stores them (`services.summaries.store_reports`)."""
+    return [[getattr(q, name) for name in FINDING_FIELDS] for q in found.values()]
+
+
+def stored_findings(runs: list[BatchRun]) -> dict[int, dict[str, controls.QuestionControl]]:
+    """Per control run (by id), its findings: read from the report it stored when it finished
+    (`stored_report`, annotated by `scorecard`); worked out from its calls (`control_calls`,
+    one query for all of them) for the runs that stored none."""
+    out = {}
+    for run in runs:
+        report = getattr(run, "stored_report", None)
+        if report and "findings" in report:
+            out[run.pk] = {row[0]: controls.QuestionControl(*row) for row in report["findings"]}
+    by_pk = {run.pk: run for run in runs}
+    for pk, answered in control_calls([pk for pk in by_pk if pk not in out]).items():
+        out[pk] = control_findings(by_pk[pk].kind, by_pk[pk].threshold, answered)
+    return out
+
+
 #: what a scorecard prices: this many production calls
 CALLS_PRICED = 1000
 
@@ -101,6 +182,11 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
             "checked",
             "passed",
         )
+        .annotate(
+            stored_report=Subquery(
+                RunReport.objects.filter(run=OuterRef("pk"), against=None).values("data")[:1]
+            )
+        )
         .order_by("-id")
     )
     latest: dict[tuple[int, str], BatchRun] = {}
@@ -110,19 +196,8 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
         latest.setdefault((run.version_id, run.kind), run)
     chosen = list(latest.values())
     plain_ids = [r.pk for r in chosen if r.kind == BatchRun.PLAIN]
-    passes = run_passes([r for r in chosen if r.kind == BatchRun.PLAIN])
-    answered: dict[int, list[controls.Answered]] = {}
-    qtypes: dict[int, dict[str, str]] = {}
-    control_items = BatchItem.objects.filter(
-        run__in=[r.pk for r in chosen if r.kind != BatchRun.PLAIN],
-        status=BatchItem.Status.ANSWERED,
-    ).values_list("run_id", "sample_state__name", "variant", "answers", "sample_state__expected")
-    for run_id, name, variant, answers, expected in control_items:
-        answered.setdefault(run_id, []).append(
-            controls.Answered(name, variant, answers or {}, expected or {})
-        )
-        for qid, answer in (answers or {}).items():
-            qtypes.setdefault(run_id, {}).setdefault(qid, answer.get("type", ""))
+    rates = run_rates([r for r in chosen if r.kind == BatchRun.PLAIN])
+    findings = stored_findings([r for r in chosen if r.kind != BatchRun.PLAIN])
     costs = {
         row["run_id"]: row
         for row in BatchItem.objects.filter(run__in=plain_ids, decision__isnull=False)
@@ -137,26 +212,22 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
     )
     newest = versions[0] if versions else None
     order = list(newest.document) if newest else []
-    for per_run in passes.values():
-        order += [qid for qid in per_run if qid not in order]
+    for per_run in rates.values():
+        order += [qid for qid in per_run["questions"] if qid not in order]
     rows = []
     for version in versions:
         run = latest.get((version.pk, BatchRun.PLAIN))
-        per_question = passes.get(run.pk, {}) if run else {}
+        rated = rates[run.pk] if run else {"questions": {}, "overall": (0, 0)}
         questions: dict[str, dict[str, Any]] = {}
         for qid in order:
-            if qid not in per_question:
-                continue
-            results = per_question[qid]
-            questions[qid] = _rate(sum(results.values()), len(results))
+            if qid in rated["questions"]:
+                questions[qid] = _rate(*rated["questions"][qid])
         checks = []
         for kind in SCORECARD_CONTROLS:
             control = latest.get((version.pk, kind))
             if control is None:
                 continue
-            report = controls.control_report(
-                kind, qtypes.get(control.pk, {}), answered.get(control.pk, []), control.threshold
-            )
+            report = findings[control.pk]
             checks.append((kind, control, report))
             for qid, found in report.items():
                 cell = questions.setdefault(

@@ -302,6 +302,7 @@ class _Execution:
                     item["id"], revision.tags, revision.expected, item["answers"]
                 )
         for item in answered:
+            item["decided"] = None if item["answers"] is None else metrics.decided(item["answers"])
             if item["answers"] is not None:  # each answer encoded once (`bulk.json_object`)
                 texts = encoded.get(item["id"], {})
                 item["answers"] = bulk.json_object(
@@ -364,7 +365,8 @@ def _replay(
 
 #: what a call's outcome writes to its item
 _ITEM_FIELDS = [
-    "status", "attempts", "answers", "error_status", "error_detail", "decision_id", "misses",
+    "status", "attempts", "answers", "decided", "error_status", "error_detail", "decision_id",
+    "misses",
 ]  # fmt: skip
 
 
@@ -417,6 +419,7 @@ def _failed_unexpectedly(run: BatchRun, item_id: int, attempts: int, exc: BaseEx
         status=BatchItem.Status.FAILED,
         attempts=attempts,
         answers=None,
+        decided=None,
         error_status=status,
         error_detail=detail[:2000],
     )

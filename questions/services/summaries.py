@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from questions.core import deltas, metrics
+from questions.services import bulk
 
 log = logging.getLogger("questions.batches")
 
@@ -46,8 +47,9 @@ def store_summary(
     for misses, pks in by_count.items():
         for start in range(0, len(pks), 500):  # SQLite caps a statement's parameters
             item_model.objects.filter(pk__in=pks[start : start + 500]).update(misses=misses)
-    if live:  # the migration that added the places fills those of older runs
+    if live:  # the migrations that added the places and `decided` fill those of older runs
         store_places(run)
+        store_decided(run)
     type(run).objects.filter(pk=run.pk).update(
         checked=summary.checked, passed=summary.passed, failed_states=summary.failed_states
     )
@@ -56,6 +58,29 @@ def store_summary(
     if live:
         store_reports(run, tally=tally)
     return summary
+
+
+def store_decided(run: Any, item_model: Any = None) -> None:
+    """Store what each answered real call (variant 0) of a run decides (`metrics.decided`)
+    where it was not written with its answers (a run's calls write it as they record; items
+    written otherwise have none): their ids first, then only their answers, so a run whose
+    calls wrote it reads no answer. `item_model`: the historical BatchItem model of the
+    migration that filled those of older runs."""
+    if item_model is None:
+        from questions.models import BatchItem as item_model
+    missing = list(
+        item_model.objects.filter(
+            run_id=run.pk, variant=0, status="answered", decided=None
+        ).values_list("pk", flat=True)
+    )
+    rows = []
+    for start in range(0, len(missing), 500):  # SQLite caps a statement's parameters
+        chunk = item_model.objects.filter(pk__in=missing[start : start + 500])
+        for pk, answers in chunk.values_list("pk", "answers"):
+            found = metrics.decided(answers)
+            if found is not None:
+                rows.append({"id": pk, "decided": found})
+    bulk.update(item_model, ["decided"], rows)
 
 
 def store_places(run: Any, item_model: Any = None) -> None:
@@ -103,13 +128,18 @@ def store_reports(run: Any, report_model: Any = None, tally: metrics.Tally | Non
     test reports of older runs (it stores no comparison). `tally`: the run's answered items
     added up (`runs.run_tally`), when they were already."""
     from questions.models import RunReport
-    from questions.selectors import review, runs
+    from questions.selectors import review, runs, scorecard
 
     report_model = report_model or RunReport
     tally = runs.run_tally(run) if tally is None else tally
     data = metrics.report_as_json(tally.report())
     data["tags"] = [[s.tag, s.states, s.checked, s.passed] for s in tally.slices()]
     data["misses"] = [m.as_row() for m in runs.named_misses(tally.misses_listed())]
+    if report_model is RunReport and run.kind in scorecard.SCORECARD_CONTROLS:
+        found = scorecard.control_findings(
+            run.kind, run.threshold, scorecard.control_calls([run.pk])[run.pk]
+        )
+        data["findings"] = scorecard.findings_as_json(found)  # what the scorecard shows of it
     report_model.objects.update_or_create(run_id=run.pk, against=None, defaults={"data": data})
     if report_model is not RunReport or run.kind != run.PLAIN:
         return  # a migration fills the test reports only; a control is not reviewed
