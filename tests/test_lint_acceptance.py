@@ -88,6 +88,18 @@ def test_an_author_accepts_a_finding_on_the_page_and_the_editor_stops_showing_it
     )
 
 
+def test_the_json_views_check_leaves_an_accepted_finding_out(client, drafted):
+    version, writer = drafted
+    client.force_login(writer)
+    url = reverse("version-json", args=["acc", 1])
+    post = {"document": json.dumps(DOC), "action": "check", "base_revision": version.revision}
+    before = client.post(url, post).content.decode()
+    accept(version, writer)
+    after = client.post(url, post).content.decode()
+    assert after.count('class="issue warning"') == before.count('class="issue warning"') - 1
+    assert "1k" in before and "1k" not in after
+
+
 def test_the_review_page_shows_the_reason_beside_the_lints_still_open(client, drafted):
     version, writer = drafted
     accept(version, writer)

@@ -394,6 +394,8 @@ def _json_replace(request: HttpRequest, version: Version, context: dict) -> Http
     except spec.JSONTextError as exc:
         result = None
         context["problem"] = f"This is not JSON: {exc}"
+    else:  # the findings accepted on the version show here no more than in the editor
+        result.warnings = lint_reads.version_lints(version, result.warnings).open
     context["result"] = result
     if request.POST.get("action") == "check":
         return render(request, "questions/version_json.html#json-result", context)
