@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from questions.cli import reference as cli_reference
 from questions.core import spec
+from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -172,18 +172,20 @@ def fresh_demo(demo_database, tmp_path) -> dict[str, str]:
 
 
 def _wait_until_it_answers(process: subprocess.Popen, url: str) -> None:
-    """Poll `url` until it answers at all (any HTTP status), or fail once `process` has ended."""
-    for _ in range(200):
+    """Wait until `url` answers at all (any HTTP status), or fail once `process` has ended."""
+
+    def answered() -> bool:
+        if process.poll() is not None:
+            pytest.fail(f"{url}'s server exited ({process.returncode}) before it answered")
         try:
             urllib.request.urlopen(url, timeout=2)
-            return
         except urllib.error.HTTPError:
-            return  # it answered
+            return True  # it answered
         except OSError:
-            if process.poll() is not None:
-                pytest.fail(f"{url}'s server exited ({process.returncode}) before it answered")
-            time.sleep(0.2)  # a poll until the server answers, not a timing
-    pytest.fail(f"{url} never answered")
+            return False
+        return True
+
+    wait_for(answered, 120, f"{url} to answer")
 
 
 @pytest.mark.slow

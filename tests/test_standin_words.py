@@ -136,7 +136,7 @@ NOULS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(NOULS, SAID, st.sampled_from([b"", standin.CHAT_SALT]))
 def test_a_noul_negated_as_the_invariance_control_asks_it_answers_one_minus_p(noul, state, salt):
     """The control's `negated` variant (the statement denied, the cases swapped): P(true) +
