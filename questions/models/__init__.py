@@ -8,6 +8,7 @@ stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 """
 
 from questions.models.decisions import Decision, DecisionAnswer
+from questions.models.labels import LabelReservation, LabelSettlement, StateLabel
 from questions.models.runs import BatchItem, BatchRun, RunReport, WorkerHeartbeat
 from questions.models.sets import (
     Label,
@@ -31,12 +32,15 @@ __all__ = [
     "ExportFetch",
     "Label",
     "LabelMove",
+    "LabelReservation",
+    "LabelSettlement",
     "LintAcceptance",
     "QuestionSet",
     "ReviewEvent",
     "RunReport",
     "SampleState",
     "SampleStateRevision",
+    "StateLabel",
     "Version",
     "VersionQuerySet",
     "Webhook",

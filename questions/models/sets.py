@@ -22,6 +22,10 @@ class QuestionSet(models.Model):
     )
     #: the last version number handed out; a discarded draft's number is never reused
     version_counter = models.PositiveIntegerField(default=0, editable=False)
+    #: how many labellers' answers settle a state's question (1: the newest label settles it)
+    labels_needed = models.PositiveSmallIntegerField(default=1)
+    #: whether a labeller sees the model's answer before giving theirs (off: it anchors)
+    labels_show_model = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

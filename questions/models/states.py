@@ -44,6 +44,19 @@ class SampleState(models.Model):
     def size(self) -> int:
         return len(self.state_text.encode())
 
+    def revision_record(self, author) -> SampleStateRevision:
+        """The revision that records this state as it is now (not saved yet)."""
+        return SampleStateRevision(
+            sample_state=self,
+            revision=self.revision,
+            name=self.name,
+            state_text=self.state_text,
+            state_sha256=spec.state_sha256(self.state),
+            expected=self.expected,
+            tags=self.tags,
+            author=author,
+        )
+
     def current_revision(self) -> SampleStateRevision | None:
         """The saved content this state has now (what a decision asked about it runs on)."""
         return self.revisions.filter(revision=self.revision).first()

@@ -37,6 +37,12 @@ from questions.services.fetches import (
     export_fetches_flush,
     export_fetches_forget,
 )
+from questions.services.labels import (
+    dispute_settle,
+    labelling_configure,
+    state_label,
+    state_label_undo,
+)
 from questions.services.lints import NoSuchFinding, lint_accept
 from questions.services.reviews import (
     WeakEvidence,
@@ -134,6 +140,10 @@ __all__ = [
     "sample_state_label_undo",
     "sample_state_update",
     "sample_states_import",
+    "dispute_settle",
+    "labelling_configure",
+    "state_label",
+    "state_label_undo",
     "version_approve",
     "version_comment",
     "version_create",

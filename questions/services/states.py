@@ -15,6 +15,7 @@ from questions import roles
 from questions.core import labelling, spec, state_files
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.selectors.labels import labelling_version
+from questions.services import labels as per_labeller
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
@@ -85,8 +86,11 @@ def sample_state_create(
     if question_set.sample_states.filter(name=name).exists():
         raise Conflict(f"{question_set.slug} has a sample state called {name} already.")
     sample = SampleState.objects.create(
-        question_set=question_set, name=name, state_text=text, expected=expected, tags=tags
+        question_set=question_set, name=name, state_text=text, expected={}, tags=tags
     )
+    sample.expected = per_labeller.direct_labels(sample, {}, expected, author)
+    if sample.expected:
+        sample.save(update_fields=["expected"])
     _record_state_revision(sample, author)
     return sample
 
@@ -120,6 +124,7 @@ def sample_state_update(
     )
     if unchanged:
         return locked
+    expected = per_labeller.direct_labels(locked, locked.expected, expected, author)
     locked.name, locked.state_text, locked.expected, locked.tags = name, text, expected, tags
     locked.revision += 1
     locked.save(update_fields=["name", "state_text", "expected", "tags", "revision", "updated_at"])
@@ -202,16 +207,7 @@ def _record_state_revision(sample: SampleState, author: Any) -> None:
 
 def _revision_of(sample: SampleState, author: Any) -> SampleStateRevision:
     """The revision that records `sample` as it is now (not saved yet)."""
-    return SampleStateRevision(
-        sample_state=sample,
-        revision=sample.revision,
-        name=sample.name,
-        state_text=sample.state_text,
-        state_sha256=spec.state_sha256(sample.state),
-        expected=sample.expected,
-        tags=sample.tags,
-        author=author,
-    )
+    return sample.revision_record(author)
 
 
 @dataclass
@@ -383,5 +379,6 @@ def sample_states_import(
             pending.append(sample)
         for start in range(0, len(pending), IMPORT_CHUNK):
             chunk = SampleState.objects.bulk_create(pending[start : start + IMPORT_CHUNK])
+            per_labeller.import_labels(chunk, author)
             SampleStateRevision.objects.bulk_create([_revision_of(s, author) for s in chunk])
     return report
