@@ -98,3 +98,6 @@ class LabelReservation(models.Model):
             )
         ]
         indexes = [models.Index(fields=["sample_state", "until"], name="label_reservation_live")]
+
+    def __str__(self) -> str:
+        return f"{self.sample_state_id} held for {self.labeller_id} until {self.until:%H:%M}"
