@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from questions import services
 from questions.core import metrics
-from questions.models import BatchItem, BatchRun
+from questions.models import BatchItem, BatchRun, RunMove, RunPairing
 from questions.selectors import comparison
-from questions.services.summaries import store_decided
+from questions.selectors import runs as runs_module
+from questions.services.summaries import store_decided, store_moves, store_summary
 from questions.views.compare import selection_of
 from tests import factories
 from tests.helpers import COMPARE_DOC as DOC
@@ -102,9 +103,22 @@ def pages(qs, query: str) -> list[tuple[list[comparison.Row], int, int | None]]:
     return out
 
 
-@pytest.mark.parametrize("columns", [2, 3])
-def test_changes_only_shows_the_rows_reading_every_state_showed(three_runs, monkeypatch, columns):
+@pytest.fixture(params=["probed", "recorded"])
+def runs_as_finished(request, three_runs):
+    """The three runs as the comparison finds them: with nothing recorded (it probes the
+    items), or with the moves each recorded when it finished (`store_moves`)."""
     qs, runs = three_runs
+    if request.param == "recorded":
+        for run in runs:
+            store_moves(run)
+    return qs, runs
+
+
+@pytest.mark.parametrize("columns", [2, 3])
+def test_changes_only_shows_the_rows_reading_every_state_showed(
+    runs_as_finished, monkeypatch, columns
+):
+    qs, runs = runs_as_finished
     query = "&".join(f"col=run:{run.pk}" for run in runs[:columns]) + "&filter=changes"
     monkeypatch.setattr(comparison, "PAGE_STATES", 4)
     found = pages(qs, query)
@@ -118,8 +132,8 @@ def test_changes_only_shows_the_rows_reading_every_state_showed(three_runs, monk
     assert not changed & {"s005", "s017", "s023", "s029"}  # moved, absent, failed, unknown
 
 
-def test_the_database_leaves_out_the_states_that_decide_alike(three_runs):
-    qs, runs = three_runs
+def test_the_database_leaves_out_the_states_that_decide_alike(runs_as_finished):
+    qs, runs = runs_as_finished
     query = f"col=run:{runs[0].pk}&col=run:{runs[1].pk}&filter=changes"
     selection = selection_of(QueryDict(query), qs)
     states, columns = comparison._open(qs, selection, qs.owner)
@@ -131,6 +145,52 @@ def test_the_database_leaves_out_the_states_that_decide_alike(three_runs):
         comparison._moved(states, columns, selection_of(QueryDict(query + "&threshold=0.3"), qs))
         is None
     )
+
+
+def test_a_finished_run_records_its_moves_against_the_runs_before_it(three_runs):
+    _qs, runs = three_runs
+    for run in runs:
+        store_summary(run)
+    pairs = set(RunPairing.objects.values_list("first_id", "second_id"))
+    assert pairs == {(runs[0].pk, runs[1].pk), (runs[0].pk, runs[2].pk), (runs[1].pk, runs[2].pk)}
+    first_two = RunPairing.objects.get(first=runs[0], second=runs[1])
+    recorded = set(first_two.moves.values_list("state__name", flat=True))
+    probed = set(
+        runs_module.decides_otherwise(runs[1].pk, [runs[0].pk]).values_list(
+            "state__name", flat=True
+        )
+    )
+    assert recorded == probed and "s007" in recorded and "s005" not in recorded
+    store_summary(runs[1])  # finished again (continued): its pairs are recorded again
+    assert RunPairing.objects.count() == 3
+    assert (
+        set(
+            RunPairing.objects.get(
+                pk__gt=first_two.pk, first=runs[0], second=runs[1]
+            ).moves.values_list("state__name", flat=True)
+        )
+        == recorded
+    )
+    runs[2].delete()  # a deleted run takes its pairs with it
+    assert RunPairing.objects.count() == 1
+    assert RunMove.objects.filter(pairing__first=runs[0], pairing__second=runs[1]).count() == len(
+        recorded
+    )
+
+
+def test_changes_only_against_a_run_recorded_with_some_but_not_all_pairs_probes(three_runs):
+    qs, runs = three_runs
+    store_moves(runs[1])  # paired with run 0 only (run 2 had not finished)
+    RunPairing.objects.filter(second=runs[2]).delete()
+    query = "&".join(f"col=run:{run.pk}" for run in runs) + "&filter=changes"
+    selection = selection_of(QueryDict(query), qs)
+    states, columns = comparison._open(qs, selection, qs.owner)
+    moved = comparison._moved(states, columns, selection)
+    assert "runmove" not in str(moved.query).lower()  # one pair missing: it probes the items
+    store_moves(runs[2])
+    recorded = comparison._moved(states, columns, selection)
+    assert "runmove" in str(recorded.query).lower()
+    assert {s.name for s in recorded} == {s.name for s in moved}
 
 
 def test_decided_is_what_flipped_reads():

@@ -9,7 +9,14 @@ stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 
 from questions.models.decisions import Decision, DecisionAnswer
 from questions.models.labels import LabelReservation, LabelSettlement, StateLabel
-from questions.models.runs import BatchItem, BatchRun, RunReport, WorkerHeartbeat
+from questions.models.runs import (
+    BatchItem,
+    BatchRun,
+    RunMove,
+    RunPairing,
+    RunReport,
+    WorkerHeartbeat,
+)
 from questions.models.sets import (
     Label,
     LabelMove,
@@ -37,6 +44,8 @@ __all__ = [
     "LintAcceptance",
     "QuestionSet",
     "ReviewEvent",
+    "RunMove",
+    "RunPairing",
     "RunReport",
     "SampleState",
     "SampleStateRevision",

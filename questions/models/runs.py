@@ -237,6 +237,40 @@ class RunReport(models.Model):
         )
 
 
+class RunPairing(models.Model):
+    """Two finished runs of a set (`first` the older) whose states that decide otherwise
+    between them are recorded (`RunMove`), once, when the later of them finishes: "changes
+    only" in the comparison reads them instead of probing every state's items
+    (`comparison._moved`). A pair with no row here has not been recorded."""
+
+    first = models.ForeignKey(BatchRun, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(BatchRun, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="one_pairing_per_pair")
+        ]
+
+    def __str__(self) -> str:
+        return f"runs {self.first_id} and {self.second_id}"
+
+
+class RunMove(models.Model):
+    """A state whose real calls (variant 0) in a pairing's two runs decide otherwise
+    (`BatchItem.decided` differs, or either was not worked out): its answers may have flipped."""
+
+    pairing = models.ForeignKey(RunPairing, on_delete=models.CASCADE, related_name="moves")
+    state = models.ForeignKey(SampleState, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pairing", "state"], name="one_move_per_state")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.state_id} moved between runs of pairing {self.pairing_id}"
+
+
 class WorkerHeartbeat(models.Model):
     """A task worker's sign of life (`questions.workers`), read by `/healthz`."""
 

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 
 from questions import roles, services
 from questions.core import check, controls, metrics, spec
@@ -24,11 +24,13 @@ from questions.models import (
     BatchRun,
     Label,
     QuestionSet,
+    RunMove,
+    RunPairing,
     SampleState,
     SampleStateRevision,
     Version,
 )
-from questions.selectors import control_reports
+from questions.selectors import control_reports, runs
 from questions.services.errors import model_name
 
 COLUMN = re.compile(
@@ -551,14 +553,21 @@ def _moved(
         return None
     if columns[0].run_id is None or any(c.run_id is None and c.version for c in columns):
         return None  # a version's column reads what its wire recorded, not a run's items
-    later = [c.run_id for c in columns[1:] if c.run_id is not None]
-    real = BatchItem.objects.filter(status=BatchItem.Status.ANSWERED, variant=0)
-    base = real.filter(run_id=columns[0].run_id, state_id=OuterRef("state_id"))
-    otherwise = base.filter(Q(decided=None) | ~Q(decided=OuterRef("decided")))
-    differs = real.filter(run_id__in=later, state_id=OuterRef("pk")).filter(
-        Q(decided=None) & Exists(base) | Exists(otherwise)  # one probe of the index a state
-    )
-    return states.filter(Exists(differs))
+    first = columns[0].run_id
+    later = [c.run_id for c in columns[1:] if c.run_id is not None and c.run_id != first]
+    if not later:
+        return states.none()
+    pairs = {(min(first, r), max(first, r)) for r in later}
+    pairings = {
+        (a, b): pk
+        for pk, a, b in RunPairing.objects.filter(
+            first_id__in={a for a, _ in pairs}, second_id__in={b for _, b in pairs}
+        ).values_list("pk", "first_id", "second_id")
+    }
+    if pairs <= pairings.keys():  # recorded when the later run of each pair finished
+        moves = RunMove.objects.filter(pairing_id__in=[pairings[p] for p in pairs])
+        return states.filter(pk__in=moves.values("state_id"))
+    return states.filter(Exists(runs.decides_otherwise(first, later, state=OuterRef("pk"))))
 
 
 def _position(states: QuerySet[SampleState], state: SampleState) -> int:

@@ -5,10 +5,11 @@ the paired verdicts) and the stored form of those verdicts."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Case, Count, F, Q, QuerySet, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from questions.core import deltas, metrics, stats
@@ -18,6 +19,22 @@ from questions.models import BatchItem, BatchRun, RunReport, Version
 #: an item of a finished run that failed: it got no answer, or one of its answers missed the
 #: expected one (`BatchItem.misses`, which the run's summary counts with `metrics.passes`)
 FAILING_ITEM = Q(status=BatchItem.Status.FAILED) | Q(misses__gt=0)
+
+
+def decides_otherwise(first: int, later: Iterable[int], state: Any = None) -> QuerySet[BatchItem]:
+    """The answered real calls (variant 0) of the `later` runs whose state's call in run
+    `first` decides otherwise (`BatchItem.decided` differs, or either was not worked out):
+    the states whose answers may have flipped between them, found without reading an answer
+    (one probe of the `item_run_state` index a state). `state`: only those of this state (an
+    `OuterRef`, in a subquery). The rule is symmetric: which of two runs is `first` does not
+    matter."""
+    real = BatchItem.objects.filter(status=BatchItem.Status.ANSWERED, variant=0)
+    base = real.filter(run_id=first, state_id=OuterRef("state_id"))
+    otherwise = base.filter(Q(decided=None) | ~Q(decided=OuterRef("decided")))
+    items = real.filter(run_id__in=list(later))
+    if state is not None:
+        items = items.filter(state_id=state)
+    return items.filter(Q(decided=None) & Exists(base) | Exists(otherwise))
 
 
 def results_order(items: QuerySet[BatchItem]) -> QuerySet[BatchItem]:

@@ -11,6 +11,9 @@ import logging
 from collections import defaultdict
 from typing import Any
 
+from django.db import transaction
+from django.db.models import Q
+
 from questions.core import deltas, metrics
 from questions.services import bulk
 
@@ -57,6 +60,7 @@ def store_summary(
     run.failed_states = summary.failed_states
     if live:
         store_reports(run, tally=tally)
+        store_moves(run)
     return summary
 
 
@@ -81,6 +85,40 @@ def store_decided(run: Any, item_model: Any = None) -> None:
             if found is not None:
                 rows.append({"id": pk, "decided": found})
     bulk.update(item_model, ["decided"], rows)
+
+
+#: how many of a set's other finished runs a finishing run records its moves against (the
+#: newest): "changes only" against an older one probes the items as before (`comparison._moved`)
+PAIRED_RUNS = 20
+
+
+def store_moves(run: Any) -> None:
+    """Record, against each of the set's newest other finished runs (`PAIRED_RUNS`), the
+    states whose real calls decide otherwise between the two (`runs.decides_otherwise`): one
+    query a pair, so "changes only" in the comparison reads a few rows, not every state's items
+    (`RunPairing`, `RunMove`). A run finished again (continued) records its pairs again."""
+    from questions.models import BatchRun, RunMove, RunPairing
+    from questions.selectors import runs
+
+    others = list(
+        BatchRun.objects.filter(
+            question_set_id=run.question_set_id,
+            status__in=[BatchRun.Status.DONE, BatchRun.Status.CANCELLED, BatchRun.Status.FAILED],
+        )
+        .exclude(pk=run.pk)
+        .order_by("-pk")
+        .values_list("pk", flat=True)[:PAIRED_RUNS]
+    )
+    with transaction.atomic():
+        RunPairing.objects.filter(Q(first_id=run.pk) | Q(second_id=run.pk)).delete()
+        for other in others:
+            first, second = min(run.pk, other), max(run.pk, other)
+            pairing = RunPairing.objects.create(first_id=first, second_id=second)
+            moved = runs.decides_otherwise(other, [run.pk]).values_list("state_id", flat=True)
+            RunMove.objects.bulk_create(
+                [RunMove(pairing=pairing, state_id=s) for s in moved.iterator() if s is not None],
+                batch_size=500,
+            )
 
 
 def store_places(run: Any, item_model: Any = None) -> None:
