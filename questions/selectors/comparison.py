@@ -24,8 +24,6 @@ from questions.models import (
     BatchRun,
     Label,
     QuestionSet,
-    RunMove,
-    RunPairing,
     SampleState,
     SampleStateRevision,
     Version,
@@ -557,15 +555,8 @@ def _moved(
     later = [c.run_id for c in columns[1:] if c.run_id is not None and c.run_id != first]
     if not later:
         return states.none()
-    pairs = {(min(first, r), max(first, r)) for r in later}
-    pairings = {
-        (a, b): pk
-        for pk, a, b in RunPairing.objects.filter(
-            first_id__in={a for a, _ in pairs}, second_id__in={b for _, b in pairs}
-        ).values_list("pk", "first_id", "second_id")
-    }
-    if pairs <= pairings.keys():  # recorded when the later run of each pair finished
-        moves = RunMove.objects.filter(pairing_id__in=[pairings[p] for p in pairs])
+    moves = runs.recorded_moves(first, later)
+    if moves is not None:  # recorded when the later run of each pair finished
         return states.filter(pk__in=moves.values("state_id"))
     return states.filter(Exists(runs.decides_otherwise(first, later, state=OuterRef("pk"))))
 

@@ -14,7 +14,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from questions.core import deltas, metrics, stats
 from questions.engine import backends
-from questions.models import BatchItem, BatchRun, RunReport, Version
+from questions.models import BatchItem, BatchRun, RunMove, RunPairing, RunReport, Version
 
 #: an item of a finished run that failed: it got no answer, or one of its answers missed the
 #: expected one (`BatchItem.misses`, which the run's summary counts with `metrics.passes`)
@@ -35,6 +35,22 @@ def decides_otherwise(first: int, later: Iterable[int], state: Any = None) -> Qu
     if state is not None:
         items = items.filter(state_id=state)
     return items.filter(Q(decided=None) & Exists(base) | Exists(otherwise))
+
+
+def recorded_moves(first: int, later: Iterable[int]) -> QuerySet[RunMove] | None:
+    """The states recorded as deciding otherwise between run `first` and each of `later`
+    (`RunMove`, written when the later run of a pair finished); None when a pair has no record
+    (`decides_otherwise` then probes the items)."""
+    pairs = {(min(first, r), max(first, r)) for r in later}
+    found = {
+        (a, b): pk
+        for pk, a, b in RunPairing.objects.filter(
+            first_id__in={a for a, _ in pairs}, second_id__in={b for _, b in pairs}
+        ).values_list("pk", "first_id", "second_id")
+    }
+    if not pairs <= found.keys():
+        return None
+    return RunMove.objects.filter(pairing_id__in=[found[p] for p in pairs])
 
 
 def results_order(items: QuerySet[BatchItem]) -> QuerySet[BatchItem]:
