@@ -8,7 +8,13 @@ stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 """
 
 from questions.models.decisions import Decision, DecisionAnswer
-from questions.models.labels import LabelReservation, LabelSettlement, StateLabel
+from questions.models.labels import (
+    LabelQueue,
+    LabelQueueEntry,
+    LabelReservation,
+    LabelSettlement,
+    StateLabel,
+)
 from questions.models.runs import (
     BatchItem,
     BatchRun,
@@ -39,6 +45,8 @@ __all__ = [
     "ExportFetch",
     "Label",
     "LabelMove",
+    "LabelQueue",
+    "LabelQueueEntry",
     "LabelReservation",
     "LabelSettlement",
     "LintAcceptance",

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from questions.models.sets import QuestionSet
 from questions.models.states import SampleState
 
 
@@ -101,3 +102,39 @@ class LabelReservation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sample_state_id} held for {self.labeller_id} until {self.until:%H:%M}"
+
+
+class LabelQueue(models.Model):
+    """The set's states worth labelling next (`labelling.rank`), ranked once when a run of the
+    set finishes (the answers the ranking reads change only then) for the version a state is
+    labelled for: the labelling page serves the next state from it instead of ranking every
+    state on each key press (`selectors.labels.label_queue`)."""
+
+    question_set = models.OneToOneField(
+        QuestionSet, on_delete=models.CASCADE, related_name="label_queue"
+    )
+    version_number = models.PositiveIntegerField()
+    built_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"labelling queue of {self.question_set_id} for v{self.version_number}"
+
+
+class LabelQueueEntry(models.Model):
+    """One ranked state of a queue: its place, and its unlabelled questions and why, as the
+    ranking gave them when the queue was built."""
+
+    queue = models.ForeignKey(LabelQueue, on_delete=models.CASCADE, related_name="entries")
+    sample_state = models.ForeignKey(SampleState, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    questions = models.JSONField()
+    reasons = models.JSONField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "position"], name="label_queue_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.position}: {self.sample_state_id}"

@@ -21,8 +21,16 @@ from django.utils import timezone
 
 from questions import roles
 from questions.core import labelling, settling
-from questions.models import LabelReservation, LabelSettlement, QuestionSet, SampleState, StateLabel
-from questions.selectors.labels import labelling_version
+from questions.models import (
+    LabelQueue,
+    LabelQueueEntry,
+    LabelReservation,
+    LabelSettlement,
+    QuestionSet,
+    SampleState,
+    StateLabel,
+)
+from questions.selectors.labels import labelling_version, states_to_label
 from questions.services.errors import Conflict, Invalid, NotAllowed, require
 
 #: how long a state is held for the labeller it was handed to
@@ -352,6 +360,35 @@ def import_labels(samples: list[SampleState], author: Any) -> None:
         SampleState.objects.filter(pk__in=[s.pk for s in samples]).update(expected={})
         for s in samples:
             s.expected = {}
+
+
+def store_label_queue(question_set: QuestionSet) -> LabelQueue | None:
+    """Rank the set's states worth labelling (`states_to_label`, every state) for the version
+    a state is labelled for, and keep the ranking (`LabelQueue`): once a run of the set
+    finishes, as the answers it ranks by change only then. None when the set has no version."""
+    version = labelling_version(question_set)
+    if version is None:
+        return None
+    candidates = states_to_label(question_set, version, limit=None)
+    pks = dict(question_set.sample_states.values_list("name", "pk"))
+    with transaction.atomic():
+        LabelQueue.objects.filter(question_set=question_set).delete()
+        queue = LabelQueue.objects.create(question_set=question_set, version_number=version.number)
+        LabelQueueEntry.objects.bulk_create(
+            [
+                LabelQueueEntry(
+                    queue=queue,
+                    sample_state_id=pks[c.name],
+                    position=place,
+                    questions=c.questions,
+                    reasons=c.reasons,
+                )
+                for place, c in enumerate(candidates)
+                if c.name in pks
+            ],
+            batch_size=500,
+        )
+    return queue
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from questions.core import deltas, metrics
-from questions.services import bulk
+from questions.services import bulk, labels
 
 log = logging.getLogger("questions.batches")
 
@@ -61,6 +61,7 @@ def store_summary(
     if live:
         store_reports(run, tally=tally)
         store_moves(run)
+        labels.store_label_queue(run.question_set)  # the answers it ranks by have changed
     return summary
 
 

@@ -1,0 +1,117 @@
+"""The labelling queue (`LabelQueue`): the ranking of the states worth labelling, stored when a
+run of the set finishes and served from there — the same states, questions and reasons as
+ranking every state (`states_to_label`), those labelled since skipped, those added since at
+the end, a blind labeller's own labels and other labellers' holds left out — in as many reads
+at 300 states as at 30."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from questions import services
+from questions.models import BatchItem, BatchRun, LabelQueue, LabelReservation
+from questions.selectors import labels as selectors
+from questions.services import labels
+from questions.services.summaries import store_summary
+from tests import factories
+from tests.helpers import COMPARE_DOC, answers, desk
+
+pytestmark = pytest.mark.django_db
+
+
+def _world(count: int, slug: str = "queue"):
+    writer = factories.author(f"{slug}-writer")
+    qs = factories.question_set(slug, owner=writer, doc=COMPARE_DOC)
+    version = services.open_draft(qs)
+    run = BatchRun.objects.create(
+        question_set=qs, version=version, backend="recorded", model="m", status="done"
+    )
+    for i in range(count):
+        expected = {"desk": "billing"} if i % 3 == 0 else {}
+        sample = services.sample_state_create(
+            question_set=qs, name=f"s{i:03d}", state={"n": i}, author=writer, expected=expected
+        )
+        urgent = 0.52 if i % 4 == 0 else 0.9  # near the threshold: unsure
+        BatchItem.objects.create(
+            run=run,
+            sample_state=sample.current_revision(),
+            status="answered",
+            answers=answers(desk("billing", {"billing": 0.7}), urgent, 1.2),
+        )
+    store_summary(BatchRun.objects.get(pk=run.pk))
+    return qs, version, writer
+
+
+def _as_ranked(candidates):
+    return [(c.name, c.questions, c.reasons) for c in candidates]
+
+
+def test_a_finished_run_stores_the_ranking_and_the_queue_serves_it():
+    qs, version, _writer = _world(30)
+    assert LabelQueue.objects.get(question_set=qs).version_number == version.number
+    ranked = selectors.states_to_label(qs, version, limit=None)
+    served = selectors.label_queue(qs, version, limit=len(ranked) + 5)
+    assert _as_ranked(served) == _as_ranked(ranked)
+    assert any("P(true) 0.52, near the threshold" in r for r in served[0].reasons)
+    assert _as_ranked(selectors.label_queue(qs, version, limit=3)) == _as_ranked(ranked[:3])
+
+
+def test_the_queue_skips_what_was_labelled_since_and_adds_the_states_added_since():
+    qs, version, writer = _world(12)
+    first = selectors.label_queue(qs, version)[0]
+    sample = qs.sample_states.get(name=first.name)
+    for qid, answer in (("urgent", True), ("desk", "tech"), ("level", 2)):
+        labels.state_label(sample=sample, question_id=qid, answer=answer, labeller=writer)
+    added = services.sample_state_create(
+        question_set=qs, name="a-new-one", state={"n": "new"}, author=writer
+    )
+    served = selectors.label_queue(qs, version, limit=100)
+    assert first.name not in [c.name for c in served]
+    assert _as_ranked(served[:-1]) == [
+        r
+        for r in _as_ranked(selectors.states_to_label(qs, version, limit=None))
+        if r[0] != "a-new-one"
+    ]
+    assert served[-1].name == added.name  # after the ranked ones: it has no answers yet
+    skipped = selectors.label_queue(
+        qs, version, skip=[qs.sample_states.get(name=served[0].name).pk]
+    )
+    assert skipped[0].name == served[1].name
+
+
+def test_a_blind_labeller_is_not_offered_what_they_labelled_or_what_another_holds():
+    qs, version, ann = _world(6)
+    bob, cy = factories.author("bob"), factories.author("cy")
+    labels.labelling_configure(question_set=qs, user=factories.reviewer("rev"), needed=2)
+    top = selectors.label_queue(qs, version, labeller=ann)[0]
+    sample = qs.sample_states.get(name=top.name)
+    fitting = {"urgent": True, "desk": "tech", "level": 2}
+    labels.state_label(
+        sample=sample, question_id=top.questions[0], answer=fitting[top.questions[0]], labeller=ann
+    )
+    mine = next(
+        c for c in selectors.label_queue(qs, version, labeller=ann, limit=10) if c.name == top.name
+    )
+    assert top.questions[0] not in mine.questions  # their own label: not offered again
+    theirs = selectors.label_queue(qs, version, labeller=bob, limit=10)
+    assert top.questions == next(c for c in theirs if c.name == top.name).questions
+    LabelReservation.objects.create(
+        sample_state=sample, labeller=bob, until=timezone.now() + timedelta(minutes=5)
+    )
+    assert top.name not in [c.name for c in selectors.label_queue(qs, version, labeller=cy)]
+    assert top.name in [c.name for c in selectors.label_queue(qs, version, labeller=bob)]
+
+
+def test_the_queue_reads_as_much_at_300_states_as_at_30():
+    def reads(count):
+        qs, version, writer = _world(count, f"queue-{count}")
+        with CaptureQueriesContext(connection) as seen:
+            selectors.label_queue(qs, version, labeller=writer)
+        return len(seen)
+
+    assert reads(300) == reads(30)
