@@ -65,6 +65,7 @@ TARGETS = {
     "set page, states unlabelled": (100, 300_000),
     "set list": (100, 300_000),
     "set list, searched": (100, 300_000),
+    "labelling page": (150, 300_000),
 }
 
 
@@ -441,6 +442,7 @@ def measure(rounds: int, only: str) -> list[dict]:
         "compare, one state": f"{compare}?{cols3}&state={state.pk}",
         "compare, changes only": f"{compare}?{cols3}&filter=changes",
         "scorecard": reverse("set-scorecard", args=[STATES]),
+        "labelling page": reverse("label-states", args=[STATES]),
         "compare CSV, 3 runs (all rows)": f"{compare}?{cols3}&format=csv",
         "compare JSON, 3 runs (all rows)": f"{compare}?{cols3}&format=json",
     }

@@ -131,6 +131,7 @@ def test_changes_only_costs_the_same_queries_however_many_states_it_passes_over(
     the database finds moved, not every state a chunk at a time (a query per column each)."""
     from questions.core import metrics
     from questions.models import BatchItem
+    from questions.services.summaries import store_moves
 
     author, reviewer = factories.author("pin-author"), factories.reviewer("pin-reviewer")
     client.force_login(author)
@@ -144,6 +145,7 @@ def test_changes_only_costs_the_same_queries_however_many_states_it_passes_over(
         chosen = moved["desk"]["choice"]
         moved["desk"] = {**moved["desk"], "choice": "tech" if chosen != "tech" else "other"}
         BatchItem.objects.filter(pk=last.pk).update(answers=moved, decided=metrics.decided(moved))
+        store_moves(runs[1])  # as its end records them, with the answer it moved to
         url = reverse("set-compare", args=[qs.slug])
         url += f"?col=run:{runs[0].pk}&col=run:{runs[1].pk}&filter=changes"
         return counted(client, url), client.get(url).content.decode()
