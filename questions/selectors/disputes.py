@@ -27,6 +27,7 @@ from questions.models import (
     QuestionSet,
     SampleState,
     StateLabel,
+    Version,
 )
 from questions.selectors.labels import labelling_version
 
@@ -73,6 +74,14 @@ class Dispute:
     @property
     def ambiguous(self) -> bool:
         return self.status == settling.AMBIGUOUS
+
+    @property
+    def choices_given(self) -> list[tuple[str, str, list[str]]]:
+        """The question's choices, each (form value, words, who gave it): the settle buttons."""
+        given: dict[str, list[str]] = {}
+        for label in self.labels:
+            given.setdefault(form_value(self.question, label.answer), []).append(label.labeller)
+        return [(value, text, given.get(value, [])) for value, text in self.question.choices]
 
     @property
     def answer_words(self) -> str:
@@ -122,10 +131,17 @@ class Disputes:
         }
 
 
+def form_value(question: labelling.Question, answer: Any) -> str:
+    """An expected answer of `question` as its choice's form value ("2", "true", "billing")."""
+    if question.type == "noul":
+        return "true" if answer is True else "false" if answer is False else json.dumps(answer)
+    return str(answer)
+
+
 def words(question: labelling.Question, answer: Any) -> str:
     """An expected answer of `question` as the labelling page shows it ("2: now", "billing")."""
-    value = ("true" if answer else "false") if question.type == "noul" else str(answer)
-    return dict(question.choices).get(value, json.dumps(answer, ensure_ascii=False))
+    shown = dict(question.choices).get(form_value(question, answer))
+    return shown if shown is not None else json.dumps(answer, ensure_ascii=False)
 
 
 def _questions(question_set: QuestionSet) -> tuple[int | None, dict[str, labelling.Question]]:
@@ -289,12 +305,16 @@ def dispute(sample: SampleState, question_id: str) -> Dispute | None:
     )
 
 
-def disputed_count(question_set: QuestionSet) -> int:
+def disputed_count(question_set: QuestionSet, version: Version | None = None) -> int:
     """How many questions of the set's states are disputed (the set page's and the labelling
-    page's link say it). One query, and none with one label needed."""
+    page's link say it): those of `version` when given (the labelling page has it already),
+    else of the version states are labelled for. None read with one label needed."""
     if question_set.labels_needed <= 1:
         return 0
-    _, questions = _questions(question_set)
+    if version is None:
+        _, questions = _questions(question_set)
+    else:
+        questions = {q.id: q for q in labelling.questions_of(version.document)}
     return _disagreeing(question_set, questions).count() if questions else 0
 
 

@@ -1,0 +1,192 @@
+"""Disputes settled (issue 38, part 4): two labellers disagree on a set needing two labels, the
+dispute is listed with the labels side by side and the state, a third user (a reviewer who did
+not label it) settles it on the page (htmx or not) or with `questions disputes`, a labeller who
+is also a reviewer is refused in words, and an ambiguous state is left out of the pass rates and
+counted where they show."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from questions import roles, services
+from questions.core import settling
+from questions.models import LabelSettlement
+from questions.selectors import disputes
+from questions.services import labels
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+DOC = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "shipping": "parcels", "other": "else"},
+    },
+    "urgency": {"type": "score", "criteria": ["calm", "soon", "now: threatens to leave"]},
+}
+
+
+@pytest.fixture
+def people():
+    return {
+        "ann": factories.author("ann"),
+        "bob": factories.author("bob"),
+        "rev": factories.reviewer("rev"),
+        # a reviewer who labels too: she may not settle what she labelled while rev exists
+        "lee": factories.user("lee", groups=(roles.AUTHORS, roles.REVIEWERS)),
+        "viv": factories.user("viv"),
+    }
+
+
+@pytest.fixture
+def qs(people):
+    question_set = factories.question_set("eyes", owner=people["ann"], doc=DOC)
+    return labels.labelling_configure(question_set=question_set, user=people["rev"], needed=2)
+
+
+def _state(qs, people, name, **labelled):
+    """A state of `qs` with labels: question id → (labeller, answer) pairs."""
+    sample = services.sample_state_create(
+        question_set=qs, name=name, state={"ticket": f"{name} text"}, author=people["ann"]
+    )
+    for qid, given in labelled.items():
+        for who, answer in given:
+            labels.state_label(sample=sample, question_id=qid, answer=answer, labeller=people[who])
+    sample.refresh_from_db()
+    return sample
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _disputed(qs, people, name="s1", who=("ann", "bob")):
+    return _state(qs, people, name, desk=[(who[0], "billing"), (who[1], "shipping")])
+
+
+def test_two_labellers_disagree_and_the_dispute_is_listed_side_by_side(qs, people):
+    sample = _disputed(qs, people)
+    _state(qs, people, "agreed", desk=[("ann", "other"), ("bob", "other")])
+    assert sample.expected == {}  # a dispute settles nothing
+    found = disputes.disputes(qs)
+    assert found.disputed_total == 1 and found.settled == []
+    (row,) = found.disputed
+    assert (row.state_name, row.question.id, row.status) == ("s1", "desk", settling.DISPUTED)
+    assert [(x.labeller, x.answer) for x in row.labels] == [("ann", "billing"), ("bob", "shipping")]
+    assert row.content == {"ticket": "s1 text"}
+    page = _client(people["rev"]).get("/sets/eyes/disputes/").content.decode()
+    assert 'id="dispute-' in page and "s1 text" in page
+    assert "<td>ann</td><td><strong>billing</strong>" in page
+    assert "<td>bob</td><td><strong>shipping</strong>" in page
+    assert 'name="answer" value="other"' in page  # every choice the question offers
+    assert "1 question</span>" in page
+
+
+def test_a_reviewer_who_did_not_label_settles_it_on_the_page(qs, people):
+    sample = _disputed(qs, people)
+    rev = _client(people["rev"])
+    response = rev.post(
+        f"/sets/eyes/disputes/{sample.pk}/", {"question": "desk", "answer": "shipping"}
+    )
+    assert response.status_code == 302
+    assert response.url == "/sets/eyes/disputes/#disputed-heading"
+    sample.refresh_from_db()
+    assert sample.expected == {"desk": "shipping"}
+    settlement = LabelSettlement.objects.get()
+    assert (settlement.reviewer, settlement.outcome) == (people["rev"], settling.BY_REVIEWER)
+    page = rev.get(response.url).content.decode()
+    assert "settled as shipping" in page
+    assert "Settled by a reviewer" in page and "settled: shipping" in page
+    assert "0 questions</span>" in page
+
+
+def test_from_htmx_the_row_is_swapped_and_the_count_follows(qs, people):
+    sample = _disputed(qs, people)
+    _disputed(qs, people, "s2")
+    response = _client(people["rev"]).post(
+        f"/sets/eyes/disputes/{sample.pk}/",
+        {"question": "desk", "ambiguous": "yes"},
+        headers={"HX-Request": "true"},
+    )
+    text = response.content.decode()
+    assert response.status_code == 200 and "<html" not in text
+    assert f'id="dispute-{sample.pk}-desk"' in text and "status-ambiguous" in text
+    assert "marked ambiguous; the pass rates leave it out" in text
+    assert '<span id="disputed-count" hx-swap-oob="true">1 question</span>' in text
+    sample.refresh_from_db()
+    assert sample.expected == {}
+
+
+def test_a_labeller_who_reviews_is_refused_in_words_page_and_htmx(qs, people):
+    sample = _disputed(qs, people, who=("lee", "bob"))
+    client = _client(people["lee"])
+    url = f"/sets/eyes/disputes/{sample.pk}/"
+    refused = client.post(url, {"question": "desk", "answer": "billing"})
+    assert refused.status_code == 403
+    assert "You labelled s1" in refused.content.decode()
+    swapped = client.post(
+        url, {"question": "desk", "answer": "billing"}, headers={"HX-Request": "true"}
+    )
+    text = swapped.content.decode()
+    assert swapped.status_code == 200  # the row with the refusal in it, where she clicked
+    assert 'class="message error" role="alert"' in text and "You labelled s1" in text
+    assert "Nothing was settled." in text and "status-disputed" in text
+    assert not LabelSettlement.objects.exists()
+
+
+def test_the_other_refusals_are_words_at_their_status(qs, people):
+    sample = _disputed(qs, people)
+    agreed = _state(qs, people, "agreed", desk=[("ann", "other"), ("bob", "other")])
+    rev = _client(people["rev"])
+    not_disputed = rev.post(
+        f"/sets/eyes/disputes/{agreed.pk}/", {"question": "desk", "answer": "x"}
+    )
+    assert not_disputed.status_code == 409
+    assert "agreed: `desk` is not disputed" in not_disputed.content.decode()
+    no_answer = rev.post(f"/sets/eyes/disputes/{sample.pk}/", {"question": "desk"})
+    assert no_answer.status_code == 422
+    assert "desk in v1 takes billing, shipping, other" in no_answer.content.decode()
+    reader = _client(people["viv"])
+    assert 'name="answer"' not in reader.get("/sets/eyes/disputes/").content.decode()
+    denied = reader.post(f"/sets/eyes/disputes/{sample.pk}/", {"question": "desk", "answer": "x"})
+    assert denied.status_code == 403
+    assert "Only reviewers settle disputed labels." in denied.content.decode()
+
+
+def test_the_set_page_and_the_labelling_page_link_it_with_a_count(qs, people):
+    _disputed(qs, people)
+    _disputed(qs, people, "s2")
+    client = _client(people["ann"])
+    set_page = client.get("/sets/eyes/").content.decode()
+    assert 'href="/sets/eyes/disputes/" class="disputes-link">Disputes <span class="badge">2' in (
+        set_page
+    )
+    label_page = client.get("/sets/eyes/label/").content.decode()
+    assert "2 disputed questions</a>" in label_page
+
+
+def test_the_page_costs_the_same_queries_for_two_disputes_or_twelve(qs, people):
+    client = _client(people["rev"])
+    for i in range(2):
+        _disputed(qs, people, f"a{i}")
+    client.get("/sets/eyes/disputes/")  # the session, read once
+
+    def counted() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/sets/eyes/disputes/").status_code == 200
+        return len(captured)
+
+    few = counted()
+    for i in range(10):
+        sample = _disputed(qs, people, f"b{i}")
+        if i % 3 == 0:
+            labels.dispute_settle(
+                sample=sample, question_id="desk", reviewer=people["rev"], answer="other"
+            )
+    assert counted() == few
