@@ -6,6 +6,8 @@ counted where they show."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -17,6 +19,7 @@ from questions.models import LabelSettlement
 from questions.selectors import disputes
 from questions.services import labels
 from tests import factories
+from tests.providers import run_cli
 
 pytestmark = pytest.mark.django_db
 
@@ -190,3 +193,81 @@ def test_the_page_costs_the_same_queries_for_two_disputes_or_twelve(qs, people):
                 sample=sample, question_id="desk", reviewer=people["rev"], answer="other"
             )
     assert counted() == few
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_the_command_line_lists_the_dispute_and_a_third_user_settles_it(qs, people):
+    sample = _disputed(qs, people)
+    _state(qs, people, "s2", urgency=[("ann", 1), ("bob", 2)])
+    code, out, err = run_cli("disputes", "--set", "eyes")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "eyes: 2 labels needed; 2 disputed, 0 settled by a reviewer",
+        "s1\tdesk\tdisputed\tann: billing · bob: shipping",
+        "s2\turgency\tdisputed\tann: 1: soon · bob: 2: now: threatens to leave",
+    ]
+    code, out, err = run_cli(
+        "disputes", "--set", "eyes", "--settle", "s2", "--question", "urgency", "--answer", "2",
+        "--user", "rev", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    row = json.loads(out)
+    assert row["status"] == "settled" and row["settlement"]["reviewer"] == "rev"
+    assert row["settlement"]["answer"] == 2
+    code, out, err = run_cli(
+        "disputes", "--set", "eyes", "--ambiguous", "s1", "--question", "desk", "--user", "rev"
+    )
+    assert (code, out.strip()) == (0, "s1: desk marked ambiguous; the pass rates leave it out")
+    sample.refresh_from_db()
+    assert sample.expected == {} and qs.sample_states.get(name="s2").expected == {"urgency": 2}
+    code, out, _ = run_cli("disputes", "--set", "eyes", "--json")
+    listed = json.loads(out)
+    assert listed["disputed_total"] == 0 and listed["disputed"] == []
+    assert [(d["state"], d["status"]) for d in listed["settled"]] == [
+        ("s1", "ambiguous"),
+        ("s2", "settled"),
+    ]
+    assert listed["settled"][0]["labels"][0]["labeller"] == "ann"
+
+
+def test_the_command_line_refuses_a_labeller_who_reviews_and_says_why(qs, people):
+    _disputed(qs, people, who=("lee", "bob"))
+    code, out, _ = run_cli(
+        "disputes", "--set", "eyes", "--settle", "s1", "--question", "desk", "--answer",
+        "billing", "--user", "lee", "--json",
+    )  # fmt: skip
+    assert code == 1
+    assert json.loads(out) == {
+        "status": 403,
+        "detail": "You labelled s1's `desk`; a reviewer who did not settles it.",
+    }
+    code, _, err = run_cli(
+        "disputes", "--set", "eyes", "--settle", "s1", "--question", "desk", "--answer", "billing"
+    )
+    assert code == 1 and "A settlement is a reviewer's: name them (--user)." in err
+    assert not LabelSettlement.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--question", "desk"], "go with --settle STATE or --ambiguous STATE"),
+        (["--settle", "s1", "--answer", "billing"], "name the question with --question Q"),
+        (["--settle", "s1", "--question", "desk"], "--settle needs the answer"),
+        (["--ambiguous", "s1", "--question", "desk", "--answer", "x"], "takes no --answer"),
+    ],
+)
+def test_the_command_line_says_which_arguments_do_not_go_together(qs, people, args, words):
+    code, _, err = run_cli("disputes", "--set", "eyes", *args)
+    assert code == 2 and words in err
+
+
+def test_the_command_line_names_what_is_missing(qs, people):
+    code, out, _ = run_cli("disputes", "--set", "nope", "--json")
+    assert (code, json.loads(out)["status"]) == (1, 404)
+    code, _, err = run_cli(
+        "disputes", "--set", "eyes", "--ambiguous", "ghost", "--question", "desk", "--user", "rev"
+    )
+    assert code == 1 and "eyes has no sample state ghost." in err

@@ -31,7 +31,7 @@ from questions.models import (
 )
 from questions.selectors.labels import labelling_version
 
-#: how many disputes a page (or the command line without --json) lists unless told otherwise
+#: how many disputes the page lists (the command line lists them all)
 DISPUTES_SHOWN = 100
 
 
