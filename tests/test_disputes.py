@@ -16,10 +16,11 @@ from django.test.utils import CaptureQueriesContext
 from questions import roles, services
 from questions.core import settling
 from questions.models import LabelSettlement
-from questions.selectors import disputes
+from questions.selectors import disputes, scorecard
+from questions.selectors.runs import run_report_and_misses
 from questions.services import labels
 from tests import factories
-from tests.providers import run_cli
+from tests.providers import run_cli, stand_in_serving
 
 pytestmark = pytest.mark.django_db
 
@@ -271,3 +272,34 @@ def test_the_command_line_names_what_is_missing(qs, people):
         "disputes", "--set", "eyes", "--ambiguous", "ghost", "--question", "desk", "--user", "rev"
     )
     assert code == 1 and "eyes has no sample state ghost." in err
+
+
+# --- ambiguous states and the pass rates --------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ambiguous_state_is_left_out_of_the_pass_rates_and_counted_where_they_show(settings):
+    with stand_in_serving(settings):
+        writer, bob = factories.author("writer"), factories.author("bob")
+        rev = factories.reviewer("rev")
+        version = factories.tickets_draft(writer, count=6)
+        qs = labels.labelling_configure(question_set=version.question_set, user=rev, needed=2)
+        sample = qs.sample_states.get(name="s1")
+        labels.state_label(sample=sample, question_id="desk", answer="other", labeller=bob)
+        labels.dispute_settle(sample=sample, question_id="desk", reviewer=rev, ambiguous=True)
+        created = services.batch_create(
+            version=version, backend="typesafe", user=roles.OPERATOR, enqueue=False
+        )
+        run = services.batch_execute(created.pk)
+    report, _ = run_report_and_misses(run)
+    assert (report.questions["desk"].checked, report.questions["urgent"].checked) == (5, 6)
+    assert disputes.ambiguous_counts(qs, run=run) == {"desk": 1}
+    client = _client(writer)
+    run_page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "(1 ambiguous left out)" in run_page  # beside the overall rate
+    assert '<small class="muted ambiguous-left-out">1 ambiguous left out</small>' in run_page
+    card_page = client.get(f"/sets/{qs.slug}/scorecard/").content.decode()
+    assert "<code>desk</code><br><small" in card_page and "1 ambiguous left out" in card_page
+    assert scorecard.scorecard(qs)["ambiguous"] == {"desk": 1}
+    code, out, _ = run_cli("scorecard", "--set", qs.slug)
+    assert code == 0 and "ambiguous states left out of the pass rates: desk 1" in out
