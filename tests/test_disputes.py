@@ -168,9 +168,7 @@ def test_the_set_page_and_the_labelling_page_link_it_with_a_count(qs, people):
     _disputed(qs, people, "s2")
     client = _client(people["ann"])
     set_page = client.get("/sets/eyes/").content.decode()
-    assert 'href="/sets/eyes/disputes/" class="disputes-link">Disputes <span class="badge">2' in (
-        set_page
-    )
+    assert 'href="/sets/eyes/disputes/" class="disputes-link">Disputes (2)</a>' in set_page
     label_page = client.get("/sets/eyes/label/").content.decode()
     assert "2 disputed questions</a>" in label_page
 
