@@ -150,6 +150,16 @@ class StateLabelForm(forms.Form):
         return self.cleaned_data["action"] or "save"
 
 
+class DisputeSettleForm(forms.Form):
+    """A reviewer's word on one disputed question of a state: the answer that settles it (the
+    form value of one of its choices) or `ambiguous`. Which answers it takes, and who may say,
+    are the service's (`services.labels.dispute_settle`)."""
+
+    question = TextField(error_messages={"required": "Say which question you settle."})
+    answer = TextField(required=False)
+    ambiguous = forms.BooleanField(required=False)
+
+
 class AttributionForm(forms.Form):
     """Which words decide: a state by name, a question (blank: every question), a backend."""
 

@@ -7,6 +7,7 @@ from questions.views import (
     check,
     compare,
     controls,
+    disputes,
     editor,
     labels,
     lints,
@@ -113,6 +114,8 @@ urlpatterns = [
     path("sets/<slug:slug>/states.jsonl", labels.states_jsonl, name="states-jsonl"),
     path("sets/<slug:slug>/label/", labels.label_states, name="label-states"),
     path("sets/<slug:slug>/label/<int:pk>/", labels.label_save, name="label-save"),
+    path("sets/<slug:slug>/disputes/", disputes.set_disputes, name="set-disputes"),
+    path("sets/<slug:slug>/disputes/<int:pk>/", disputes.dispute_settle, name="dispute-settle"),
     path("sets/<slug:slug>/states/check/", states.state_check, name="state-check"),
     path("sets/<slug:slug>/states/<int:pk>/", states.state_edit, name="state-edit"),
     path(

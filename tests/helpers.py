@@ -106,6 +106,8 @@ MATRIX = [
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
     ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
+    ("disputes page", "get", "/sets/s/disputes/", SIGNED_IN, 200),
+    ("settle dispute", "post", "/sets/done/disputes/{dispute}/", {R}, 302),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
     ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),
     ("run records", "get", "/runs/{finished}/records.jevl", SIGNED_IN, 200),
@@ -205,6 +207,7 @@ POST_DATA = {
         "states": SimpleUploadedFile("states.csv", b'name,state\nuploaded,"{""n"": 2}"\n')
     },
     "save label": {"version": "1", "question": "q0", "answer": "o0", "base_revision": "1"},
+    "settle dispute": {"question": "q0", "answer": "o0"},
 }
 
 
@@ -234,7 +237,8 @@ def make_world() -> dict[str, int]:
 def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, int]:
     """`make_world`, and what makes every allowed cell of the matrix succeed: users per role, a
     set `done` with no open draft, a state no run asked (`spare`), a finished run on the live
-    backend with a failed state (`finished`: a try's and a drift's baseline), and a recorded
+    backend with a failed state (`finished`: a try's and a drift's baseline), a disputed state
+    of `done` (`dispute`: two labels needed, its two labellers disagree), and a recorded
     answer for the draft's preview (when `live`: typesafe must be configured then)."""
     world = make_world()
     users.update({role: user_for(role) for role in ROLES if role != A})
@@ -245,6 +249,11 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
         reviewer=checker,
         confirm_weak_evidence=True,
     )
+    # a state of `done` its two labellers (the writer and another author) label differently
+    services.labelling_configure(question_set=done, user=checker, needed=2)
+    dispute = services.sample_state_create(question_set=done, name="d", state=4, author=writer)
+    for labeller, answer in ((writer, "o0"), (factories.author("second-labeller"), "o1")):
+        services.state_label(sample=dispute, question_id="q0", answer=answer, labeller=labeller)
     qs = QuestionSet.objects.get(slug="s")
     v1, v3 = qs.versions.get(number=1), qs.versions.get(number=3)
     backend = "typesafe" if live else "recorded"
@@ -279,7 +288,13 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
         author.force_login(writer)
         recorded = author.post("/sets/s/v3/preview/", POST_DATA["live preview"])
         assert recorded.status_code == 200, recorded.content[:300]
-    return {**world, "spare": spare.pk, "finished": run.pk, "attribution": attributing.pk}
+    return {
+        **world,
+        "spare": spare.pk,
+        "finished": run.pk,
+        "attribution": attributing.pk,
+        "dispute": dispute.pk,
+    }
 
 
 def body(response) -> bytes:

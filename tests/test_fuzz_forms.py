@@ -56,6 +56,7 @@ READS = {
     "start run": ("backend", "concurrency", "threshold", "tag"),
     "add webhook": ("url", "description"),
     "save advice": ("advice-0", "advice-1", "advice-2"),
+    "settle dispute": ("question", "answer", "ambiguous"),
 }
 #: The query parameters each GET route reads (the others get junk fields all the same).
 PARAMS = {

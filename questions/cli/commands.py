@@ -12,6 +12,7 @@ from questions.cli import (
     authoring,
     controls,
     dev,
+    disputes,
     fetches,
     labels,
     records,
@@ -31,6 +32,7 @@ GROUPS = (
     fetches,
     scorecard,
     labels,
+    disputes,
     dev,
 )
 

@@ -21,8 +21,9 @@ def add_parsers(sub: Any) -> None:
         description="Print SLUG's scorecard: one row per version (newest first, kept and "
         "approved marked), per question the pass rate of the version's latest finished full "
         "run on the default backend with its 95%% interval and n, the shuffle control's "
-        "verdict and the order control's flip rate, the cost per 1,000 production calls and "
-        "what this set's runs spent.",
+        "verdict and the order control's flip rate, the cost per 1,000 production calls, "
+        "what this set's runs spent, and per question how many states a reviewer marked "
+        "ambiguous (no pass rate counts them; --json: `ambiguous`).",
     )
     add_set(card)
     add_json(card, "print one JSON object")
@@ -73,6 +74,9 @@ def do_scorecard(cli: Console, *, slug: str, json: bool, **_: Any) -> int:
         f"{money(spent['cost'])} on {spent['calls']} live calls"
         + (f" ({spent['unpriced_calls']} with no known cost)" if spent["unpriced_calls"] else "")
     )
+    if card["ambiguous"]:
+        left_out = ", ".join(f"{qid} {n}" for qid, n in sorted(card["ambiguous"].items()))
+        cli.stdout.write(f"ambiguous states left out of the pass rates: {left_out}")
     for row in card["versions"]:
         for line in version_lines(row):
             cli.stdout.write(line)

@@ -11,6 +11,7 @@ from django.db.models import Avg, Count, OuterRef, Q, Subquery, Sum
 from questions.core import controls, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, QuestionSet, RunReport
+from questions.selectors.disputes import ambiguous_counts
 from questions.selectors.runs import overall as run_overall
 
 
@@ -154,7 +155,8 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
     figure of the version's latest finished full run on the default backend (`runs.overall`),
     and per question its pass rate with its interval and n, the verdicts of its latest shuffle
     and order controls, the cost of `CALLS_PRICED` production calls at what that run's calls
-    cost, and what this set's runs spent. A fixed number of queries, whatever the number of
+    cost, what this set's runs spent, and per question how many states marked ambiguous the
+    rates leave out. A fixed number of queries, whatever the number of
     versions, runs or states."""
     versions = list(
         question_set.versions.select_related("author")
@@ -287,4 +289,6 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
             "unpriced_calls": spent["unpriced"],
         },
         "versions": rows,
+        # the states a reviewer marked ambiguous, per question: no pass rate counts them
+        "ambiguous": ambiguous_counts(question_set),
     }

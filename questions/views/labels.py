@@ -20,7 +20,7 @@ from questions.core import labelling, state_files
 from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState, Version
 from questions.post_forms import StateLabelForm, first_error
-from questions.selectors import labels, sets
+from questions.selectors import disputes, labels, sets
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -179,6 +179,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
         "editable": roles.may_write(request.user),
         "skipped_count": len(skipped),
         "restart_url": _page_url(slug, version=version.number),
+        "disputed": disputes.disputed_count(question_set, version),
     }
     undo = _undo_offer(question_set, request.GET.get("last", ""))
     if undo is not None:

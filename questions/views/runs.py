@@ -18,7 +18,7 @@ from questions.core import attribution, charts, controls, metrics
 from questions.core.numbers import whole_number
 from questions.models import BatchItem, BatchRun, Version
 from questions.post_forms import RunStartForm, first_error
-from questions.selectors import control_reports
+from questions.selectors import control_reports, disputes
 from questions.selectors.runs import (
     FAILING_ITEM,
     paired_verdicts,
@@ -283,14 +283,17 @@ def _report_context(run: BatchRun) -> dict:
     report, misses = run_report_and_misses(run)
     declared = declared_questions(run.version.document)
     declared_at = {qid: n for n, qid in enumerate(declared)}
+    ambiguous = disputes.ambiguous_counts(run.question_set, run=run)
     return {
         "report": report,
+        "ambiguous": sum(ambiguous.values()),
         "questions": [
             {
                 "report": q,
                 "confusion": confusion_table(q, declared.get(q.question, ("", []))[1])
                 if q.confusion and q.checked >= MIN_SUMMARISED
                 else None,
+                "ambiguous": ambiguous.get(q.question, 0),
             }
             for q in sorted(
                 report.questions.values(),

@@ -27,6 +27,7 @@ def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
             "set": question_set,
             "card": card,
             "rows": rows,
+            "columns": [(qid, card["ambiguous"].get(qid, 0)) for qid in card["questions"]],
             "no_signal_words": controls.NO_SIGNAL,
             "few_answers": controls.FEW_ANSWERS,
             "calls_priced": f"{card['calls_priced']:,}",
