@@ -11,7 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from questions import services
 from questions.core import agreement, stats
+from questions.selectors import agreement as reads
+from tests import factories
+from tests.helpers import AGREEMENT_DOC, agreement_world
 
 N = None
 #: Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", example C: four
@@ -225,3 +229,41 @@ def test_labellers_who_always_agree_reach_one(distinct):
     units = [[level, level, level] for level in distinct]
     assert agreement.krippendorff_alpha(units, agreement.ORDINAL) == pytest.approx(1.0)
     assert agreement.cohen_kappa([(level, level) for level in distinct]) == pytest.approx(1.0)
+
+
+# --- a set's agreement, read from its labels ----------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_sets_agreement_per_question_of_its_labelling_version(django_assert_max_num_queries):
+
+    world = agreement_world()
+    with django_assert_max_num_queries(8):
+        found = reads.set_agreement(world["set"])
+    assert (found.version, found.run, found.needed) == (1, world["run"], 2)
+    desk, urgency, churn = found.questions
+    assert [q.question for q in found.questions] == ["desk", "urgency", "churn"]
+    assert desk.counts == {"settled": 10, "disputed": 1, "ambiguous": 1, "open": 0}
+    assert desk.labellers.statistic == agreement.KAPPA and desk.labellers.n == 12
+    assert urgency.labellers.statistic == agreement.ALPHA
+    assert urgency.labellers.metric == agreement.ORDINAL
+    assert churn.counts["disputed"] == 2  # s05 and s11
+    assert [(m.who, m.agreed, m.n) for m in desk.per_labeller] == [("ann", 9, 10), ("bob", 10, 10)]
+    assert desk.model_match.n == 10 and desk.model.statistic == agreement.KAPPA
+    assert urgency.model_match.agreed == urgency.model_match.n  # the model reads as ann does
+    assert found.summaries()[0][1].startswith("labels: 10 settled, 1 disputed, 1 ambiguous, κ ")
+    shown = found.as_dict()
+    assert shown["model_run"] == {"run": world["run"].pk, "backend": "recorded"}
+    assert shown["questions"][0]["labellers"]["n"] == 12
+
+
+@pytest.mark.django_db
+def test_a_set_without_labels_or_a_run_says_so():
+
+    qs = factories.question_set("bare", doc=AGREEMENT_DOC)
+    found = reads.set_agreement(qs)
+    assert found.run is None and found.summaries() == []
+    assert [q.labellers.words() for q in found.questions] == ["no labels yet"] * 3
+    assert found.questions[0].model is None
+    empty = services.question_set_create(slug="empty", owner=factories.author())
+    assert reads.set_agreement(empty).why == "no version to label for yet"
