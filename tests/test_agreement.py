@@ -4,6 +4,7 @@ properties, per labeller and the model against the settled answers, read from a 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -16,6 +17,7 @@ from questions.core import agreement, stats
 from questions.selectors import agreement as reads
 from tests import factories
 from tests.helpers import AGREEMENT_DOC, agreement_world
+from tests.providers import run_cli
 
 N = None
 #: Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", example C: four
@@ -267,3 +269,50 @@ def test_a_set_without_labels_or_a_run_says_so():
     assert found.questions[0].model is None
     empty = services.question_set_create(slug="empty", owner=factories.author())
     assert reads.set_agreement(empty).why == "no version to label for yet"
+
+
+# --- questions agreement --------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_command_prints_each_question_labeller_and_the_model():
+    world = agreement_world()
+    code, out, err = run_cli("agreement", "--set", "eyes")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert (
+        lines[0] == f"eyes v1: a state needs 2 labels; the model: run {world['run'].pk} (recorded)"
+    )
+    assert lines[1].startswith("desk (choice): labels: 10 settled, 1 disputed, 1 ambiguous, κ ")
+    assert re.fullmatch(r"  labellers: Cohen's κ: κ 0\.\d\d \[.+\], n 12", lines[2])
+    assert lines[3].startswith("  ann: gave the settled answer on 90% (")
+    assert "  the model against the settled answers: κ " in out
+    assert "urgency (score): " in out and "Krippendorff's α (ordinal): ordinal α " in out
+
+
+@pytest.mark.django_db
+def test_the_command_as_json():
+    agreement_world()
+    code, out, err = run_cli("agreement", "--set", "eyes", "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert (found["set"], found["version"], found["labels_needed"]) == ("eyes", 1, 2)
+    desk = found["questions"][0]
+    assert desk["labellers"]["statistic"] == "cohen_kappa" and desk["labellers"]["n"] == 12
+    assert len(desk["labellers"]["interval"]) == 2
+    assert [m["who"] for m in desk["per_labeller"]] == ["ann", "bob"]
+    assert desk["model"]["statistic"] == "cohen_kappa" and desk["model_match"]["n"] == 10
+    assert desk["counts"] == {"settled": 10, "disputed": 1, "ambiguous": 1, "open": 0}
+
+
+@pytest.mark.django_db
+def test_the_command_on_a_bare_set_says_so_and_on_none_fails():
+    factories.question_set("bare", doc=AGREEMENT_DOC)
+    code, out, _ = run_cli("agreement", "--set", "bare")
+    assert code == 0
+    assert "no finished run of this version" in out
+    assert "labellers: Cohen's κ: no labels yet" in out
+    assert run_cli("agreement", "--set", "ghost", "--json")[:2] == (
+        1,
+        json.dumps({"status": 404, "detail": "There is no set ghost."}, indent=2) + "\n",
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from questions.cli import (
+    agreement,
     application,
     attribution,
     authoring,
@@ -31,6 +32,7 @@ GROUPS = (
     fetches,
     scorecard,
     labels,
+    agreement,
     dev,
 )
 
