@@ -105,6 +105,7 @@ MATRIX = [
     ("states csv", "get", "/sets/s/states.csv", SIGNED_IN, 200),
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
+    ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
     ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
     ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),

@@ -287,7 +287,7 @@ def test_the_command_prints_each_question_labeller_and_the_model():
     assert re.fullmatch(r"  labellers: Cohen's κ: κ 0\.\d\d \[.+\], n 12", lines[2])
     assert lines[3].startswith("  ann: gave the settled answer on 90% (")
     assert "  the model against the settled answers: κ " in out
-    assert "urgency (score): " in out and "Krippendorff's α (ordinal): ordinal α " in out
+    assert "urgency (score): " in out and "Krippendorff's α, ordinal: ordinal α " in out
 
 
 @pytest.mark.django_db
@@ -316,3 +316,56 @@ def test_the_command_on_a_bare_set_says_so_and_on_none_fails():
         1,
         json.dumps({"status": 404, "detail": "There is no set ghost."}, indent=2) + "\n",
     )
+
+
+# --- the page, the scorecard and the review ----------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_agreement_page_shows_each_question_labeller_and_the_model(client):
+    world = agreement_world()
+    client.force_login(world["rev"])
+    page = client.get("/sets/eyes/agreement/").content.decode()
+    assert page.count('class="card agreement-question"') == 3
+    assert re.search(r"Cohen&#x27;s κ\):</span> <strong>κ 0\.\d\d \[.+\], n 12</strong>", page)
+    assert "(Krippendorff&#x27;s α, ordinal):" in page
+    assert f'href="/runs/{world["run"].pk}/"' in page
+    assert "<strong>10</strong> settled · <strong>1</strong> disputed" in page
+    assert '<tr class="model-row"><th scope="row">the model</th><td>60% (' in page
+
+
+@pytest.mark.django_db
+def test_the_agreement_page_of_a_set_with_no_labels_or_one_labeller_says_so(client):
+    qs = factories.question_set("bare", doc=AGREEMENT_DOC)
+    client.force_login(qs.owner)
+    page = client.get("/sets/bare/agreement/").content.decode()
+    assert page.count("<strong>no labels yet</strong>") == 3
+    assert "No finished run of v1 yet" in page
+    sample = services.sample_state_create(
+        question_set=qs, name="s", state={}, author=qs.owner, expected={"desk": "billing"}
+    )
+    assert sample.expected == {"desk": "billing"}
+    page = client.get("/sets/bare/agreement/").content.decode()
+    assert f"one labeller ({qs.owner.username}): agreement needs two" in page
+    empty = services.question_set_create(slug="empty", owner=qs.owner)
+    assert (
+        "No version to label for yet."
+        in client.get(f"/sets/{empty.slug}/agreement/").content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_the_scorecard_and_the_review_carry_the_summary_line(client):
+    world = agreement_world()
+    client.force_login(world["rev"])
+    line = "labels: 10 settled, 1 disputed, 1 ambiguous, κ "
+    card = client.get("/sets/eyes/scorecard/").content.decode()
+    assert f"<li><code>desk</code> {line}" in card and 'href="/sets/eyes/agreement/"' in card
+    code, out, _ = run_cli("scorecard", "--set", "eyes", "--json")
+    assert code == 0
+    assert json.loads(out)["labels"][0]["summary"].startswith(line)
+    version = world["set"].versions.get()
+    services.version_submit(version=version, author=world["ann"])
+    review = client.get("/sets/eyes/v1/review/").content.decode()
+    assert f"<li><code>desk</code> {line}" in review
+    assert "labels: 10 settled, 2 disputed, ordinal α " in review

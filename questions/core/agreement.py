@@ -271,7 +271,7 @@ class Agreement:
 
     @property
     def name(self) -> str:
-        ordinal = " (ordinal)" if self.metric == ORDINAL else ""
+        ordinal = ", ordinal" if self.metric == ORDINAL else ""
         return NAMES[self.statistic] + ordinal
 
     def as_dict(self) -> dict[str, Any]:
@@ -374,10 +374,15 @@ class Match:
     def interval(self) -> stats.Interval | None:
         return stats.wilson(self.agreed, self.n)
 
+    @property
+    def rate(self) -> str:
+        """ "90% (60–98%, n = 10)", or why there is none."""
+        return stats.rate_words(self.agreed, self.n) if self.n else "no settled state to compare"
+
     def words(self) -> str:
         if not self.n:
-            return "no settled state to compare"
-        return f"gave the settled answer on {stats.rate_words(self.agreed, self.n)}"
+            return self.rate
+        return f"gave the settled answer on {self.rate}"
 
     def as_dict(self) -> dict[str, Any]:
         interval = self.interval

@@ -11,6 +11,7 @@ from django.db.models import Avg, Count, OuterRef, Q, Subquery, Sum
 from questions.core import controls, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, QuestionSet, RunReport
+from questions.selectors.agreement import set_agreement
 from questions.selectors.runs import overall as run_overall
 
 
@@ -154,8 +155,9 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
     figure of the version's latest finished full run on the default backend (`runs.overall`),
     and per question its pass rate with its interval and n, the verdicts of its latest shuffle
     and order controls, the cost of `CALLS_PRICED` production calls at what that run's calls
-    cost, and what this set's runs spent. A fixed number of queries, whatever the number of
-    versions, runs or states."""
+    cost, and what this set's runs spent; per question, what its labels settle and how far the
+    labellers agree (`agreement.set_agreement`'s summaries). A fixed number of queries,
+    whatever the number of versions, runs or states."""
     versions = list(
         question_set.versions.select_related("author")
         .defer("document_text", "advice_text")
@@ -287,4 +289,8 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
             "unpriced_calls": spent["unpriced"],
         },
         "versions": rows,
+        "labels": [
+            {"question": qid, "summary": line}
+            for qid, line in set_agreement(question_set).summaries()
+        ],
     }
