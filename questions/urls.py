@@ -2,6 +2,7 @@ from django.urls import path
 
 from questions.views import (
     advice,
+    agreement,
     api,
     attribution,
     check,
@@ -113,6 +114,7 @@ urlpatterns = [
     path("sets/<slug:slug>/states.csv", labels.states_csv, name="states-csv"),
     path("sets/<slug:slug>/states.jsonl", labels.states_jsonl, name="states-jsonl"),
     path("sets/<slug:slug>/label/", labels.label_states, name="label-states"),
+    path("sets/<slug:slug>/agreement/", agreement.set_agreement, name="set-agreement"),
     path("sets/<slug:slug>/label/<int:pk>/", labels.label_save, name="label-save"),
     path("sets/<slug:slug>/disputes/", disputes.set_disputes, name="set-disputes"),
     path("sets/<slug:slug>/disputes/<int:pk>/", disputes.dispute_settle, name="dispute-settle"),

@@ -105,6 +105,7 @@ MATRIX = [
     ("states csv", "get", "/sets/s/states.csv", SIGNED_IN, 200),
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
+    ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
     ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
     ("disputes page", "get", "/sets/s/disputes/", SIGNED_IN, 200),
     ("settle dispute", "post", "/sets/done/disputes/{dispute}/", {R}, 302),
@@ -795,3 +796,64 @@ def returns_set(owner, slug: str = "returns"):
             expected={"return_reason": reason, "urgency": 1, "fraud_risk": False},
         )
     return qs
+
+
+#: the agreement tests' question map: a choice, a score and a noul
+AGREEMENT_DOC = {
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "shipping": "parcels", "other": "anything else"},
+    },
+    "urgency": {"type": "score", "criteria": ["calm", "soon", "now"]},
+    "churn": {"type": "noul", "instructions": "Will they leave?"},
+}
+AGREEMENT_DESKS = ("billing", "shipping", "other")
+
+
+def agreement_world(states: int = 12) -> dict[str, Any]:
+    """Set `eyes` needing two labels, labelled blind by ann and bob: they differ on the desk of
+    every fourth state (s03, s07, s11, …), on the urgency of every fifth by one level, on the
+    churn of every sixth; rev settles s03's desk and marks s07's ambiguous. A finished run of
+    v1 answers every state, its desk wrong on every third."""
+    from questions.services import labels
+
+    ann, bob, rev = factories.author("ann"), factories.author("bob"), factories.reviewer("rev")
+    qs = factories.question_set("eyes", owner=ann, doc=AGREEMENT_DOC)
+    services.labelling_configure(question_set=qs, user=rev, needed=2)
+    run = BatchRun.objects.create(
+        question_set=qs, version=qs.versions.get(), backend="recorded", model="m", status="done"
+    )
+    samples = {}
+    for i in range(states):
+        sample = services.sample_state_create(
+            question_set=qs, name=f"s{i:02d}", state={"n": i}, author=ann, expected={}
+        )
+        samples[sample.name] = sample
+        desk, level, churn = AGREEMENT_DESKS[i % 3], i % 3, i % 2 == 0
+        given = {
+            ann: (desk, level, churn),
+            bob: (
+                AGREEMENT_DESKS[(i + 1) % 3] if i % 4 == 3 else desk,
+                min(2, level + (i % 5 == 4)),
+                churn != (i % 6 == 5),
+            ),
+        }
+        for who, (d, u, c) in given.items():
+            for qid, answer in (("desk", d), ("urgency", str(u)), ("churn", str(c).lower())):
+                labels.state_label(sample=sample, question_id=qid, answer=answer, labeller=who)
+        BatchItem.objects.create(
+            run=run,
+            sample_state=sample.current_revision(),
+            status="answered",
+            answers={
+                "desk": {"type": "choice", "choice": "billing" if i % 3 == 2 else desk},
+                "urgency": {"type": "score", "score": float(level)},
+                "churn": {"type": "noul", "noul": 0.9 if churn else 0.1},
+            },
+        )
+    labels.dispute_settle(
+        sample=samples["s03"], question_id="desk", answer="shipping", reviewer=rev
+    )
+    labels.dispute_settle(sample=samples["s07"], question_id="desk", ambiguous=True, reviewer=rev)
+    return {"set": qs, "run": run, "ann": ann, "bob": bob, "rev": rev, "samples": samples}

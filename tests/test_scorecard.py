@@ -142,8 +142,9 @@ def test_the_scorecard_reads_a_fixed_number_of_queries(card):
         found = scorecard.scorecard(question_set)
     assert len(found["versions"]) == 7
     assert [v["run"] is not None for v in found["versions"]] == [False] + [True] * 6
-    # 9: the states marked ambiguous are counted once, beside the rates
-    assert len(many.captured_queries) == len(few.captured_queries) == 9
+    # 8 for the versions, their runs, controls and costs; 1 for the states marked ambiguous;
+    # 5 for the labels' agreement
+    assert len(many.captured_queries) == len(few.captured_queries) == 14
     with CaptureQueriesContext(connection) as many_page:
         assert client.get("/sets/card/scorecard/").status_code == 200
     assert len(many_page.captured_queries) == len(few_page.captured_queries)

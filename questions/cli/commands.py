@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from questions.cli import (
+    agreement,
     application,
     attribution,
     authoring,
@@ -33,6 +34,7 @@ GROUPS = (
     scorecard,
     labels,
     disputes,
+    agreement,
     dev,
 )
 

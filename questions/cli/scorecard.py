@@ -80,4 +80,6 @@ def do_scorecard(cli: Console, *, slug: str, json: bool, **_: Any) -> int:
     for row in card["versions"]:
         for line in version_lines(row):
             cli.stdout.write(line)
+    for line in card["labels"]:
+        cli.stdout.write(f"{line['question']}: {line['summary']}")
     return EXIT_OK

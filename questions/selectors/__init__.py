@@ -6,6 +6,8 @@
     scorecard       per version and question: pass rates, controls, cost
     labels          the labelling page: which states to label next, what was answered
     disputes        the disputes page: labels that disagree, settlements, ambiguous counts
+    agreement       per question: the labellers' agreement, each labeller and the model against
+                    the settled answers, the states settled, disputed and ambiguous
     control_reports control and drift runs: their report sections and summaries
     advice          the advice curves of a version
     comparison      the comparison grid (comparison_formats: its JSON, CSV and terminal forms)

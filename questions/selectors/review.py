@@ -14,6 +14,7 @@ from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
 from questions.selectors import advice, control_reports, runs, sets
 from questions.selectors import lints as lint_reads
+from questions.selectors.agreement import set_agreement
 
 
 def review_queue() -> QuerySet[Version]:
@@ -191,10 +192,11 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
     set against (`review_against`; the first, `reference`, is the frame of reference of the
     evidence and of the questions' badges), the diff against it (and against the parent, when
     that is another), its open lints per question and those accepted (with their reasons), the
-    runs' evidence, the controls' verdicts, the advice curves, the labels and the events. Every
-    question's entries are written out when `full` or when the version holds at most
-    `INLINE_ENTRIES`; otherwise only those of the questions that changed. `weak_basis` is what
-    approving reads (`services.weak_evidence`: against the baseline only)."""
+    runs' evidence with what the labels settle and how far the labellers agree, the controls'
+    verdicts, the advice curves, the labels and the events. Every question's entries are
+    written out when `full` or when the version holds at most `INLINE_ENTRIES`; otherwise only
+    those of the questions that changed. `weak_basis` is what approving reads
+    (`services.weak_evidence`: against the baseline only)."""
     baseline, baseline_name = review_baseline(version)
     against = review_against(version, baseline, baseline_name)
     reference, reference_name = against[0] if against else (None, "")
@@ -245,6 +247,7 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         "events": version.events.select_related("actor"),
         "labels": sets.labels_of(version.question_set),
         "evidence": evidence,
+        "label_agreement": set_agreement(version.question_set).summaries(),
         "weak_basis": evidence if reference is baseline else {**evidence, "base": None},
         "advice": advice.review_curves(version),
         "evidence_rows": [

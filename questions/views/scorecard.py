@@ -31,5 +31,6 @@ def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
             "no_signal_words": controls.NO_SIGNAL,
             "few_answers": controls.FEW_ANSWERS,
             "calls_priced": f"{card['calls_priced']:,}",
+            "labels": [(line["question"], line["summary"]) for line in card["labels"]],
         },
     )

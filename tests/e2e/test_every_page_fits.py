@@ -43,6 +43,8 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/controls/",
         "/sets/gestures/labels/production/export/",
         "/sets/gestures/scorecard/",
+        "/sets/gestures/agreement/",
+        "/sets/refund-triage/agreement/",
         "/sets/support-routing/v1/review/",
         "/sets/support-routing/compare/",  # the side-by-side runs: each option's moves
         "/sets/refund-triage/",

@@ -1,0 +1,23 @@
+"""A set's agreement page: per question of the version its states are labelled for, how far the
+labellers agree (κ or α with its interval and n), each labeller and the model against the
+settled answers, and the states settled, disputed and ambiguous (`selectors.agreement` reads
+it; this view lays it out)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from questions.models import QuestionSet
+from questions.selectors.agreement import set_agreement as read_agreement
+
+
+@require_GET
+def set_agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    return render(
+        request,
+        "questions/set_agreement.html",
+        {"set": question_set, "found": read_agreement(question_set)},
+    )
