@@ -9,12 +9,15 @@ import re
 from collections import Counter
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
 
 from questions import services
 from questions.core import agreement, stats
 from questions.selectors import agreement as reads
+from questions.services import labels
 from tests import factories
 from tests.helpers import AGREEMENT_DOC, agreement_world
 from tests.providers import run_cli
@@ -257,6 +260,27 @@ def test_a_sets_agreement_per_question_of_its_labelling_version(django_assert_ma
     shown = found.as_dict()
     assert shown["model_run"] == {"run": world["run"].pk, "backend": "recorded"}
     assert shown["questions"][0]["labellers"]["n"] == 12
+
+
+@pytest.mark.django_db
+def test_the_pages_lines_are_kept_until_a_label_or_a_settlement_changes():
+    world = agreement_world()
+    qs = world["set"]
+    first = reads.label_summaries(qs)
+    assert first == reads.set_agreement(qs).summaries()
+    with CaptureQueriesContext(connection) as kept:
+        assert reads.label_summaries(qs) == first
+    assert len(kept.captured_queries) == 3  # the fingerprint only
+    labels.dispute_settle(
+        sample=world["samples"]["s07"],
+        question_id="desk",
+        answer="billing",
+        reviewer=world["rev"],
+    )  # ambiguous → settled
+    settled = reads.label_summaries(qs)
+    assert settled[0][1].startswith("labels: 11 settled, 1 disputed, κ ")
+    labels.state_label_undo(question_set=qs, labeller=world["bob"])  # bob's last: churn of s11
+    assert reads.label_summaries(qs) == reads.set_agreement(qs).summaries() != settled
 
 
 @pytest.mark.django_db

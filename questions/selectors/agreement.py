@@ -6,8 +6,12 @@ many states are settled, disputed, ambiguous or still open (`core.settling`). Bu
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, Sum
 
 from questions.core import agreement, labelling, metrics, settling
 from questions.models import BatchRun, LabelSettlement, QuestionSet, StateLabel
@@ -52,10 +56,47 @@ class SetAgreement:
         ]
 
 
-def set_agreement(question_set: QuestionSet) -> SetAgreement:
+def label_summaries(question_set: QuestionSet) -> list[tuple[str, str]]:
+    """The scorecard's and the review's lines (`SetAgreement.summaries`: the labellers' figure,
+    not the model's), worked out once for what the set's labels, states and runs are now (a
+    fingerprint of a few aggregates: any label, undo, settlement, state change or finished run
+    makes another) and kept in the cache: a page that shows them reads every label only when
+    one changed."""
+    labels = StateLabel.objects.filter(sample_state__question_set=question_set).aggregate(
+        n=Count("pk", filter=Q(current=True)), top=Max("pk"), undone=Max("undone_at")
+    )
+    states = question_set.sample_states.aggregate(
+        n=Count("pk"), revisions=Sum("revision"), changed=Max("updated_at")
+    )
+    newest = (
+        BatchRun.objects.filter(question_set=question_set)
+        .order_by("-pk")
+        .values_list("pk", "finished_at")
+        .first()
+    )
+    stamp = repr(
+        (
+            question_set.pk,
+            question_set.created_at,
+            question_set.updated_at,
+            sorted(labels.items()),
+            sorted(states.items()),
+            newest,
+        )
+    )
+    key = "label-summaries:" + hashlib.sha256(stamp.encode()).hexdigest()
+    found = cache.get(key)
+    if found is None:
+        found = set_agreement(question_set, model=False).summaries()
+        cache.set(key, found, timeout=24 * 3600)
+    return found
+
+
+def set_agreement(question_set: QuestionSet, *, model: bool = True) -> SetAgreement:
     """The agreement of `question_set`'s labels, per question of its labelling version
     (`labels.labelling_version`): its current labels, settlements and settled answers in three
-    queries, the model's answers from the version's newest finished run in one more."""
+    queries, the model's answers from the version's newest finished run in one more (`model`
+    False: not read, nor set against the settled answers)."""
     version = labelling_version(question_set)
     needed = question_set.labels_needed
     if version is None:
@@ -78,8 +119,8 @@ def set_agreement(question_set: QuestionSet) -> SetAgreement:
         ).values_list("sample_state__name", "question_id")
     )
     expected = dict(question_set.sample_states.values_list("name", "expected"))
-    run = latest_run(version)
-    model = _model_answers(run, questions) if run is not None else None
+    run = latest_run(version) if model else None
+    answers = _model_answers(run, questions) if run is not None else None
     found = []
     for q in questions:
         settled = {
@@ -94,7 +135,7 @@ def set_agreement(question_set: QuestionSet) -> SetAgreement:
                 q.type,
                 labels[q.id],
                 settled,
-                None if model is None else model[q.id],
+                None if answers is None else answers[q.id],
                 counts,
             )
         )

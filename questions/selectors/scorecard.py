@@ -11,7 +11,7 @@ from django.db.models import Avg, Count, OuterRef, Q, Subquery, Sum
 from questions.core import controls, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, Decision, QuestionSet, RunReport
-from questions.selectors.agreement import set_agreement
+from questions.selectors.agreement import label_summaries
 from questions.selectors.disputes import ambiguous_counts
 from questions.selectors.runs import overall as run_overall
 
@@ -158,7 +158,7 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
     and order controls, the cost of `CALLS_PRICED` production calls at what that run's calls
     cost, what this set's runs spent, and per question how many states marked ambiguous the
     rates leave out, what its labels settle and how far the labellers agree
-    (`agreement.set_agreement`'s summaries). A fixed number of queries, whatever the number of
+    (`agreement.label_summaries`). A fixed number of queries, whatever the number of
     versions, runs or states."""
     versions = list(
         question_set.versions.select_related("author")
@@ -294,7 +294,6 @@ def scorecard(question_set: QuestionSet) -> dict[str, Any]:
         # the states a reviewer marked ambiguous, per question: no pass rate counts them
         "ambiguous": ambiguous_counts(question_set),
         "labels": [
-            {"question": qid, "summary": line}
-            for qid, line in set_agreement(question_set).summaries()
+            {"question": qid, "summary": line} for qid, line in label_summaries(question_set)
         ],
     }
