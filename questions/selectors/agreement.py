@@ -61,10 +61,13 @@ def label_summaries(question_set: QuestionSet) -> list[tuple[str, str]]:
     not the model's), worked out once for what the set's labels, states and runs are now (a
     fingerprint of a few aggregates: any label, undo, settlement, state change or finished run
     makes another) and kept in the cache: a page that shows them reads every label only when
-    one changed."""
+    one changed. A set no one labelled (its expected answers written before labels were kept,
+    or none) has none, read in one query."""
     labels = StateLabel.objects.filter(sample_state__question_set=question_set).aggregate(
         n=Count("pk", filter=Q(current=True)), top=Max("pk"), undone=Max("undone_at")
     )
+    if not labels["n"]:
+        return []  # no one's label: nothing for the lines to say
     states = question_set.sample_states.aggregate(
         n=Count("pk"), revisions=Sum("revision"), changed=Max("updated_at")
     )
