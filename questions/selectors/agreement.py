@@ -58,16 +58,22 @@ class SetAgreement:
 
 def label_summaries(question_set: QuestionSet) -> list[tuple[str, str]]:
     """The scorecard's and the review's lines (`SetAgreement.summaries`: the labellers' figure,
-    not the model's), worked out once for what the set's labels, states and runs are now (a
-    fingerprint of a few aggregates: any label, undo, settlement, state change or finished run
-    makes another) and kept in the cache: a page that shows them reads every label only when
-    one changed. A set no one labelled (its expected answers written before labels were kept,
-    or none) has none, read in one query."""
-    labels = StateLabel.objects.filter(sample_state__question_set=question_set).aggregate(
-        n=Count("pk", filter=Q(current=True)), top=Max("pk"), undone=Max("undone_at")
-    )
+    not the model's), kept while the set's labels do not change (`kept_agreement`). A set no
+    one labelled (its expected answers written before labels were kept, or none) has none,
+    read in one query."""
+    labels = _label_stamp(question_set)
     if not labels["n"]:
         return []  # no one's label: nothing for the lines to say
+    return kept_agreement(question_set, model=False, labels=labels).summaries()
+
+
+def kept_agreement(
+    question_set: QuestionSet, *, model: bool = True, labels: dict | None = None
+) -> SetAgreement:
+    """`set_agreement`, worked out once for what the set's labels, states and runs are now (a
+    fingerprint of three aggregates: any label, undo, settlement, state change or finished run
+    makes another) and kept in the cache: a page that shows it reads every label only when
+    one changed."""
     states = question_set.sample_states.aggregate(
         n=Count("pk"), revisions=Sum("revision"), changed=Max("updated_at")
     )
@@ -79,20 +85,27 @@ def label_summaries(question_set: QuestionSet) -> list[tuple[str, str]]:
     )
     stamp = repr(
         (
+            model,
             question_set.pk,
             question_set.created_at,
             question_set.updated_at,
-            sorted(labels.items()),
+            sorted((labels or _label_stamp(question_set)).items()),
             sorted(states.items()),
             newest,
         )
     )
-    key = "label-summaries:" + hashlib.sha256(stamp.encode()).hexdigest()
+    key = "agreement:" + hashlib.sha256(stamp.encode()).hexdigest()
     found = cache.get(key)
     if found is None:
-        found = set_agreement(question_set, model=False).summaries()
+        found = set_agreement(question_set, model=model)
         cache.set(key, found, timeout=24 * 3600)
     return found
+
+
+def _label_stamp(question_set: QuestionSet) -> dict[str, Any]:
+    return StateLabel.objects.filter(sample_state__question_set=question_set).aggregate(
+        n=Count("pk", filter=Q(current=True)), top=Max("pk"), undone=Max("undone_at")
+    )
 
 
 def set_agreement(question_set: QuestionSet, *, model: bool = True) -> SetAgreement:

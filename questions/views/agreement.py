@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from questions.models import QuestionSet
-from questions.selectors.agreement import set_agreement as read_agreement
+from questions.selectors.agreement import kept_agreement
 
 
 @require_GET
@@ -19,5 +19,5 @@ def set_agreement(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "questions/set_agreement.html",
-        {"set": question_set, "found": read_agreement(question_set)},
+        {"set": question_set, "found": kept_agreement(question_set)},
     )
