@@ -44,6 +44,7 @@ def _world(count: int, slug: str = "queue"):
             answers=answers(desk("billing", {"billing": 0.7}), urgent, 1.2),
         )
     store_summary(BatchRun.objects.get(pk=run.pk))
+    labels.label_queue_task.call(qs.pk)  # as the worker does with what the run's end queued
     return qs, version, writer
 
 
@@ -115,3 +116,21 @@ def test_the_queue_reads_as_much_at_300_states_as_at_30():
         return len(seen)
 
     assert reads(300) == reads(30)
+
+
+def test_a_finished_run_queues_the_ranking_for_a_worker(django_capture_on_commit_callbacks):
+    from django_tasks_db.models import DBTaskResult
+
+    writer = factories.author("queued-writer")
+    qs = factories.question_set("queued", owner=writer, doc=COMPARE_DOC)
+    version = services.open_draft(qs)
+    run = BatchRun.objects.create(
+        question_set=qs, version=version, backend="recorded", model="m", status="done"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        store_summary(run)
+    queued = DBTaskResult.objects.filter(task_path__endswith="label_queue_task")
+    assert [row.args_kwargs["args"] for row in queued] == [[qs.pk]]
+    assert not LabelQueue.objects.filter(question_set=qs).exists()  # not at the run's end
+    labels.label_queue_task.call(qs.pk)
+    assert LabelQueue.objects.get(question_set=qs).version_number == version.number

@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_tasks import task
 
 from questions import roles
 from questions.core import labelling, settling
@@ -389,6 +390,15 @@ def store_label_queue(question_set: QuestionSet) -> LabelQueue | None:
             batch_size=500,
         )
     return queue
+
+
+@task()
+def label_queue_task(question_set_id: int) -> None:
+    """Rank the set's labelling queue again (`store_label_queue`): queued when a run of the
+    set finishes. A set deleted since has none."""
+    question_set = QuestionSet.objects.filter(pk=question_set_id).first()
+    if question_set is not None:
+        store_label_queue(question_set)
 
 
 def _same(a: Any, b: Any) -> bool:

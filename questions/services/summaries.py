@@ -61,7 +61,10 @@ def store_summary(
     if live:
         store_reports(run, tally=tally)
         store_moves(run)
-        labels.store_label_queue(run.question_set)  # the answers it ranks by have changed
+        # the answers the labelling queue ranks by have changed: ranked again by a worker (it
+        # reads every recorded answer of the set, which the run's end does not)
+        set_id = run.question_set_id
+        transaction.on_commit(lambda: labels.label_queue_task.enqueue(set_id))
     return summary
 
 
