@@ -159,10 +159,12 @@ def test_the_text_says_every_figure_in_words(provider, tmp_path):
 
 def test_a_proof_on_fewer_than_20_held_out_states_says_so(provider, tmp_path):
     a_set(10, share=90)
-    code, out, _ = run_cli(
-        "prove", "--set", "desks", "--version", "1", "--candidate", candidate(tmp_path, BETTER)
-    )
-    assert code in (0, 3)  # a handful of states: the interval decides, and it is wide
+    path = candidate(tmp_path, BETTER)
+    _, found = prove("--candidate", path)
+    desk = found["questions"]["desk"]
+    assert desk["few_states"] is True and 0 < desk["n"] < proof.FEW_STATES
+    assert "fewer than 20" in desk["few_states_words"]
+    _, out, _ = run_cli("prove", "--set", "desks", "--version", "1", "--candidate", path)
     assert "fewer than 20" in out and "Label more states" in out
 
 
@@ -204,6 +206,45 @@ def test_a_proof_replays_from_its_recordings(provider, tmp_path):
     code_again, again = prove("--candidate", path, "--backend", "recorded")
     assert (code_again, again["questions"]) == (code, first["questions"])
     assert len(provider.requests) == calls and again["failed_calls"] == 0
+
+
+# --- the judging, pure ------------------------------------------------------------------------
+
+
+def parsed(document: dict) -> dict:
+    from questions.core import check, spec
+
+    return check.validate(document, limits=spec.DEFAULT_LIMITS, lints=False).document.questions
+
+
+def noul(p: float) -> dict:
+    return {"type": "noul", "noul": p}
+
+
+def test_a_noul_is_judged_on_its_pairs_and_a_failed_call_leaves_its_state_out():
+    before = parsed({"urgent": {"type": "noul", "instructions": "Is it urgent?"}})
+    after = parsed({"urgent": {"type": "noul", "instructions": "Must it be done today?"}})
+    changes = proof.changes(before, after)
+    assert (changes.changed, changes.unchanged, changes.added) == (["urgent"], [], [])
+    asked = [
+        proof.Asked(f"s{i}", {"urgent": True}, {"urgent": noul(0.2)}, {"urgent": noul(0.9)})
+        for i in range(25)
+    ]
+    asked.append(proof.Asked("failed", {"urgent": True}, {"urgent": noul(0.2)}, None))
+    asked.append(proof.Asked("unlabelled", {}, {"urgent": noul(0.2)}, {"urgent": noul(0.9)}))
+    found = proof.judge(changes.changed, before, after, asked)["urgent"]
+    assert (found.verdict, found.up, found.down, found.unpaired) == (proof.BETTER, 25, 0, 1)
+    assert found.paired.n == 25 and not found.few
+    assert found.floor_words().startswith("no shuffled floor")  # a noul has no options
+
+
+def test_the_overall_verdict_is_the_worst_but_better_only_when_every_one_is():
+    assert proof.overall([proof.BETTER, proof.BETTER]) == proof.BETTER
+    assert proof.overall([proof.BETTER, proof.NOT_PROVEN]) == proof.NOT_PROVEN
+    assert proof.overall([proof.NOT_PROVEN, proof.WORSE, proof.BETTER]) == proof.WORSE
+    assert proof.overall([]) == proof.NOT_PROVEN
+    assert proof.verdict((0.01, 0.3)) == proof.BETTER and proof.verdict((-0.3, -0.01)) == "worse"
+    assert proof.verdict((-0.01, 0.3)) == proof.verdict(None) == proof.NOT_PROVEN
 
 
 # --- the held-out split --------------------------------------------------------------------------

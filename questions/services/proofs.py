@@ -97,18 +97,24 @@ class ProofPlan:
             return 0.0
         if self.cost_per_question is None:
             return None
-        return self.cost_per_question * len(self.changes.changed) * self.calls
+        return self.cost_per_question * self.question_asks
+
+    @property
+    def question_asks(self) -> int:
+        """The questions the calls carry: every changed one in both wordings, and the
+        choices in each shuffle."""
+        per_state = 2 * len(self.changes.changed) + self.shuffles * len(self.shuffled)
+        return len(self.states) * per_state
 
     def words(self) -> str:
         """The plan in one line: the states, the calls, the cost."""
-        cost = self.estimated_cost
-        priced = (
-            ""
-            if not self.live
-            else " (cost unknown: no recent priced call)"
-            if cost is None
-            else f" (estimated cost ${cost:.6f})"
-        )
+        cost, priced = self.estimated_cost, ""
+        if self.live:
+            priced = (
+                " (cost unknown: no recent call was priced)"
+                if cost is None
+                else f" (estimated cost ${cost:.6f})"
+            )
         per = f"the version's words, the candidate's, {plural(self.shuffles, 'shuffle')}"
         if not self.shuffled:
             per = "the version's words and the candidate's"
