@@ -16,6 +16,7 @@ from questions.cli import (
     disputes,
     fetches,
     labels,
+    proofs,
     records,
     review,
     runs,
@@ -35,6 +36,7 @@ GROUPS = (
     labels,
     disputes,
     agreement,
+    proofs,
     dev,
 )
 

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from questions.core import spec
+from questions.core import holdout, spec
 
 
 class QuestionSet(models.Model):
@@ -26,6 +26,9 @@ class QuestionSet(models.Model):
     labels_needed = models.PositiveSmallIntegerField(default=1)
     #: whether a labeller sees the model's answer before giving theirs (off: it anchors)
     labels_show_model = models.BooleanField(default=False)
+    #: the share of the states, in whole percent, held out for proving a wording
+    #: (`questions.core.holdout`); the rest are left to draft from
+    holdout_share = models.PositiveSmallIntegerField(default=holdout.DEFAULT_SHARE)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -31,6 +31,7 @@ from questions.models import (
     QuestionSet,
     Version,
 )
+from questions.selectors.holdout import holdout_ids, holdout_mark
 from questions.selectors.runs import FAILING_ITEM
 
 
@@ -117,12 +118,16 @@ def question_sets_page(search: str = "", start: int = 0) -> Window:
 
 
 #: the sample states a set page can show: every one, those with expected answers, those with
-#: none, those that missed an expected answer or failed in the set's last finished run
+#: none, those that missed an expected answer or failed in the set's last finished run, and
+#: either side of the held-out split
+HELD_OUT, TRAINING = "held_out", "training"
 STATE_SHOWS = {
     "all": "every state",
     "labelled": "with expected answers",
     "unlabelled": "without expected answers",
     "failing": "failing in the last run",
+    HELD_OUT: "held out for proofs",
+    TRAINING: "left for drafting",
 }
 
 
@@ -158,7 +163,8 @@ def sample_states_page(
     """A page of a set's sample states, by name, without their contents (the size is worked
     out by the database): those whose name holds `name`, tagged `tag`, and as `show` picks
     (`STATE_SHOWS`; "failing": the states of run `failing_in` that missed an expected answer
-    or got none)."""
+    or got none; "held_out" and "training": the sides of the held-out split). Each state
+    listed carries its `side`."""
     states = question_set.sample_states.only(
         "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id"
     ).annotate(text_bytes=OctetLength("state_text"))
@@ -187,8 +193,14 @@ def sample_states_page(
             # revision), and a state a run asked is never deleted: one failing item is one
             # failing state, counted from the index of the items alone
             total = missed.count()
-            return window(states.order_by("name"), start, STATES_PAGE, total=total)
-    return window(states.order_by("name"), start, STATES_PAGE)
+            found = window(states.order_by("name"), start, STATES_PAGE, total=total)
+            holdout_mark(question_set, found.rows)
+            return found
+    elif show in (HELD_OUT, TRAINING):
+        states = states.filter(pk__in=holdout_ids(question_set, held_out=show == HELD_OUT))
+    found = window(states.order_by("name"), start, STATES_PAGE)
+    holdout_mark(question_set, found.rows)  # which side of the held-out split each is on
+    return found
 
 
 #: the sample states the editor's preview picker lists (another comes through ?state=)

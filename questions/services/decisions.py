@@ -46,11 +46,13 @@ def decision_ask(
     model: str | None = None,
     version: Version | None = None,
     sample_state: SampleStateRevision | None = None,
+    logged: bool = True,
 ) -> Outcome:
     """Ask the questions of `document` (any form) — or the parsed `questions` — about `state`
     through `backend`. An unknown backend, an invalid document or state, or a backend that is
     not configured sends nothing. `NotAllowed` when `user` may not ask a live backend. Every
-    call that went out is recorded, whatever its outcome."""
+    call that went out is recorded, whatever its outcome; with `logged` off (one of many calls
+    that log one line together) only a failed call is logged."""
     chosen = decision_backend(backend=backend, user=user, model=model)
     if isinstance(chosen, Outcome):
         return chosen
@@ -66,7 +68,7 @@ def decision_ask(
     if refused:
         return refused
     ask = backends.Ask(questions=questions, state=state, model=model)
-    outcome = decision_conclude(chosen.ask(ask), ask)
+    outcome = decision_conclude(chosen.ask(ask), ask, logged=logged)
     if outcome.request_body is not None:
         outcome.decision_id = decision_record(
             outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from questions import roles, services
 from questions.core import diff
 from questions.models import QuestionSet, Version
-from questions.selectors import disputes, sets
+from questions.selectors import disputes, holdout, sets
 from questions.views import whole_number
 
 
@@ -118,6 +118,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "label_fetches": labels,
         "label_moves": sets.label_moves_of(question_set)[:50],
         "disputed": disputes.disputed_count(question_set),
+        "split": holdout.holdout_split(question_set),
         "approved": [v for v in versions if v.status == Version.Status.APPROVED],
         "runs": question_set.batch_runs.select_related("version", "created_by")[:10],
         "records_upload_mib": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20,
