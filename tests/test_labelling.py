@@ -11,10 +11,19 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse, reverse_lazy
+from django.utils import timezone
 
 from questions import services
 from questions.core import controls, labelling, state_files
-from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision, StateLabel
+from questions.models import (
+    BatchItem,
+    BatchRun,
+    LabelReservation,
+    SampleState,
+    SampleStateRevision,
+    StateLabel,
+)
+from questions.selectors import labels
 from tests import factories
 from tests.helpers import body
 from tests.providers import run_cli
@@ -675,6 +684,137 @@ def test_skip_moves_on_and_a_reader_sees_no_buttons(client, labelling_world):
     assert _save(client, a, "billing").status_code == 403
     assert _undo(client).status_code == 403
     assert not StateLabel.objects.exists()
+
+
+# --- blind labelling: two or more labels needed ------------------------------------------------
+
+
+@pytest.fixture
+def blind(client, qs, owner):
+    """tri needing two labels a question: states a (a recorded answer, unsure) and b, and
+    three labellers."""
+    version = factories.draft(qs)
+    services.labelling_configure(question_set=qs, user=factories.reviewer("rev"), needed=2)
+    a = services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    b = services.sample_state_create(question_set=qs, name="b", state={"n": 2}, author=owner)
+    _recorded_run(qs, version, {a: {"desk": _choice("shipping", 0.4)}})
+    people = {name: factories.author(name) for name in ("ann", "bob", "cat")}
+    return {"version": version, "a": a, "b": b, **people}
+
+
+def _as(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_blind_a_labeller_sees_neither_the_model_s_answer_nor_the_others_labels(client, blind):
+    a = blind["a"]
+    services.state_label(sample=a, question_id="desk", answer="other", labeller=blind["bob"])
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert _shown(page) == ("a", "desk")
+    assert "Blind: 2 labels a question" in page
+    assert "v1 recorded" not in page and "confidence 0.40" not in page  # nor in the reason
+    assert "suggested" not in page and "Latest answers" not in page
+    assert f"/states/{a.pk}/" not in page  # the state's page shows what its labels settle
+    assert "bob 1 / 6" in page and "Undo" not in page  # who labelled how much, never what
+    saved = _save(client, a, "billing", headers=HTMX).content.decode()
+    assert "Saved for a: desk: billing — money. " in saved
+    assert "The model answered shipping (v1 recorded)." in saved  # after hers, it may show
+
+
+def test_a_set_that_shows_the_model_shows_it_before_the_label(client, blind):
+    services.labelling_configure(
+        question_set=blind["a"].question_set, user=factories.reviewer(), show_model=True
+    )
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert _shown(page) == ("a", "desk") and "Blind" not in page
+    assert "v1 recorded: <strong>shipping</strong>" in page and "confidence 0.40" in page
+    assert "2 labels a question</span>" in page
+
+
+def test_the_blind_queue_offers_only_what_is_open_to_this_labeller(client, blind):
+    a, b = blind["a"], blind["b"]
+    assert _save(_as(client, blind["ann"]), a, "billing").url.endswith(
+        f"state={a.pk}&question=urgency"
+    )
+    page = client.get(PAGE, {"state": a.pk, "question": "desk"}).content.decode()
+    assert _shown(page) == ("a", "urgency")  # her own label is given: not offered again
+    LabelReservation.objects.update(until=timezone.now())  # her hold on a runs out
+    page = _as(client, blind["bob"]).get(PAGE, {"state": a.pk, "question": "desk"})
+    assert _shown(page.content.decode()) == ("a", "desk")  # one of the two it needs
+    _save(client, a, "billing")
+    assert SampleState.objects.get(pk=a.pk).expected == {"desk": "billing"}  # two agree
+    LabelReservation.objects.update(until=timezone.now())
+    page = _as(client, blind["cat"]).get(PAGE, {"state": a.pk, "question": "desk"})
+    page = page.content.decode()
+    assert _shown(page) == ("a", "urgency")  # it has every label it needs
+    listed = page.split('id="next-heading"')[1]
+    row = r'>a</a>\s*<span class="muted">— <code>urgency</code>, <code>churn</code></span>'
+    assert re.search(row, listed)
+    assert f"state={b.pk}" in listed and "2 states for you" in listed
+
+
+def test_a_get_holds_nothing_a_post_holds_the_state_shown(client, blind):
+    a, b = blind["a"], blind["b"]
+    hold_url = reverse("label-hold", args=["tri", a.pk])
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert f'hx-post="{hold_url}" hx-trigger="load"' in page
+    assert not LabelReservation.objects.exists()  # a GET never writes
+    held = client.post(hold_url, headers={"HX-Request": "true"}).content.decode()
+    assert "Held for you until" in held
+    assert list(LabelReservation.objects.values_list("sample_state", "labeller__username")) == [
+        (a.pk, "ann")
+    ]
+    page = _as(client, blind["bob"]).get(PAGE).content.decode()
+    assert _shown(page)[0] == "b"  # a is held for ann for a few minutes
+    refused = client.post(hold_url, headers={"HX-Request": "true"}).content.decode()
+    assert "Another labeller holds this state" in refused
+    swapped = _save(client, b, "other", headers=HTMX).content.decode()
+    assert _shown(swapped) == ("b", "urgency") and "Held for you until" in swapped
+    assert set(LabelReservation.objects.values_list("sample_state", "labeller__username")) == {
+        (a.pk, "ann"),
+        (b.pk, "bob"),
+    }
+    page = client.get(PAGE).content.decode()
+    assert "Held for you until" in page and 'hx-trigger="load"' not in page
+    assert _as(client, factories.user("reader")).post(hold_url).status_code == 403
+
+
+def test_progress_per_labeller_is_done_over_wanted(client, blind):
+    a, version = blind["a"], blind["version"]
+    for who, qid, answer in (
+        ("ann", "desk", "billing"),
+        ("ann", "urgency", "1"),
+        ("bob", "desk", "billing"),
+    ):
+        services.state_label(sample=a, question_id=qid, answer=answer, labeller=blind[who])
+    progress = labels.labelling_progress(a.question_set, version, viewer=blind["cat"])
+    assert progress.as_json() == {
+        "version": 1,
+        "needed": 2,
+        "show_model": False,
+        "blind": True,
+        "states": 2,
+        "questions": ["desk", "urgency", "churn"],
+        "pairs": 6,
+        "settled": 1,
+        "settled_per_question": {"desk": 1, "urgency": 0, "churn": 0},
+        "labellers": [  # the one asking first, then by name
+            {"labeller": "cat", "done": 0, "wanted": 5},
+            {"labeller": "ann", "done": 2, "wanted": 6},
+            {"labeller": "bob", "done": 1, "wanted": 6},
+        ],
+    }
+    services.state_label(sample=a, question_id="urgency", answer=2, labeller=blind["cat"])
+    progress = labels.labelling_progress(a.question_set, version)  # urgency is disputed: full
+    assert [(p.labeller, p.done, p.wanted) for p in progress.labellers] == [
+        ("ann", 2, 6),
+        ("bob", 1, 5),
+        ("cat", 1, 5),
+    ]
+    page = _as(client, blind["bob"]).get(PAGE).content.decode()
+    assert '<span class="labeller you">you 1 / 5</span>' in page
+    assert "1 of 6 answers settled" in page and "2 labels a question, blind" in page
 
 
 def test_the_options_offered_are_the_labelled_versions_not_an_invalid_drafts(client, qs, owner):

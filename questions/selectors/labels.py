@@ -1,5 +1,8 @@
 """The labelling page's reads: the version a state is labelled for, the answers recorded about
-each state, and the states worth labelling next."""
+each state, the states worth labelling next (for everyone, and as one labeller is offered them:
+blind, what they labelled and what has every label it needs left out), their last label (what
+undo takes back), their hold on a state, and each labeller's progress (the page and `questions
+labelling`)."""
 
 from __future__ import annotations
 

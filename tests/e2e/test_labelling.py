@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from questions import services
-from questions.models import BatchItem, BatchRun, SampleState
+from questions.models import BatchItem, BatchRun, LabelReservation, SampleState
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow, sign_in_user
 
@@ -159,6 +159,27 @@ def test_the_answers_stay_in_view_beside_a_long_state(page, live_server, width, 
     expect(page.locator("#label-echo")).to_contain_text("urgency: 1 — routine")
     _in_view(page)
     assert overflow(page) <= 0
+
+
+def test_blind_the_state_shown_is_held_and_the_model_shows_after_the_label(page, live_server):
+    writer, first = _world()
+    services.labelling_configure(
+        question_set=first.question_set, user=factories.reviewer("rev"), needed=2
+    )
+    sign_in_user(page, live_server.url, writer)
+    page.goto(f"{live_server.url}/sets/tri/label/")
+    expect(page.locator("#label-hold")).to_contain_text("Held for you until")  # its POST
+    assert LabelReservation.objects.filter(sample_state=first, labeller=writer).exists()
+    expect(page.locator(".suggestion")).to_contain_text("Blind: 2 labels a question")
+    expect(page.locator(".label-progress")).to_contain_text("you 0 / 6")
+    page.keyboard.press("1")
+    expect(page.locator("#label-echo")).to_contain_text("desk: billing — money.")
+    expect(page.locator("#label-echo")).to_contain_text(
+        "The model answered shipping (v1 recorded)."
+    )
+    expect(page.locator(".label-progress")).to_contain_text("you 1 / 6")
+    expect(page.locator("#label-hold")).to_contain_text("Held for you until")
+    assert _expected(first) == {}  # one label of the two it needs
 
 
 def test_a_csv_uploaded_on_the_set_page_imports_and_downloads_again(page, live_server, tmp_path):
