@@ -817,6 +817,106 @@ def test_progress_per_labeller_is_done_over_wanted(client, blind):
     assert "1 of 6 answers settled" in page and "2 labels a question, blind" in page
 
 
+# --- the command line: state-label and labelling -------------------------------------------------
+
+
+def _label_cli(state, question, answer, *more):
+    return run_cli(
+        "state-label", "--set", "tri", "--state", state, "--question", question, "--answer",
+        answer, *more,
+    )  # fmt: skip
+
+
+def test_state_label_gives_one_labellers_label_blind_as_the_page(blind):
+    code, out, err = _label_cli("a", "urgency", "2", "--user", "ann", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "state": "a",
+        "state_id": blind["a"].pk,
+        "question": "urgency",
+        "answer": 2,
+        "words": "urgency: 2 — now",
+        "labeller": "ann",
+        "labels": 1,
+        "needed": 2,
+        "status": None,  # blind: nothing of the others' labels
+        "expected": None,
+    }
+    code, out, err = _label_cli("a", "urgency", "2", "--user", "bob")
+    assert (code, out.strip()) == (
+        0,
+        "a: urgency: 2 — now (bob's label; 2 of 2 labels given, blind)",
+    )
+    assert SampleState.objects.get(name="a").expected == {"urgency": 2}
+    code, out, _ = _label_cli("a", "urgency", "1", "--user", "cat", "--json")
+    assert (code, json.loads(out)) == (
+        1,
+        {"status": 409, "detail": "a: `urgency` has the 2 labels it needs already."},
+    )
+    assert _label_cli("a", "urgency", "1", "--user", "ann")[0] == 0  # she changes her own
+    assert SampleState.objects.get(name="a").expected == {}  # 1 against 2: disputed
+    assert StateLabel.objects.filter(current=True).count() == 2
+
+
+def test_state_label_with_one_label_needed_settles_and_says_so(qs, owner):
+    factories.draft(qs)
+    services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    code, out, err = _label_cli("a", "churn", "true", "--user", "owner", "--json")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "settled" and json.loads(out)["expected"] is True
+    code, out, _ = _label_cli("a", "desk", "other", "--user", "owner")
+    assert (code, out.strip()) == (0, "a: desk: other — else (owner's label; settled)")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "words"),
+    [
+        (("a", "desk", "billing"), 422, "A label is a person's: name the labeller (--user)."),
+        (("a", "desk", "nonsense", "--user", "owner"), 422, "desk in v1 takes billing, shipping"),
+        (("a", "nope", "x", "--user", "owner"), 422, "v1 has no question 'nope'"),
+        (("ghost", "desk", "billing", "--user", "owner"), 404, "tri has no sample state ghost."),
+        (("a", "desk", "billing", "--user", "reader"), 403, "Only authors label sample states."),
+    ],
+)
+def test_state_label_refuses_in_words_with_the_status(qs, owner, args, status, words):
+    factories.draft(qs)
+    factories.user("reader")
+    services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    code, out, _ = _label_cli(*args, "--json")
+    assert code == 1 and json.loads(out)["status"] == status and words in json.loads(out)["detail"]
+    assert not StateLabel.objects.exists()
+
+
+def test_labelling_sets_how_many_labels_and_prints_progress_per_labeller(blind):
+    services.state_label(
+        sample=blind["a"], question_id="desk", answer="other", labeller=blind["ann"]
+    )
+    code, out, err = run_cli("labelling", "--set", "tri", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["set"] == "tri" and (shown["needed"], shown["blind"]) == (2, True)
+    assert shown["labellers"] == [{"labeller": "ann", "done": 1, "wanted": 6}]
+    code, out, err = run_cli(
+        "labelling", "--set", "tri", "--needed", "3", "--show-model", "on", "--user", "rev"
+    )
+    assert code == 0, err
+    assert out.splitlines() == [
+        "tri v1: 3 labels a question, the model's answer shown; 0 of 6 answers settled "
+        "(2 states × 3 questions)",
+        "ann\t1 / 6",
+    ]
+    qs = blind["a"].question_set
+    qs.refresh_from_db()
+    assert (qs.labels_needed, qs.labels_show_model) == (3, True)
+    code, out, _ = run_cli("labelling", "--set", "tri", "--needed", "9", "--json")
+    assert code == 1 and json.loads(out)["status"] == 422 and "1 to 5 labels" in out
+    code, out, _ = run_cli("labelling", "--set", "tri", "--needed", "1", "--user", "ann", "--json")
+    assert code == 1 and json.loads(out)["status"] == 403
+    assert run_cli("labelling", "--set", "nope")[0] == 1
+    qs.refresh_from_db()
+    assert qs.labels_needed == 3
+
+
 def test_the_options_offered_are_the_labelled_versions_not_an_invalid_drafts(client, qs, owner):
     client.force_login(owner)
     v1 = services.version_submit(version=factories.draft(qs), author=owner)
