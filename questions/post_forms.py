@@ -128,26 +128,20 @@ class SampleStateForm(forms.Form):
         return 0 if value is None else value
 
 
-class StateLabelForm(forms.Form):
-    """One labelling step: save an expected answer for one question of one state, or undo the
-    save that made `base_revision`. Which answers a question takes is the version's
-    (`labelling.Question.value`)."""
+class LabelPlaceForm(forms.Form):
+    """Where a labeller is on the labelling page: the version labelled for and the states
+    skipped (the page's address carries them from step to step)."""
 
-    action = forms.ChoiceField(
-        choices=[("save", "save"), ("undo", "undo")],
-        required=False,
-        error_messages={"invalid_choice": "Save an answer or undo the last one."},
-    )
     version = WholeNumberField(digits=9, what="The version", required=False)
-    question = TextField(required=False)
-    answer = TextField(required=False)
-    base_revision = WholeNumberField(
-        digits=9, what="The revision", error_messages={"required": "Say which revision you saw."}
-    )
     skipped = TextField(required=False)
 
-    def clean_action(self) -> str:
-        return self.cleaned_data["action"] or "save"
+
+class StateLabelForm(LabelPlaceForm):
+    """One labelling step: this labeller's answer to one question of one state. Which answers
+    a question takes, and who may give one, are the service's (`services.labels.state_label`)."""
+
+    question = TextField(required=False)
+    answer = TextField(required=False)
 
 
 class DisputeSettleForm(forms.Form):

@@ -1,8 +1,44 @@
-// The labelling page's keys (the buttons and links work without them): 1–9 choose the options
-// or levels in declared order, t / f a noul's true or false, s skips the state, u undoes the last
-// label. A key typed into a field, or with a modifier, is the field's.
+// The labelling page's keys (the buttons and links work without them): each answer's button
+// lists the keys that give it in data-keys (the number shown beside it; a noul's "1 t" and
+// "2 f"), s skips the state, u undoes your last label. A key typed into a field, or with a
+// modifier, is the field's.
+//
+// A label goes by htmx and the labelling part of the page is swapped for the next question. A
+// key typed while a label is on its way waits for that next question (it never falls on the one
+// just answered); a refused label drops the keys waiting. After each swap the address names the
+// state and question shown (data-url), so a reload shows the same ones.
 (function () {
   "use strict";
+  const waiting = [];
+  let busy = false;
+
+  function part() {
+    return document.getElementById("labelling");
+  }
+
+  function control(key) {
+    const where = part();
+    return where && where.querySelector('[data-keys~="' + key + '"]');
+  }
+
+  function press(key) {
+    const found = control(key);
+    if (found) found.click();
+    return Boolean(found);
+  }
+
+  function keepAddress() {
+    const where = part();
+    if (where && where.dataset.url && window.location.href !== where.dataset.url) {
+      window.history.replaceState(window.history.state, "", where.dataset.url);
+    }
+  }
+
+  function ours(event) {
+    const target = event.detail && event.detail.target;
+    return Boolean(target && target.id === "labelling");
+  }
+
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
     const target = event.target;
@@ -10,10 +46,36 @@
       return;
     }
     const key = event.key && event.key.toLowerCase();
-    if (!key || key.length !== 1) return;
-    const control = document.querySelector('[data-key="' + key.replace(/["\\]/g, "") + '"]');
-    if (!control) return;
-    event.preventDefault();
-    control.click();
+    if (!key || !/^[0-9a-z]$/.test(key)) return;
+    if (busy) {
+      event.preventDefault();
+      waiting.push(key);
+    } else if (press(key)) {
+      event.preventDefault();
+    }
   });
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (ours(event)) busy = true;
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (ours(event) && !event.detail.successful) {
+      busy = false;
+      waiting.length = 0;
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!event.target || event.target.id !== "labelling") return;
+    busy = false;
+    keepAddress();
+    const top = part().getBoundingClientRect().top;
+    if (top < 0) part().scrollIntoView({ block: "start" });
+    while (waiting.length && !busy) {
+      if (press(waiting.shift())) break;
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", keepAddress);
 })();

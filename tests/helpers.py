@@ -107,6 +107,8 @@ MATRIX = [
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
     ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
     ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
+    ("undo label", "post", "/sets/s/label/undo/", {AU}, 302),
+    ("hold state", "post", "/sets/s/label/{state}/hold/", {AU}, 302),
     ("disputes page", "get", "/sets/s/disputes/", SIGNED_IN, 200),
     ("settle dispute", "post", "/sets/done/disputes/{dispute}/", {R}, 302),
     ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
@@ -207,7 +209,8 @@ POST_DATA = {
     "upload states": {
         "states": SimpleUploadedFile("states.csv", b'name,state\nuploaded,"{""n"": 2}"\n')
     },
-    "save label": {"version": "1", "question": "q0", "answer": "o0", "base_revision": "1"},
+    "save label": {"version": "1", "question": "q0", "answer": "o0"},
+    "undo label": {"version": "1"},
     "settle dispute": {"question": "q0", "answer": "o0"},
 }
 

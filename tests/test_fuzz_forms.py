@@ -57,6 +57,8 @@ READS = {
     "add webhook": ("url", "description"),
     "save advice": ("advice-0", "advice-1", "advice-2"),
     "settle dispute": ("question", "answer", "ambiguous"),
+    "save label": ("version", "question", "answer", "skipped"),
+    "undo label": ("version", "skipped"),
 }
 #: The query parameters each GET route reads (the others get junk fields all the same).
 PARAMS = {
@@ -70,7 +72,7 @@ PARAMS = {
     "review page": ("question", "full"),
     "run page": ("against", "items_from", "show", "q", "question"),
     "advice page": ("run",),
-    "label page": ("version", "state", "skipped", "last"),
+    "label page": ("version", "state", "question", "skipped"),
     "tokens": ("set",),
     "api export": ("version", "label"),
 }

@@ -6,14 +6,24 @@ labelling page (a save through the state form's service, undo, skip)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
+from django.utils import timezone
 
 from questions import services
 from questions.core import controls, labelling, state_files
-from questions.models import BatchItem, BatchRun, SampleState, SampleStateRevision
+from questions.models import (
+    BatchItem,
+    BatchRun,
+    LabelReservation,
+    SampleState,
+    SampleStateRevision,
+    StateLabel,
+)
+from questions.selectors import labels
 from tests import factories
 from tests.helpers import body
 from tests.providers import run_cli
@@ -489,76 +499,162 @@ def labelling_world(client, qs, owner):
     return version, a
 
 
-def _save(client, sample, answer, *, question="desk", revision=None, **extra):
+PAGE = reverse_lazy("label-states", args=["tri"])
+HTMX = {"HX-Request": "true", "HX-Target": "labelling"}
+
+
+def _save(client, sample, answer, *, question="desk", headers=None):
     return client.post(
         reverse("label-save", args=["tri", sample.pk]),
-        {
-            "version": "1",
-            "question": question,
-            "answer": answer,
-            "base_revision": revision or sample.revision,
-            **extra,
-        },
+        {"version": "1", "question": question, "answer": answer},
+        headers=headers or {},
     )
+
+
+def _undo(client, **headers):
+    return client.post(reverse("label-undo", args=["tri"]), {"version": "1"}, headers=headers)
+
+
+def _shown(page: str) -> tuple[str, str]:
+    """The state and the question the labelling part shows."""
+    state = re.search(r'id="label-heading">.*?</span> (?:<a [^>]*>)?([^<]+)<', page).group(1)
+    return state, re.search(r'id="question-heading">.*?<code>([^<]+)</code>', page).group(1)
 
 
 def test_the_page_shows_the_most_telling_state_with_a_suggestion_not_a_choice(
     client, labelling_world
 ):
     _, a = labelling_world
-    page = client.get(reverse("label-states", args=["tri"])).content.decode()
-    assert "State</span> <a" in page and f"/states/{a.pk}/" in page
+    page = client.get(PAGE).content.decode()
+    assert _shown(page) == ("a", "desk") and f"/states/{a.pk}/" in page
     assert "v1 recorded: <strong>shipping</strong>" in page  # the suggestion, in words
     assert 'class="secondary outline suggested"' in page  # marked, never chosen
     assert "checked" not in page
-    assert 'data-key="1"' in page and 'data-key="s"' in page
+    assert 'data-keys="1"' in page and 'data-keys="s"' in page
+    assert '<kbd>1</kbd> <strong>billing</strong> <span class="detail">money</span>' in page
     assert "10 more labels on <code>desk</code> and the shuffle control can judge it" in page
+    assert f'data-url="/sets/tri/label/?version=1&amp;state={a.pk}&amp;question=desk"' in page
     assert SampleState.objects.get(pk=a.pk).revision == 1  # a GET writes nothing
 
 
-def test_a_label_saves_through_the_state_service_and_undo_brings_the_old_answers_back(
-    client, labelling_world
+def test_each_key_is_the_number_shown_a_score_s_its_level_a_noul_s_1_2_or_t_f(qs, owner):
+    levels = ["no hurry at all", "routine", "soon", "today", "now", "complaint threatens to leave"]
+    doc = {**DOC, "urgency": {"type": "score", "criteria": levels}}
+    question = {q.id: q for q in labelling.questions_of(doc)}
+    assert question["urgency"].keys() == [(str(n),) for n in range(6)]
+    assert question["desk"].keys() == [("1",), ("2",), ("3",)]
+    assert question["churn"].keys() == [("1", "t"), ("2", "f")]
+    assert question["urgency"].said(5) == "urgency: 5 — complaint threatens to leave"
+    assert question["desk"].said("billing") == "desk: billing — money"
+    assert question["churn"].said(False) == "churn: false"
+    eleven = {"type": "choice", "criteria": {f"o{i}": "" for i in range(11)}}
+    assert labelling.questions_of({"many": eleven})[0].keys()[8:] == [("9",), (), ()]
+
+
+def test_a_score_s_buttons_show_the_level_number_and_its_whole_description(client, owner):
+    long = ("the customer says they will leave unless it is solved by tomorrow " * 2).strip()
+    doc = {**DOC, "urgency": {"type": "score", "criteria": ["calm", "soon", long]}}
+    client.force_login(owner)
+    lv = factories.question_set("lv", owner=owner, doc=doc)
+    a = services.sample_state_create(
+        question_set=lv, name="a", state={"n": 1}, author=owner, expected={"desk": "other"}
+    )
+    page = client.get(reverse("label-states", args=["lv"]), {"state": a.pk, "question": "urgency"})
+    page = page.content.decode()
+    assert _shown(page) == ("a", "urgency")
+    assert '<kbd>0</kbd> <span class="detail">calm</span>' in page
+    assert f'aria-keyshortcuts="2"><kbd>2</kbd> <span class="detail">{long}</span>' in page
+    saved = client.post(
+        reverse("label-save", args=["lv", a.pk]), {"question": "urgency", "answer": "2"}
+    )
+    assert saved.status_code == 302
+    assert SampleState.objects.get(pk=a.pk).expected == {"desk": "other", "urgency": 2}
+
+
+def test_a_label_saves_as_this_labeller_s_and_the_page_stays_on_the_state(
+    client, labelling_world, owner
 ):
     _, a = labelling_world
     response = _save(client, a, "billing")
-    assert response.status_code == 302 and f"last={a.pk}-2" in response.url
+    assert response.status_code == 302
+    assert response.url == f"/sets/tri/label/?version=1&state={a.pk}&question=urgency"
     a.refresh_from_db()
     assert a.expected == {"desk": "billing"} and a.revision == 2
+    assert list(StateLabel.objects.values_list("labeller__username", "answer")) == [
+        ("owner", "billing")
+    ]
     page = client.get(response.url).content.decode()
-    assert (
-        "Saved: a expects billing for <code>desk</code>. 9 more labels on <code>desk</code>" in page
+    assert "Saved for a: desk: billing — money. 9 more labels on <code>desk</code>" in page
+    assert _shown(page) == ("a", "urgency")  # the same state's next question
+    again = client.get(response.url).content.decode()  # a reload: the same state and question
+    assert _shown(again) == ("a", "urgency")
+
+
+def test_from_htmx_a_label_swaps_the_labelling_part_and_echoes_the_answer_in_words(
+    client, labelling_world
+):
+    _, a = labelling_world
+    response = _save(client, a, "2", question="urgency", headers=HTMX)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<html" not in page and page.lstrip().startswith('<section id="labelling"')
+    assert 'id="label-echo"' in page and 'hx-swap-oob="innerHTML"' in page
+    assert "Saved for a: urgency: 2 — now." in page
+    assert _shown(page) == ("a", "desk")  # the state's other questions come first
+    assert f"state={a.pk}&amp;question=desk" in page  # the address the page takes
+    assert SampleState.objects.get(pk=a.pk).expected == {"urgency": 2}
+
+
+def test_the_state_in_the_address_stays_however_the_ranking_moves(client, labelling_world, owner):
+    b = SampleState.objects.get(name="b")
+    first = client.get(PAGE).content.decode()
+    assert _shown(first) == _shown(client.get(PAGE).content.decode()) == ("a", "desk")
+    page = client.get(PAGE, {"state": b.pk, "question": "churn"}).content.decode()
+    assert _shown(page) == ("b", "churn")
+    page = client.get(PAGE, {"state": b.pk, "question": "gone"}).content.decode()
+    assert _shown(page)[0] == "b"  # a question the state no longer lacks: its first open one
+    services.sample_state_update(
+        sample=b,
+        name="b",
+        state={"n": 2},
+        author=owner,
+        base_revision=1,
+        expected={"desk": "other", "urgency": 0, "churn": True},
     )
-    assert 'data-key="u"' in page
-    assert "<code>urgency</code>" in page  # the same state's next question
+    page = client.get(PAGE, {"state": b.pk}).content.decode()
+    assert _shown(page)[0] == "a"  # b is labelled: the next state
+
+
+def test_undo_takes_back_the_labellers_last_label_after_a_reload(client, labelling_world):
+    _, a = labelling_world
+    _save(client, a, "billing")
     _save(client, a, "2", question="urgency")
-    a.refresh_from_db()
-    assert a.expected == {"desk": "billing", "urgency": 2}
-    undo = client.post(
-        reverse("label-save", args=["tri", a.pk]),
-        {"action": "undo", "version": "1", "base_revision": "3"},
-    )
-    assert undo.status_code == 302 and "last=" not in undo.url
+    page = client.get(PAGE).content.decode()  # a fresh page: no address of the last save
+    assert 'data-keys="u"' in page and "Undo urgency: 2 — now <small>on a</small>" in page
+    undo = _undo(client)
+    assert undo.status_code == 302
+    assert undo.url == f"/sets/tri/label/?version=1&state={a.pk}&question=urgency"
     a.refresh_from_db()
     assert a.expected == {"desk": "billing"} and a.revision == 4
-    # the undone save's address (a reload, the back button) offers no second, dead undo
-    again = client.get(f"{reverse('label-states', args=['tri'])}?last={a.pk}-3").content.decode()
-    assert 'data-key="u"' not in again and "Undo the last label" not in again
-    assert [r.expected for r in a.revisions.all()] == [  # history kept, newest first
-        {"desk": "billing"},
-        {"desk": "billing", "urgency": 2},
-        {"desk": "billing"},
-        {},
-    ]
-    same = _save(client, a, "billing", revision=4)  # no change: nothing to undo
-    assert same.status_code == 302 and "last=" not in same.url
-    stale = _save(client, a, "other", revision=1)
-    assert stale.status_code == 409
+    page = client.get(undo.url).content.decode()
+    assert "Undone for a: urgency: 2 — now." in page and _shown(page) == ("a", "urgency")
+    assert "Undo desk: billing — money" in page  # the next undo, further back
+    swapped = _undo(client, **HTMX).content.decode()
+    assert "Undone for a: desk: billing — money." in swapped and _shown(swapped) == ("a", "desk")
+    assert 'data-keys="u"' not in swapped
+    assert "Nothing to undo" in _undo(client, **HTMX).content.decode()
     a.refresh_from_db()
-    assert a.expected == {"desk": "billing"}
+    assert a.expected == {} and [r.expected for r in a.revisions.all()][:2] == [
+        {},
+        {"desk": "billing"},
+    ]
 
 
-def test_a_noul_takes_t_or_f_and_a_wrong_answer_is_refused(client, labelling_world):
+def test_a_noul_takes_true_or_false_and_a_wrong_answer_is_refused(client, labelling_world):
     _, a = labelling_world
+    page = client.get(PAGE, {"state": a.pk, "question": "churn"}).content.decode()
+    assert 'value="true" class="secondary outline" data-keys="1 t"' in page
+    assert 'value="false" class="secondary outline" data-keys="2 f"' in page
     assert _save(client, a, "true", question="churn").status_code == 302
     a.refresh_from_db()
     assert a.expected == {"churn": True}
@@ -573,14 +669,252 @@ def test_a_noul_takes_t_or_f_and_a_wrong_answer_is_refused(client, labelling_wor
 def test_skip_moves_on_and_a_reader_sees_no_buttons(client, labelling_world):
     _, a = labelling_world
     b = SampleState.objects.get(name="b")
-    page = client.get(reverse("label-states", args=["tri"]), {"skipped": str(a.pk)})
-    assert f'/states/{b.pk}/">b</a>' in page.content.decode()
-    page = client.get(reverse("label-states", args=["tri"]), {"skipped": f"{a.pk},{b.pk}"})
+    page = client.get(PAGE, {"skipped": str(a.pk)}).content.decode()
+    assert (
+        _shown(page)[0] == "b"
+        and f'hx-get="/sets/tri/label/?version=1&amp;skipped={a.pk}%2C{b.pk}"' in page
+    )
+    swapped = client.get(PAGE, {"skipped": str(a.pk)}, headers=HTMX).content.decode()
+    assert swapped.lstrip().startswith('<section id="labelling"') and _shown(swapped)[0] == "b"
+    page = client.get(PAGE, {"skipped": f"{a.pk},{b.pk}"})
     assert "Start again from the top" in page.content.decode()
     client.force_login(factories.user("reader"))
-    page = client.get(reverse("label-states", args=["tri"])).content.decode()
-    assert 'data-key="1"' not in page
+    page = client.get(PAGE).content.decode()
+    assert 'data-keys="1"' not in page and 'data-keys="u"' not in page
     assert _save(client, a, "billing").status_code == 403
+    assert _undo(client).status_code == 403
+    assert not StateLabel.objects.exists()
+
+
+# --- blind labelling: two or more labels needed ------------------------------------------------
+
+
+@pytest.fixture
+def blind(client, qs, owner):
+    """tri needing two labels a question: states a (a recorded answer, unsure) and b, and
+    three labellers."""
+    version = factories.draft(qs)
+    services.labelling_configure(question_set=qs, user=factories.reviewer("rev"), needed=2)
+    a = services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    b = services.sample_state_create(question_set=qs, name="b", state={"n": 2}, author=owner)
+    _recorded_run(qs, version, {a: {"desk": _choice("shipping", 0.4)}})
+    people = {name: factories.author(name) for name in ("ann", "bob", "cat")}
+    return {"version": version, "a": a, "b": b, **people}
+
+
+def _as(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_blind_a_labeller_sees_neither_the_model_s_answer_nor_the_others_labels(client, blind):
+    a = blind["a"]
+    services.state_label(sample=a, question_id="desk", answer="other", labeller=blind["bob"])
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert _shown(page) == ("a", "desk")
+    assert "Blind: 2 labels a question" in page
+    assert "v1 recorded" not in page and "confidence 0.40" not in page  # nor in the reason
+    assert "suggested" not in page and "Latest answers" not in page
+    assert f"/states/{a.pk}/" not in page  # the state's page shows what its labels settle
+    assert "bob 1 / 6" in page and "Undo" not in page  # who labelled how much, never what
+    saved = _save(client, a, "billing", headers=HTMX).content.decode()
+    assert "Saved for a: desk: billing — money. " in saved
+    assert "The model answered shipping (v1 recorded)." in saved  # after hers, it may show
+
+
+def test_a_set_that_shows_the_model_shows_it_before_the_label(client, blind):
+    services.labelling_configure(
+        question_set=blind["a"].question_set, user=factories.reviewer(), show_model=True
+    )
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert _shown(page) == ("a", "desk") and "Blind" not in page
+    assert "v1 recorded: <strong>shipping</strong>" in page and "confidence 0.40" in page
+    assert "2 labels a question</span>" in page
+
+
+def test_the_blind_queue_offers_only_what_is_open_to_this_labeller(client, blind):
+    a, b = blind["a"], blind["b"]
+    assert _save(_as(client, blind["ann"]), a, "billing").url.endswith(
+        f"state={a.pk}&question=urgency"
+    )
+    page = client.get(PAGE, {"state": a.pk, "question": "desk"}).content.decode()
+    assert _shown(page) == ("a", "urgency")  # her own label is given: not offered again
+    LabelReservation.objects.update(until=timezone.now())  # her hold on a runs out
+    page = _as(client, blind["bob"]).get(PAGE, {"state": a.pk, "question": "desk"})
+    assert _shown(page.content.decode()) == ("a", "desk")  # one of the two it needs
+    _save(client, a, "billing")
+    assert SampleState.objects.get(pk=a.pk).expected == {"desk": "billing"}  # two agree
+    LabelReservation.objects.update(until=timezone.now())
+    page = _as(client, blind["cat"]).get(PAGE, {"state": a.pk, "question": "desk"})
+    page = page.content.decode()
+    assert _shown(page) == ("a", "urgency")  # it has every label it needs
+    listed = page.split('id="next-heading"')[1]
+    row = r'>a</a>\s*<span class="muted">— <code>urgency</code>, <code>churn</code></span>'
+    assert re.search(row, listed)
+    assert f"state={b.pk}" in listed and "2 states for you" in listed
+
+
+def test_a_get_holds_nothing_a_post_holds_the_state_shown(client, blind):
+    a, b = blind["a"], blind["b"]
+    hold_url = reverse("label-hold", args=["tri", a.pk])
+    page = _as(client, blind["ann"]).get(PAGE).content.decode()
+    assert f'hx-post="{hold_url}" hx-trigger="load"' in page
+    assert not LabelReservation.objects.exists()  # a GET never writes
+    held = client.post(hold_url, headers={"HX-Request": "true"}).content.decode()
+    assert "Held for you until" in held
+    assert list(LabelReservation.objects.values_list("sample_state", "labeller__username")) == [
+        (a.pk, "ann")
+    ]
+    page = _as(client, blind["bob"]).get(PAGE).content.decode()
+    assert _shown(page)[0] == "b"  # a is held for ann for a few minutes
+    refused = client.post(hold_url, headers={"HX-Request": "true"}).content.decode()
+    assert "Another labeller holds this state" in refused
+    swapped = _save(client, b, "other", headers=HTMX).content.decode()
+    assert _shown(swapped) == ("b", "urgency") and "Held for you until" in swapped
+    assert set(LabelReservation.objects.values_list("sample_state", "labeller__username")) == {
+        (a.pk, "ann"),
+        (b.pk, "bob"),
+    }
+    page = client.get(PAGE).content.decode()
+    assert "Held for you until" in page and 'hx-trigger="load"' not in page
+    assert _as(client, factories.user("reader")).post(hold_url).status_code == 403
+
+
+def test_progress_per_labeller_is_done_over_wanted(client, blind):
+    a, version = blind["a"], blind["version"]
+    for who, qid, answer in (
+        ("ann", "desk", "billing"),
+        ("ann", "urgency", "1"),
+        ("bob", "desk", "billing"),
+    ):
+        services.state_label(sample=a, question_id=qid, answer=answer, labeller=blind[who])
+    progress = labels.labelling_progress(a.question_set, version, viewer=blind["cat"])
+    assert progress.as_json() == {
+        "version": 1,
+        "needed": 2,
+        "show_model": False,
+        "blind": True,
+        "states": 2,
+        "questions": ["desk", "urgency", "churn"],
+        "pairs": 6,
+        "settled": 1,
+        "settled_per_question": {"desk": 1, "urgency": 0, "churn": 0},
+        "labellers": [  # the one asking first, then by name
+            {"labeller": "cat", "done": 0, "wanted": 5},
+            {"labeller": "ann", "done": 2, "wanted": 6},
+            {"labeller": "bob", "done": 1, "wanted": 6},
+        ],
+    }
+    services.state_label(sample=a, question_id="urgency", answer=2, labeller=blind["cat"])
+    progress = labels.labelling_progress(a.question_set, version)  # urgency is disputed: full
+    assert [(p.labeller, p.done, p.wanted) for p in progress.labellers] == [
+        ("ann", 2, 6),
+        ("bob", 1, 5),
+        ("cat", 1, 5),
+    ]
+    page = _as(client, blind["bob"]).get(PAGE).content.decode()
+    assert '<span class="labeller you">you 1 / 5</span>' in page
+    assert "1 of 6 answers settled" in page and "2 labels a question, blind" in page
+
+
+# --- the command line: state-label and labelling -------------------------------------------------
+
+
+def _label_cli(state, question, answer, *more):
+    return run_cli(
+        "state-label", "--set", "tri", "--state", state, "--question", question, "--answer",
+        answer, *more,
+    )  # fmt: skip
+
+
+def test_state_label_gives_one_labellers_label_blind_as_the_page(blind):
+    code, out, err = _label_cli("a", "urgency", "2", "--user", "ann", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "state": "a",
+        "state_id": blind["a"].pk,
+        "question": "urgency",
+        "answer": 2,
+        "words": "urgency: 2 — now",
+        "labeller": "ann",
+        "labels": 1,
+        "needed": 2,
+        "status": None,  # blind: nothing of the others' labels
+        "expected": None,
+    }
+    code, out, err = _label_cli("a", "urgency", "2", "--user", "bob")
+    assert (code, out.strip()) == (
+        0,
+        "a: urgency: 2 — now (bob's label; 2 of 2 labels given, blind)",
+    )
+    assert SampleState.objects.get(name="a").expected == {"urgency": 2}
+    code, out, _ = _label_cli("a", "urgency", "1", "--user", "cat", "--json")
+    assert (code, json.loads(out)) == (
+        1,
+        {"status": 409, "detail": "a: `urgency` has the 2 labels it needs already."},
+    )
+    assert _label_cli("a", "urgency", "1", "--user", "ann")[0] == 0  # she changes her own
+    assert SampleState.objects.get(name="a").expected == {}  # 1 against 2: disputed
+    assert StateLabel.objects.filter(current=True).count() == 2
+
+
+def test_state_label_with_one_label_needed_settles_and_says_so(qs, owner):
+    factories.draft(qs)
+    services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    code, out, err = _label_cli("a", "churn", "true", "--user", "owner", "--json")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "settled" and json.loads(out)["expected"] is True
+    code, out, _ = _label_cli("a", "desk", "other", "--user", "owner")
+    assert (code, out.strip()) == (0, "a: desk: other — else (owner's label; settled)")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "words"),
+    [
+        (("a", "desk", "billing"), 422, "A label is a person's: name the labeller (--user)."),
+        (("a", "desk", "nonsense", "--user", "owner"), 422, "desk in v1 takes billing, shipping"),
+        (("a", "nope", "x", "--user", "owner"), 422, "v1 has no question 'nope'"),
+        (("ghost", "desk", "billing", "--user", "owner"), 404, "tri has no sample state ghost."),
+        (("a", "desk", "billing", "--user", "reader"), 403, "Only authors label sample states."),
+    ],
+)
+def test_state_label_refuses_in_words_with_the_status(qs, owner, args, status, words):
+    factories.draft(qs)
+    factories.user("reader")
+    services.sample_state_create(question_set=qs, name="a", state={"n": 1}, author=owner)
+    code, out, _ = _label_cli(*args, "--json")
+    assert code == 1 and json.loads(out)["status"] == status and words in json.loads(out)["detail"]
+    assert not StateLabel.objects.exists()
+
+
+def test_labelling_sets_how_many_labels_and_prints_progress_per_labeller(blind):
+    services.state_label(
+        sample=blind["a"], question_id="desk", answer="other", labeller=blind["ann"]
+    )
+    code, out, err = run_cli("labelling", "--set", "tri", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["set"] == "tri" and (shown["needed"], shown["blind"]) == (2, True)
+    assert shown["labellers"] == [{"labeller": "ann", "done": 1, "wanted": 6}]
+    code, out, err = run_cli(
+        "labelling", "--set", "tri", "--needed", "3", "--show-model", "on", "--user", "rev"
+    )
+    assert code == 0, err
+    assert out.splitlines() == [
+        "tri v1: 3 labels a question, the model's answer shown; 0 of 6 answers settled "
+        "(2 states × 3 questions)",
+        "ann\t1 / 6",
+    ]
+    qs = blind["a"].question_set
+    qs.refresh_from_db()
+    assert (qs.labels_needed, qs.labels_show_model) == (3, True)
+    code, out, _ = run_cli("labelling", "--set", "tri", "--needed", "9", "--json")
+    assert code == 1 and json.loads(out)["status"] == 422 and "1 to 5 labels" in out
+    code, out, _ = run_cli("labelling", "--set", "tri", "--needed", "1", "--user", "ann", "--json")
+    assert code == 1 and json.loads(out)["status"] == 403
+    assert run_cli("labelling", "--set", "nope")[0] == 1
+    qs.refresh_from_db()
+    assert qs.labels_needed == 3
 
 
 def test_the_options_offered_are_the_labelled_versions_not_an_invalid_drafts(client, qs, owner):

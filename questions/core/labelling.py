@@ -37,14 +37,54 @@ WEIGHTS = {DISAGREE: 4.0, UNSURE: 2.0, CONTROL: 1.0, UNLABELLED: 0.5}
 DEFAULT_LIMIT = 20
 
 
+#: the most keys a question's answers get: a score's levels 0–9, a choice's first nine options
+MAX_KEYS = 10
+#: a noul's other keys, beside the 1 and 2 shown with true and false
+NOUL_LETTERS = ("t", "f")
+
+
 @dataclass(frozen=True)
 class Question:
     """A question as labelling needs it: its id, type and the expected answers it takes, in
-    declared order, each (the value as the form sends it, what a person reads)."""
+    declared order, each (the value as the form sends it, what a person reads), and each
+    answer's full description ("" where the document gives none)."""
 
     id: str
     type: str
     choices: tuple[tuple[str, str], ...]
+    details: tuple[str, ...] = ()
+
+    def keys(self) -> list[tuple[str, ...]]:
+        """The keys that give each answer, in declared order; the first is the one shown beside
+        it: a score's level number (0–9, as the levels are numbered everywhere), a choice's
+        place from 1 (1–9), a noul's 1 for true and 2 for false (and t / f). An answer past the
+        keys has none (a choice's tenth option is clicked)."""
+        if self.type == "noul":
+            return [(str(place + 1), NOUL_LETTERS[place]) for place in range(len(self.choices))]
+        first = 0 if self.type == "score" else 1
+        return [
+            (str(place + first),) if place + first < MAX_KEYS else ()
+            for place in range(len(self.choices))
+        ]
+
+    def place_of(self, answer: Any) -> int | None:
+        """Where an expected answer of this question is among its choices, or None."""
+        if not metrics.expected_fits(self.type, answer):
+            return None
+        if self.type == "score":
+            return answer if 0 <= answer < len(self.choices) else None
+        raw = ("true" if answer else "false") if self.type == "noul" else str(answer)
+        return next((i for i, (value, _) in enumerate(self.choices) if value == raw), None)
+
+    def said(self, answer: Any) -> str:
+        """An expected answer in words, with the description it was judged against: "urgency:
+        5 — complaint threatens to leave", "desk: billing — money", "churn: true"."""
+        place = self.place_of(answer)
+        if place is None:
+            return f"{self.id}: {json.dumps(answer, ensure_ascii=False)}"
+        detail = self.details[place] if place < len(self.details) else ""
+        value = self.choices[place][0]
+        return f"{self.id}: {value} — {detail}" if detail else f"{self.id}: {value}"
 
     def value(self, raw: str) -> Any:
         """The expected answer a choice's form value stands for (a level's number, a noul's
@@ -91,13 +131,17 @@ def questions_of(document: Any) -> list[Question]:
         qtype, criteria = q.get("type"), q.get("criteria")
         if qtype == "choice" and isinstance(criteria, Mapping):
             choices = tuple((str(name), str(name)) for name in criteria)
+            details = tuple(spec.entry_text(e) for e in criteria.values())
         elif qtype == "score" and isinstance(criteria, list):
             choices = tuple((str(i), f"{i}: {_short(e)}") for i, e in enumerate(criteria))
+            details = tuple(spec.entry_text(e) for e in criteria)
         elif qtype == "noul":
             choices = (("true", "true"), ("false", "false"))
+            sides = criteria if isinstance(criteria, Mapping) else {}
+            details = tuple(spec.entry_text(sides.get(side)) for side in ("true", "false"))
         else:
             continue
-        out.append(Question(str(qid), qtype, choices))
+        out.append(Question(str(qid), qtype, choices, details))
     return out
 
 

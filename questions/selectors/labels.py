@@ -1,9 +1,16 @@
 """The labelling page's reads: the version a state is labelled for, the answers recorded about
-each state, and the states worth labelling next."""
+each state, the states worth labelling next (for everyone, and as one labeller is offered them:
+blind, what they labelled and what has every label it needs left out), their last label (what
+undo takes back), their hold on a state, and each labeller's progress (the page and `questions
+labelling`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count
@@ -14,7 +21,9 @@ from questions.models import (
     BatchItem,
     LabelQueue,
     LabelReservation,
+    LabelSettlement,
     QuestionSet,
+    SampleState,
     StateLabel,
     Version,
 )
@@ -157,16 +166,33 @@ def _fits(question: labelling.Question, expected) -> bool:
     return expected is not _MISSING and metrics.expected_fits(question.type, expected)
 
 
-def blind_unavailable(question_set: QuestionSet, labeller, pks: list[int]) -> set[tuple]:
-    """With two or more labels needed, what of these states `labeller` is not offered:
-    (state id, question) they hold a current label on or that has every label it needs from
-    others, and (state id, None) for a state held for another labeller. Empty with one label
-    needed (whoever labels last settles) or no labeller."""
-    needed = question_set.labels_needed
-    if needed <= 1 or not getattr(labeller, "pk", None) or not pks:
+def blind_unavailable(
+    question_set: QuestionSet, labeller, pks: list[int] | None = None
+) -> set[tuple]:
+    """What of these states (every state of the set when `pks` is None) `labeller` is not
+    offered: (state id, question) a reviewer settled or marked ambiguous (labels no longer
+    change it); and with two or more labels needed, (state id, question) they hold a current
+    label on or that has every label it needs from others, and (state id, None) for a state
+    held for another labeller. With one label needed only the reviewers' (whoever labels last
+    settles)."""
+    if pks is not None and not pks:
         return set()
-    labels = StateLabel.objects.filter(sample_state_id__in=pks, current=True)
-    out = set(labels.filter(labeller=labeller).values_list("sample_state_id", "question_id"))
+    settlements = LabelSettlement.objects.all()
+    labels = StateLabel.objects.filter(current=True)
+    held = LabelReservation.objects.filter(until__gt=timezone.now())
+    if pks is None:
+        settlements = settlements.filter(sample_state__question_set=question_set)
+        labels = labels.filter(sample_state__question_set=question_set)
+        held = held.filter(sample_state__question_set=question_set)
+    else:
+        settlements = settlements.filter(sample_state_id__in=pks)
+        labels = labels.filter(sample_state_id__in=pks)
+        held = held.filter(sample_state_id__in=pks)
+    out = set(settlements.values_list("sample_state_id", "question_id"))
+    needed = question_set.labels_needed
+    if needed <= 1 or not getattr(labeller, "pk", None):
+        return out
+    out |= set(labels.filter(labeller=labeller).values_list("sample_state_id", "question_id"))
     others = (
         labels.exclude(labeller=labeller)
         .values("sample_state_id", "question_id")
@@ -174,8 +200,184 @@ def blind_unavailable(question_set: QuestionSet, labeller, pks: list[int]) -> se
         .filter(n__gte=needed)
     )
     out |= {(row["sample_state_id"], row["question_id"]) for row in others}
-    held = LabelReservation.objects.filter(
-        sample_state_id__in=pks, until__gt=timezone.now()
-    ).exclude(labeller=labeller)
-    out |= {(pk, None) for pk in held.values_list("sample_state_id", flat=True)}
+    out |= {
+        (pk, None)
+        for pk in held.exclude(labeller=labeller).values_list("sample_state_id", flat=True)
+    }
     return out
+
+
+# --- the labelling page and `questions labelling` ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A state offered to one labeller: its id and the ranking's candidate, with only the
+    questions still open to them (strongest first, as ranked)."""
+
+    pk: int
+    candidate: labelling.Candidate
+
+    @property
+    def name(self) -> str:
+        return self.candidate.name
+
+
+def states_for(
+    question_set: QuestionSet, version: Version, labeller, *, skip: Iterable[int] = ()
+) -> list[Offered]:
+    """The states worth labelling next (`states_to_label`, its order) as `labeller` is offered
+    them: a state in `skip` left out, and each state's questions less those not offered to
+    them (`blind_unavailable`: blind, what they labelled, what has every label it needs,
+    another's hold; a reviewer's settlement); a state left with none is not offered."""
+    candidates = states_to_label(question_set, version, limit=None)
+    pks = dict(question_set.sample_states.values_list("name", "pk"))
+    unavailable = blind_unavailable(question_set, labeller) if candidates else set()
+    skip = set(skip)
+    out = []
+    for c in candidates:
+        pk = pks.get(c.name)
+        if pk is None or pk in skip or (pk, None) in unavailable:
+            continue
+        kept = [
+            (q, r)
+            for q, r in zip(c.questions, c.reasons, strict=False)
+            if (pk, q) not in unavailable
+        ]
+        if kept:
+            offered = labelling.Candidate(
+                c.name, c.score, [q for q, _ in kept], [r for _, r in kept]
+            )
+            out.append(Offered(pk, offered))
+    return out
+
+
+def last_label(question_set: QuestionSet, labeller) -> StateLabel | None:
+    """`labeller`'s newest current label on the set: the one an undo takes back
+    (`services.labels.state_label_undo`), whenever the page was opened."""
+    if not getattr(labeller, "pk", None):
+        return None
+    return (
+        StateLabel.objects.filter(
+            sample_state__question_set=question_set, labeller=labeller, current=True
+        )
+        .select_related("sample_state")
+        .only("question_id", "answer", "created_at", "sample_state__name")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class LabellerProgress:
+    """One labeller's part: the labels they gave on the version's questions (`done`), and
+    that plus what is still open to them (`wanted`: no settled answer, not theirs yet, fewer
+    labels than needed, no reviewer's word)."""
+
+    labeller: str
+    done: int
+    wanted: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"labeller": self.labeller, "done": self.done, "wanted": self.wanted}
+
+
+@dataclass(frozen=True)
+class LabellingProgress:
+    """How far a set's labelling is, for the version states are labelled for: its states and
+    questions, how many (state, question) pairs are settled, how many labels each needs, and
+    each labeller's part (those who gave a label, and the one asking)."""
+
+    version: int
+    needed: int
+    show_model: bool
+    states: int
+    questions: tuple[str, ...]
+    settled: int
+    labellers: tuple[LabellerProgress, ...]
+    #: per question, how many states have a settled answer (what the controls count)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> int:
+        return self.states * len(self.questions)
+
+    @property
+    def blind(self) -> bool:
+        """Labellers see neither the others' labels nor the model's answer before theirs."""
+        return self.needed > 1 and not self.show_model
+
+    def of(self, username: str) -> LabellerProgress | None:
+        return next((x for x in self.labellers if x.labeller == username), None)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "needed": self.needed,
+            "show_model": self.show_model,
+            "blind": self.blind,
+            "states": self.states,
+            "questions": list(self.questions),
+            "pairs": self.pairs,
+            "settled": self.settled,
+            "settled_per_question": dict(self.counts),
+            "labellers": [x.as_json() for x in self.labellers],
+        }
+
+
+def labelling_progress(
+    question_set: QuestionSet, version: Version, *, viewer=None
+) -> LabellingProgress:
+    """The set's labelling progress for `version`'s questions (`LabellingProgress`), each
+    labeller's done / wanted beside it; `viewer` is listed even before their first label. A
+    handful of queries whatever the number of states (the pairs are counted in memory)."""
+    questions = labelling.questions_of(version.document)
+    by_id = {q.id: q for q in questions}
+    rows = list(question_set.sample_states.values_list("pk", "expected"))
+    missing = {
+        (pk, q.id)
+        for pk, expected in rows
+        for q in questions
+        if not _fits(q, (expected or {}).get(q.id, _MISSING))
+    }
+    open_pairs = missing - set(
+        LabelSettlement.objects.filter(
+            sample_state__question_set=question_set, question_id__in=list(by_id)
+        ).values_list("sample_state_id", "question_id")
+    )
+    given = StateLabel.objects.filter(
+        sample_state__question_set=question_set, current=True, question_id__in=list(by_id)
+    ).values_list("sample_state_id", "question_id", "labeller__username")
+    mine: dict[str, set[tuple[int, str]]] = {}
+    count: dict[tuple[int, str], int] = {}
+    for pk, qid, who in given.iterator(chunk_size=2000):
+        mine.setdefault(who, set()).add((pk, qid))
+        count[(pk, qid)] = count.get((pk, qid), 0) + 1
+    lacking = Counter(qid for _, qid in missing)
+    needed = question_set.labels_needed
+    viewer_name = viewer.get_username() if getattr(viewer, "pk", None) else None
+    if viewer_name is not None:
+        mine.setdefault(viewer_name, set())
+    full = {p for p in open_pairs if count.get(p, 0) >= needed} if needed > 1 else set()
+    people = []
+    for who in sorted(mine, key=lambda name: (name != viewer_name, name)):
+        theirs = mine[who]
+        closed = len(open_pairs & theirs) + len(full - theirs) if needed > 1 else 0
+        people.append(LabellerProgress(who, len(theirs), len(theirs) + len(open_pairs) - closed))
+    return LabellingProgress(
+        version=version.number,
+        needed=needed,
+        show_model=question_set.labels_show_model,
+        states=len(rows),
+        questions=tuple(by_id),
+        settled=len(rows) * len(questions) - len(missing),
+        labellers=tuple(people),
+        counts={q: len(rows) - lacking[q] for q in by_id},
+    )
+
+
+def held_until(sample: SampleState, labeller) -> datetime | None:
+    """Until when `sample` is held for `labeller` (it may have run out), or None."""
+    if not getattr(labeller, "pk", None):
+        return None
+    return sample.reservations.filter(labeller=labeller).values_list("until", flat=True).first()

@@ -40,6 +40,7 @@ from questions.services.fetches import (
 from questions.services.labels import (
     dispute_settle,
     labelling_configure,
+    reserve,
     state_label,
     state_label_undo,
 )
@@ -59,8 +60,6 @@ from questions.services.states import (
     sample_state_create,
     sample_state_delete,
     sample_state_duplicate,
-    sample_state_label,
-    sample_state_label_undo,
     sample_state_update,
     sample_states_import,
 )
@@ -134,12 +133,11 @@ __all__ = [
     "pin_check",
     "question_set_create",
     "question_set_start",
+    "reserve",
     "run_summary_store",
     "sample_state_create",
     "sample_state_delete",
     "sample_state_duplicate",
-    "sample_state_label",
-    "sample_state_label_undo",
     "sample_state_update",
     "sample_states_import",
     "state_label",

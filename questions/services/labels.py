@@ -267,7 +267,9 @@ def dispute_settle(
 
 def reserve(*, sample: SampleState, labeller: Any) -> LabelReservation | None:
     """Hold `sample` for `labeller` for `RESERVATION_MINUTES` (their hold on another state of
-    the set ends). None when labels are not shared out (one label needed) or it is another's."""
+    the set ends). None when labels are not shared out (one label needed) or it is another's.
+    Only a labeller (an author) holds a state."""
+    require(labeller, roles.may_write, LABELLERS_ONLY)
     if sample.question_set.labels_needed <= 1 or not getattr(labeller, "pk", None):
         return None
     with transaction.atomic():

@@ -132,42 +132,6 @@ def sample_state_update(
     return locked
 
 
-def sample_state_label(
-    *, sample: SampleState, question_id: str, answer: Any, author: Any, base_revision: int
-) -> SampleState:
-    """Set one expected answer of `sample` (the labelling page): the state form's save
-    (`sample_state_update`) with the other fields as they are, so the history keeps it."""
-    return sample_state_update(
-        sample=sample,
-        name=sample.name,
-        state=sample.state,
-        author=author,
-        base_revision=base_revision,
-        expected={**sample.expected, question_id: answer},
-        tags=sample.tags,
-    )
-
-
-def sample_state_label_undo(*, sample: SampleState, author: Any, revision: int) -> SampleState:
-    """Undo the labelling save that made `revision`: the expected answers of the revision
-    before it come back, as a new revision (history kept). Refused (`StaleRevision`) when the
-    state changed since."""
-    previous = sample.revisions.filter(revision=revision - 1).first()
-    if previous is None:
-        raise Invalid(
-            f"Sample state {sample.name} has no revision before {revision} to go back to."
-        )
-    return sample_state_update(
-        sample=sample,
-        name=sample.name,
-        state=sample.state,
-        author=author,
-        base_revision=revision,
-        expected=previous.expected,
-        tags=sample.tags,
-    )
-
-
 def sample_state_duplicate(*, sample: SampleState, author: Any) -> SampleState:
     """A copy of `sample` under the first free name "NAME (copy)", "NAME (copy 2)", …"""
     existing = set(sample.question_set.sample_states.values_list("name", flat=True))
