@@ -128,6 +128,7 @@ MATRIX = [
     ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}, 302),
     ("schema", "get", "/schemas/question-set-1.json", EVERYONE, 200),
     ("api export", "get", "/api/sets/s/export.json?label=production", set(), 200),
+    ("api states", "post", "/api/sets/s/states", set(), 202),
 ]
 
 #: Routes outside the matrix, and why: the admin site's own permission checks (staff, the

@@ -96,7 +96,7 @@ def _token_page(
             "scopes": APIToken.Scope.choices,
             "scope": request.POST.get("scope", READ) if problem else READ,
             "sets": request.POST.get("sets", "") if problem else slug,
-            "ingest_example": _ingest_example(request, slug),
+            "ingest_example": _ingest_example(request, slug, created_token),
             "created": created,
             "created_token": created_token,
             "problem": problem,
@@ -112,9 +112,13 @@ def _token_page(
 TOKEN_FORM = "token_form"
 
 
-def _ingest_example(request: HttpRequest, slug: str) -> str:
-    """The production states' URL of the `?set=` given (else a placeholder slug)."""
-    return request.build_absolute_uri(reverse("api-states", args=[slug or "SLUG"]))
+def _ingest_example(request: HttpRequest, slug: str, token: APIToken | None) -> str:
+    """The production states' URL of a set the new token names, else of the `?set=` given,
+    else with a placeholder slug."""
+    named = token.question_sets.order_by("slug").first() if token is not None else None
+    return request.build_absolute_uri(
+        reverse("api-states", args=[named.slug if named else slug or "SLUG"])
+    )
 
 
 def _export_example(request: HttpRequest, slug: str) -> str | None:
