@@ -27,7 +27,7 @@ from questions.models import (
     SampleStateRevision,
 )
 from tests import factories
-from tests.helpers import body, make_world, token_form
+from tests.helpers import body, make_world, race, token_form
 from tests.providers import run_cli
 
 pytestmark = pytest.mark.django_db
@@ -690,3 +690,20 @@ def test_any_body_is_read_or_refused_with_a_status(body, ndjson):
         assert exc.status in (400, 413, 422)
     else:
         assert all(isinstance(r.state, dict) for r in read)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_of_one_set_at_once_store_each_state_once():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite serialises writers by locking the whole file")
+    factories.question_set("shop")
+    body = ("\n".join(json.dumps(r) for r in records(40)) + "\n").encode()
+    results = race(
+        4,
+        lambda i: services.states_ingest(
+            slug="shop", body=body, media_type=ingest.NDJSON, by=roles.OPERATOR
+        ),
+    )
+    assert sorted(r.kept for r in results) == [0, 0, 0, 40], results
+    assert stored() == 40
+    assert IngestDay.objects.get().received == 160

@@ -80,7 +80,7 @@ def add_parsers(sub: Any) -> None:
         "--scope",
         choices=token_services.SCOPES,
         default=token_services.READ,
-        help="read: fetch exports (default); ingest: post production states",
+        help="read fetches exports; ingest posts production states",
     )
     token.add_argument(
         "--set",
