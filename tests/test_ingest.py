@@ -707,3 +707,13 @@ def test_requests_of_one_set_at_once_store_each_state_once():
     assert sorted(r.kept for r in results) == [0, 0, 0, 40], results
     assert stored() == 40
     assert IngestDay.objects.get().received == 160
+
+
+def test_a_state_nested_too_deep_is_a_422(client, shop):
+    deep = {"a": json.loads("[" * 500 + "]" * 500)}
+    response = post(client, shop[1], [{"state": {"n": 1}}, {"state": deep}])
+    assert response.status_code == 422
+    said = response.json()["detail"]
+    assert "Line 2: the record nests objects and arrays more than 100 deep" in said
+    shallow = {"a": json.loads("[" * 90 + "]" * 90)}
+    assert post(client, shop[1], [{"state": shallow}]).status_code == 202

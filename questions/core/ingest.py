@@ -28,6 +28,8 @@ NDJSON: Final = "application/x-ndjson"
 JSON: Final = "application/json"
 MEDIA_TYPES: Final = (JSON, NDJSON)
 FIELDS: Final = ("state", "answers", "version", "label", "at")
+#: how deep a record (its state, its answers) may nest objects and arrays (redaction walks it)
+MAX_DEPTH: Final = 100
 #: the longest question id and label a record may name (the models' limits)
 ID_LIMIT: Final = 128
 LABEL_LIMIT: Final = 36
@@ -158,6 +160,12 @@ def _record(value: Any, line: int, where: str, max_state_bytes: int) -> Record:
         )
     if "state" not in value:
         raise _refuse(where, 'no state; a record is {"state": {…}} at least.')
+    if _depth(value) > MAX_DEPTH:
+        raise _refuse(
+            where,
+            f"the record nests objects and arrays more than {MAX_DEPTH} deep.",
+            code="too_deep",
+        )
     state = value["state"]
     if not isinstance(state, dict):
         raise _refuse(
@@ -181,6 +189,20 @@ def _record(value: Any, line: int, where: str, max_state_bytes: int) -> Record:
         label=_label(value.get("label"), where),
         at=_at(value.get("at"), where),
     )
+
+
+def _depth(value: Any) -> int:
+    """How deep `value` nests objects and arrays (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:  # past it, how much deeper is not asked
+                stack.extend(
+                    (v, depth + 1) for v in (node.values() if isinstance(node, dict) else node)
+                )
+    return deepest
 
 
 def _unit(value: Any) -> bool:
