@@ -653,8 +653,8 @@ def test_the_migration_fills_the_hash_of_every_existing_state():
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("questions")
     try:
-        executor.migrate([("questions", "0028_label_queue")])
-        MigrationExecutor(connection).migrate([("questions", "0029_ingest_tokens_states")])
+        executor.migrate([("questions", "0029_prove_holdout_share")])
+        MigrationExecutor(connection).migrate([("questions", "0030_ingest_tokens_states")])
     finally:
         MigrationExecutor(connection).migrate(latest)
     for state in SampleState.objects.all():

@@ -28,7 +28,7 @@ def fill_hashes(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0028_label_queue"),
+        ("questions", "0029_prove_holdout_share"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
