@@ -21,9 +21,16 @@ def too_large(request: HttpRequest, limit: int) -> HttpResponse:
     )
 
 
+#: the application's API: bearer tokens, no session, no form; each view bounds what it reads
+#: (the production states' endpoint reads at most DECISIONS__INGEST_MAX_BYTES, and answers a
+#: larger body with a JSON 413 of its own)
+API_PREFIX = "/api/"
+
+
 class UploadLimitMiddleware:
     """A request that is not signed in (the sign-in form) may send 64 KiB, not the size of the
-    largest document; a declared body above the limit gets the 413 page before it is read."""
+    largest document; a declared body above the limit gets the 413 page before it is read. The
+    API (`API_PREFIX`) bounds its own bodies."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
@@ -33,7 +40,9 @@ class UploadLimitMiddleware:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
-        if declared > settings.ANONYMOUS_UPLOAD_MAX_BYTES:  # only then ask who is sending it
+        if declared > settings.ANONYMOUS_UPLOAD_MAX_BYTES and not request.path_info.startswith(
+            API_PREFIX
+        ):  # only then ask who is sending it
             limit = (
                 settings.DATA_UPLOAD_MAX_MEMORY_SIZE
                 if request.user.is_authenticated

@@ -292,6 +292,12 @@ ANONYMOUS_UPLOAD_MAX_BYTES = 64 * 1024
 #: the most records one file of sample states may hold (the set page's upload, the CLI's
 #: states-import): a larger file is refused before anything is read past the limit
 DECISIONS_UPLOAD_MAX_ROWS = _count("DECISIONS__UPLOAD_MAX_ROWS", 20_000)
+#: production states (`POST /api/sets/<slug>/states`, `questions ingest`): one request holds at
+#: most this many lines and bytes; a set receives at most the daily quota of states a day (UTC)
+#: unless its own ingest settings name another
+DECISIONS_INGEST_MAX_LINES = _count("DECISIONS__INGEST_MAX_LINES", 1000)
+DECISIONS_INGEST_MAX_BYTES = _count("DECISIONS__INGEST_MAX_BYTES", 2**20)
+DECISIONS_INGEST_DAILY_QUOTA = _count("DECISIONS__INGEST_DAILY_QUOTA", 100_000)
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 #: the most bytes of a provider's answer read, decoded; a larger one is refused as it arrives
 DECISIONS_ANSWER_MAX_BYTES = _count("DECISIONS__ANSWER_MAX_BYTES", 4 * 1024 * 1024)

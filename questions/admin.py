@@ -177,7 +177,8 @@ class LintAcceptanceAdmin(ReadOnlyAdmin):
 
 @admin.register(SampleState)
 class SampleStateAdmin(ReadOnlyAdmin):
-    list_display = ("question_set", "name", "revision", "updated_at")
+    list_display = ("question_set", "name", "source", "revision", "updated_at")
+    list_filter = ("source",)
     search_fields = ("name", "question_set__slug")
 
 

@@ -68,6 +68,7 @@ urlpatterns = [
     path("tokens/", tokens.token_list, name="token-list"),
     path("schemas/question-set-1.json", api.export_schema, name="export-schema"),
     path("api/sets/<slug:slug>/export.json", api.api_export, name="api-export"),
+    path("api/sets/<slug:slug>/states", api.api_states, name="api-states"),
     path("sets/<slug:slug>/labels/", review.label_move, name="label-move"),
     path(
         "sets/<slug:slug>/labels/<str:label>/export/",

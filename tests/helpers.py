@@ -6,6 +6,7 @@ export's JSON Schema; hand-made answers and runs; and the task worker run until 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import defaultdict
 from html.parser import HTMLParser
@@ -130,6 +131,7 @@ MATRIX = [
     ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}, 302),
     ("schema", "get", "/schemas/question-set-1.json", EVERYONE, 200),
     ("api export", "get", "/api/sets/s/export.json?label=production", set(), 200),
+    ("api states", "post", "/api/sets/s/states", set(), 202),
 ]
 
 #: Routes outside the matrix, and why: the admin site's own permission checks (staff, the
@@ -729,6 +731,31 @@ def scorecard_world() -> dict:
         qs, v2, revisions, kind="orders", count=1, variants=2, answers_of=orders_answers
     )
     return {"set": qs, "v1": v1, "v2": v2, **{f"run_{k}": r for k, r in runs.items()}}
+
+
+def race(n: int, work) -> list:
+    """`work(i)` on `n` threads let go at once (a barrier), each on its own connection: what
+    each returned, or the exception it raised."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def run(i: int) -> None:
+        from django.db import connection as thread_connection
+
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            thread_connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
 
 
 def wait_for(condition, timeout: float, what: str):

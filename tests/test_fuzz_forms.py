@@ -12,7 +12,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from questions import services
+from questions import roles, services
 from tests import factories
 from tests.helpers import MATRIX, POST_DATA, ROLES, A, make_matrix_world, route_of, routes
 from tests.strategies import FIELD_NAMES, fields_for, form_fields, junk, urlencode
@@ -111,7 +111,10 @@ def fuzz_world(settings):
             client.force_login(users[role])
         clients[role] = client
     _, raw = services.api_token_create(name="fuzz", user=factories.reviewer("fuzz-tokens"))
-    return {**world, "clients": clients, "token": raw}
+    _, ingest = services.api_token_create(
+        name="fuzz ingest", user=roles.OPERATOR, scope="ingest", sets=["s"]
+    )
+    return {**world, "clients": clients, "token": raw, "ingest_token": ingest}
 
 
 def _body(name: str, path: str, extra: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -153,6 +156,8 @@ def test_no_form_post_gives_a_server_error(fuzz_world, name, path, role, htmx, d
     extra = data.draw(fields_for(READS.get(name, ())))
     url = path.format(**fuzz_world)
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    if name == "api states":  # with its token: a form is no body it takes (415), never a 500
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {fuzz_world['ingest_token']}"
     body = urlencode(_body(name, url, extra))
     response = _send(fuzz_world["clients"][role], "post", url, body, **headers)
     assert response.status_code < 500, (role, url, body[:300])

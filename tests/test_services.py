@@ -1,7 +1,5 @@
 """Services: numbering, the one open draft, the stale revision, immutability, import, states."""
 
-import threading
-
 import pytest
 from django.db import connection
 
@@ -9,6 +7,7 @@ from questions import services
 from questions.core import spec
 from questions.models import ReviewEvent, SampleState, Version
 from tests import factories
+from tests.helpers import race
 
 pytestmark = pytest.mark.django_db
 
@@ -235,36 +234,13 @@ def test_states_import_is_all_or_nothing():
 # --- concurrency (PostgreSQL) -------------------------------------------------------------------
 
 
-def _race(n: int, work) -> list:
-    barrier = threading.Barrier(n)
-    results: list = [None] * n
-
-    def run(i: int) -> None:
-        from django.db import connection as thread_connection
-
-        try:
-            barrier.wait()
-            results[i] = work(i)
-        except Exception as exc:
-            results[i] = exc
-        finally:
-            thread_connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    return results
-
-
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_writers_get_one_draft_and_distinct_numbers():
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: SQLite serialises writers by locking the whole file")
     qs = factories.question_set()
     services.version_submit(version=factories.draft(qs), author=qs.owner)
-    results = _race(
+    results = race(
         8,
         lambda i: services.version_create(
             question_set=qs, document=factories.document(i + 1), author=qs.owner
@@ -284,7 +260,7 @@ def test_concurrent_saves_of_one_revision_let_exactly_one_through():
         pytest.skip("needs PostgreSQL: SQLite serialises writers by locking the whole file")
     qs = factories.question_set()
     draft = factories.draft(qs)
-    results = _race(
+    results = race(
         6,
         lambda i: services.version_save(
             # every writer brings a change (the draft holds document(1); saving that is a no-op)

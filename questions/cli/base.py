@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
@@ -88,16 +87,21 @@ def acting_user(username: str | None):
     return user
 
 
-def _read_bytes(name: str) -> bytes:
+def read_bytes(name: str, *, most: int = -1) -> bytes:
+    """A file's bytes (`-` is standard input), at most `most` of them when given, or
+    `Unusable` saying why they cannot be read."""
     try:
-        return sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        if name == "-":
+            return sys.stdin.buffer.read(most)
+        with open(name, "rb") as fh:
+            return fh.read(most)
     except OSError as exc:
         raise Unusable(f"cannot read {name}: {exc.strerror or exc}") from exc
 
 
 def read_json_file(name: str) -> Any:
     """The JSON value in a file (`-` is standard input), or `Unusable` saying why not."""
-    raw = _read_bytes(name)
+    raw = read_bytes(name)
     try:
         return spec.loads(raw)
     except spec.JSONTextError as exc:
@@ -108,7 +112,7 @@ def read_json_lines(name: str, *, most: int | None = None) -> list[Any]:
     """A JSON array, or JSON Lines (one value per non-blank line). With `most`, JSON Lines are
     read no further than one value past it: the caller refuses so many without the rest of a
     file of a million lines being parsed into memory."""
-    raw = _read_bytes(name)
+    raw = read_bytes(name)
     try:
         value = spec.loads(raw)
     except spec.JSONTextError:

@@ -15,6 +15,7 @@ from questions.cli import (
     dev,
     disputes,
     fetches,
+    ingest,
     labels,
     proofs,
     records,
@@ -37,6 +38,7 @@ GROUPS = (
     disputes,
     agreement,
     proofs,
+    ingest,
     dev,
 )
 

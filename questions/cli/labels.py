@@ -23,7 +23,7 @@ from questions.cli.base import (
     add_version,
 )
 from questions.core import labelling, settling, state_files
-from questions.models import QuestionSet
+from questions.models import QuestionSet, SampleState
 from questions.selectors import labels, sets
 from questions.services.labels import current_labels, question_of
 
@@ -59,6 +59,12 @@ def add_parsers(sub: Any) -> None:
     )
     add_set(export)
     export.add_argument("--format", required=True, choices=state_files.FORMATS, dest="file_format")
+    export.add_argument(
+        "--source",
+        choices=[c for c, _ in SampleState.Source.choices],
+        help="only the states of this source: manual (typed or uploaded) or production (sent "
+        "by the application); default: every state",
+    )
     export.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
     add_json(export, "on failure, print JSON")
     export.set_defaults(handler=do_states_export)
@@ -137,7 +143,14 @@ def do_states_to_label(
 
 
 def do_states_export(
-    cli: Console, *, slug: str, file_format: str, output: str | None, json: bool, **_: Any
+    cli: Console,
+    *,
+    slug: str,
+    file_format: str,
+    output: str | None,
+    json: bool,
+    source: str | None = None,
+    **_: Any,
 ) -> int:
     question_set = QuestionSet.objects.filter(slug=slug).first()
     if question_set is None:
@@ -153,7 +166,7 @@ def do_states_export(
             )
         except OSError as exc:
             raise Unusable(f"cannot write {output}: {exc.strerror or exc}") from exc
-        for line in write(sets.state_records(question_set)):
+        for line in write(sets.state_records(question_set, source=source or "")):
             written += 1
             if fh is None:
                 cli.stdout.write(line, ending="")
@@ -161,7 +174,8 @@ def do_states_export(
                 fh.write(line)
     rows = written - (file_format == state_files.CSV)
     where = f" to {output}" if output else ""
-    cli.stderr.write(f"wrote {rows} sample states of {slug}{where}")
+    which = f" {source}" if source else ""
+    cli.stderr.write(f"wrote {rows}{which} sample states of {slug}{where}")
     return EXIT_OK
 
 

@@ -22,6 +22,7 @@ from questions.cli.base import (
 )
 from questions.core import diff
 from questions.models import APIToken, Label, QuestionSet, Version
+from questions.services import tokens as token_services
 
 
 def add_parsers(sub: Any) -> None:
@@ -61,8 +62,12 @@ def add_parsers(sub: Any) -> None:
 
     token = sub.add_parser(
         "token",
-        help="create an API token for the runtime (printed once, alone on stdout), or "
+        help="create an API token for the application (printed once, alone on stdout), or "
         "revoke the tokens of a name",
+        description="A read token (the default) fetches exports: of the sets named with "
+        "--set, or of every set when none is named. An ingest token posts production states "
+        "(POST /api/sets/SLUG/states), to the sets named with --set only (one at least), and "
+        "fetches nothing.",
         epilog="--revoke NAME revokes every active token of that name and prints their "
         "prefixes (exit 1 when there is none).",
     )
@@ -70,6 +75,20 @@ def add_parsers(sub: Any) -> None:
     token_action.add_argument("--name", help="a new token for NAME")
     token_action.add_argument(
         "--revoke", metavar="NAME", help="revoke every active token named NAME"
+    )
+    token.add_argument(
+        "--scope",
+        choices=token_services.SCOPES,
+        default=token_services.READ,
+        help="read fetches exports; ingest posts production states",
+    )
+    token.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="sets",
+        metavar="SLUG",
+        help="a set the token is for (again for more); an ingest token names one at least",
     )
     add_json(token, "with --revoke, print JSON")
     token.set_defaults(handler=do_token)
@@ -195,11 +214,22 @@ def do_export(
     return EXIT_OK
 
 
-def do_token(cli: Console, *, name: str | None, revoke: str | None, json: bool, **_: Any) -> int:
+def do_token(
+    cli: Console,
+    *,
+    name: str | None,
+    revoke: str | None,
+    json: bool,
+    scope: str = token_services.READ,
+    sets: list[str] | None = None,
+    **_: Any,
+) -> int:
     if revoke is not None:
         return _token_revoke(cli, revoke, json)
     try:
-        _, raw = services.api_token_create(name=name, user=roles.OPERATOR)
+        _, raw = services.api_token_create(
+            name=name, user=roles.OPERATOR, scope=scope, sets=sets or []
+        )
     except services.ServiceError as exc:
         raise Unusable(str(exc)) from exc
     cli.stdout.write(raw)

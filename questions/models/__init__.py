@@ -1,6 +1,6 @@
 """Persistence only, a module per domain (sets and versions, states, decisions, tokens and
-fetches, runs, webhooks); every model is imported here, so Django finds them all. Every write
-goes through `questions/services/`.
+fetches, production ingest, runs, webhooks); every model is imported here, so Django finds them
+all. Every write goes through `questions/services/`.
 
 Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
 options (declared order is what the author wrote and what the charts show), and a JSONField
@@ -8,6 +8,7 @@ stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 """
 
 from questions.models.decisions import Decision, DecisionAnswer
+from questions.models.ingest import IngestDay, IngestSettings
 from questions.models.labels import (
     LabelQueue,
     LabelQueueEntry,
@@ -43,6 +44,8 @@ __all__ = [
     "Decision",
     "DecisionAnswer",
     "ExportFetch",
+    "IngestDay",
+    "IngestSettings",
     "Label",
     "LabelMove",
     "LabelQueue",

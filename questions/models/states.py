@@ -14,15 +14,31 @@ from questions.models.sets import (
 
 
 class SampleState(models.Model):
-    """A named state of a set, with optional expected answers per question id and tags."""
+    """A named state of a set, with optional expected answers per question id and tags; typed
+    or uploaded by a person (`manual`), or sent by the application (`production`: redacted
+    before it was stored, with the version, label and answers production answered it with, and
+    when)."""
+
+    class Source(models.TextChoices):
+        MANUAL = "manual", "manual"
+        PRODUCTION = "production", "production"
 
     question_set = models.ForeignKey(
         QuestionSet, on_delete=models.CASCADE, related_name="sample_states"
     )
     name = models.CharField(max_length=128)
     state_text = models.TextField(help_text="any JSON value; `null` is a value")
+    #: the SHA-256 of the state's canonical JSON (`spec.state_sha256`): equal content, equal hash
+    state_sha256 = models.CharField(max_length=64, default="", editable=False)
     expected = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    #: what production answered, per question id, in the runtime's answer shape (never expected)
+    production_answers = models.JSONField(default=dict, blank=True)
+    production_version = models.PositiveIntegerField(null=True, blank=True)
+    production_label = models.CharField(max_length=36, blank=True)
+    #: when production saw the state (its `at`, else when it arrived)
+    observed_at = models.DateTimeField(null=True, blank=True)
     revision = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -31,6 +47,10 @@ class SampleState(models.Model):
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["question_set", "name"], name="state_name_unique")
+        ]
+        indexes = [
+            models.Index(fields=["question_set", "state_sha256"], name="state_content"),
+            models.Index(fields=["question_set", "source", "observed_at"], name="state_source"),
         ]
 
     def __str__(self) -> str:
@@ -74,7 +94,10 @@ class SampleStateRevision(models.Model):
     state_sha256 = models.CharField(max_length=64)
     expected = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    #: None: nobody typed it (a production state as it arrived)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -12,9 +12,17 @@ from questions.models.sets import (
 
 
 class APIToken(models.Model):
-    """A bearer token for the runtime's export fetch; only its SHA-256 is stored."""
+    """A bearer token of the application; only its SHA-256 is stored. Its scope says what it
+    does: `read` fetches exports (of the sets it names; none named: of every set), `ingest`
+    posts production states (to the sets it names, and only those)."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "read: fetch exports"
+        INGEST = "ingest", "ingest: post production states"
 
     name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.READ)
+    question_sets = models.ManyToManyField(QuestionSet, blank=True, related_name="api_tokens")
     prefix = models.CharField(max_length=12, help_text="the first characters, to tell tokens apart")
     token_sha256 = models.CharField(max_length=64, unique=True)
     created_by = models.ForeignKey(

@@ -29,6 +29,7 @@ from questions.models import (
     Label,
     LabelMove,
     QuestionSet,
+    SampleState,
     Version,
 )
 from questions.selectors.holdout import holdout_ids, holdout_mark
@@ -131,6 +132,14 @@ STATE_SHOWS = {
 }
 
 
+#: where the states a set page shows came from: anywhere, typed or uploaded, from production
+STATE_SOURCES = {
+    "": "any source",
+    SampleState.Source.MANUAL.value: "manual",
+    SampleState.Source.PRODUCTION.value: "production",
+}
+
+
 class OctetLength(Func):
     """A text's length in UTF-8 bytes, worked out by the database."""
 
@@ -157,17 +166,20 @@ def sample_states_page(
     name: str = "",
     tag: str = "",
     show: str = "all",
+    source: str = "",
     start: int = 0,
     failing_in: BatchRun | None = None,
 ) -> Window:
     """A page of a set's sample states, by name, without their contents (the size is worked
-    out by the database): those whose name holds `name`, tagged `tag`, and as `show` picks
-    (`STATE_SHOWS`; "failing": the states of run `failing_in` that missed an expected answer
-    or got none; "held_out" and "training": the sides of the held-out split). Each state
-    listed carries its `side`."""
+    out by the database): those whose name holds `name`, tagged `tag`, from `source` (when
+    given: `STATE_SOURCES`), and as `show` picks (`STATE_SHOWS`; "failing": the states of run
+    `failing_in` that missed an expected answer or got none; "held_out" and "training": the
+    sides of the held-out split). Each state listed carries its `side`."""
     states = question_set.sample_states.only(
-        "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id"
+        "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id", "source"
     ).annotate(text_bytes=OctetLength("state_text"))
+    if source:
+        states = states.filter(source=source)
     if "\x00" in name or "\x00" in tag:
         states = states.none()  # no name or tag holds a NUL character
     if name.strip():
@@ -188,7 +200,7 @@ def sample_states_page(
             if failing_in is not None
             else states.none()
         )
-        if failing_in is not None and not (name.strip() or tag.strip()):
+        if failing_in is not None and not (name.strip() or tag.strip() or source):
             # a run of the set asks each of its states once (`batch_create`: a state's current
             # revision), and a state a run asked is never deleted: one failing item is one
             # failing state, counted from the index of the items alone
@@ -356,10 +368,12 @@ def sample_state_paths(question_set: QuestionSet) -> lints.StatePaths:
     return lints.StatePaths(load)
 
 
-def state_records(question_set: QuestionSet):
-    """The set's sample states as import records, by name, read in chunks (for an export)."""
-    rows = question_set.sample_states.order_by("name").values_list(
-        "name", "state_text", "expected", "tags"
+def state_records(question_set: QuestionSet, *, source: str = ""):
+    """The set's sample states (from `source` only, when given) as import records, by name,
+    read in chunks (for an export)."""
+    states = (
+        question_set.sample_states.filter(source=source) if source else question_set.sample_states
     )
+    rows = states.order_by("name").values_list("name", "state_text", "expected", "tags")
     for name, text, expected, tags in rows.iterator(chunk_size=500):
         yield state_files.record(name, spec.loads(text), expected or {}, tags or [])

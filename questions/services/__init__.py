@@ -8,7 +8,8 @@ status and a code (`errors`).
     decisions  ask a backend; record every call that went out
     reviews    approve, request changes, comment; labels and their moves
     lints      lint findings accepted with a reason
-    tokens     the runtime's API tokens
+    tokens     the application's API tokens, their scopes and sets
+    ingest     production states: a set's ingest settings, and taking a request of states
     fetches    who fetched what: the export fetch log, counted per token, label and minute
     webhooks   change webhooks: endpoints per set, events, delivery by the task worker
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
@@ -37,6 +38,7 @@ from questions.services.fetches import (
     export_fetches_flush,
     export_fetches_forget,
 )
+from questions.services.ingest import ingest_configure, states_ingest
 from questions.services.labels import (
     dispute_settle,
     labelling_configure,
@@ -64,7 +66,12 @@ from questions.services.states import (
     sample_states_import,
 )
 from questions.services.summaries import store_summary as run_summary_store
-from questions.services.tokens import api_token_authenticate, api_token_create, api_token_revoke
+from questions.services.tokens import (
+    api_token_authenticate,
+    api_token_create,
+    api_token_permit,
+    api_token_revoke,
+)
 from questions.services.versions import (
     DraftExists,
     InvalidContent,
@@ -111,6 +118,7 @@ __all__ = [
     "WeakEvidence",
     "api_token_authenticate",
     "api_token_create",
+    "api_token_permit",
     "api_token_revoke",
     "batch_cancel",
     "batch_create",
@@ -126,6 +134,7 @@ __all__ = [
     "export_fetch_record",
     "export_fetches_flush",
     "export_fetches_forget",
+    "ingest_configure",
     "label_move",
     "labelling_configure",
     "lint_accept",
@@ -142,6 +151,7 @@ __all__ = [
     "sample_states_import",
     "state_label",
     "state_label_undo",
+    "states_ingest",
     "version_approve",
     "version_comment",
     "version_create",

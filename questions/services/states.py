@@ -86,7 +86,12 @@ def sample_state_create(
     if question_set.sample_states.filter(name=name).exists():
         raise Conflict(f"{question_set.slug} has a sample state called {name} already.")
     sample = SampleState.objects.create(
-        question_set=question_set, name=name, state_text=text, expected={}, tags=tags
+        question_set=question_set,
+        name=name,
+        state_text=text,
+        state_sha256=spec.state_sha256(state),
+        expected={},
+        tags=tags,
     )
     sample.expected = per_labeller.direct_labels(sample, {}, expected, author)
     if sample.expected:
@@ -126,8 +131,19 @@ def sample_state_update(
         return locked
     expected = per_labeller.direct_labels(locked, locked.expected, expected, author)
     locked.name, locked.state_text, locked.expected, locked.tags = name, text, expected, tags
+    locked.state_sha256 = spec.state_sha256(state)
     locked.revision += 1
-    locked.save(update_fields=["name", "state_text", "expected", "tags", "revision", "updated_at"])
+    locked.save(
+        update_fields=[
+            "name",
+            "state_text",
+            "state_sha256",
+            "expected",
+            "tags",
+            "revision",
+            "updated_at",
+        ]
+    )
     _record_state_revision(locked, author)
     return locked
 
@@ -334,6 +350,7 @@ def sample_states_import(
                 question_set=question_set,
                 name=name,
                 state_text=text,
+                state_sha256=content,
                 expected=expected,
                 tags=tags,
             )

@@ -1,8 +1,10 @@
 """The export over HTTP: the download of an approved version's document, the runtime's API
-with bearer tokens (ETag, 304, gzip, the fetch log) and the published JSON Schema."""
+with bearer tokens (ETag, 304, gzip, the fetch log), the published JSON Schema; and the
+application's production states coming in (`POST /api/sets/<slug>/states`)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import (
     FileResponse,
@@ -13,10 +15,14 @@ from django.http import (
     JsonResponse,
 )
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from questions import exports, services
+from questions.core import ingest
 from questions.core.numbers import whole_number
+from questions.services.ingest import OverQuota
+from questions.services.tokens import READ, Bearer
 
 
 def _export_response(
@@ -79,24 +85,40 @@ def _etag_matches(header: str, etag: str) -> bool:
     return False
 
 
+def _bearer(request: HttpRequest, slug: str) -> Bearer | None:
+    """The active token the request's `Authorization: Bearer …` names, or None."""
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return services.api_token_authenticate(raw.strip(), slug=slug)
+
+
+def _unauthorized() -> JsonResponse:
+    response = JsonResponse(
+        {
+            "status": 401,
+            "detail": "A valid API token is needed: Authorization: "
+            "Bearer <token> (create one with manage.py questions token).",
+        },
+        status=401,
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="decision-console"'
+    return response
+
+
 @login_not_required
 @require_http_methods(["GET", "HEAD"])
 def api_export(request: HttpRequest, slug: str) -> HttpResponse:
     """`GET /api/sets/<slug>/export.json?label=L` (or `?version=N`) for the runtime, with
     `Authorization: Bearer <token>`. 401 without a good token; 404 for an unknown label or
     version or one that is not approved — never a fallback; 304 when `If-None-Match` holds."""
-    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
-    token = services.api_token_authenticate(raw.strip()) if scheme.lower() == "bearer" else None
-    if token is None:
-        response = JsonResponse(
-            {
-                "detail": "A valid API token is needed: Authorization: "
-                "Bearer <token> (create one with manage.py questions token)."
-            },
-            status=401,
-        )
-        response["WWW-Authenticate"] = 'Bearer realm="decision-console"'
-        return response
+    bearer = _bearer(request, slug)
+    if bearer is None:
+        return _unauthorized()
+    try:
+        services.api_token_permit(bearer, scope=READ, slug=slug)
+    except services.NotAllowed as exc:
+        return JsonResponse(exc.to_json(), status=exc.status)
     label, number = request.GET.get("label"), request.GET.get("version")
     if (label is None) == (number is None):
         return JsonResponse(
@@ -118,7 +140,7 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         request, ref, download=False, if_none_match=request.headers.get("If-None-Match", "")
     )
     services.export_fetch_record(
-        token_id=token,
+        token_id=bearer.id,
         set_id=ref.set_id,
         label=label,
         version_id=ref.version_id,
@@ -126,3 +148,32 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         status=response.status_code,
     )
     return response
+
+
+@csrf_exempt  # a bearer token, never a session's cookie, is what this takes
+@login_not_required
+@require_POST
+def api_states(request: HttpRequest, slug: str) -> HttpResponse:
+    """`POST /api/sets/<slug>/states` with `Authorization: Bearer <ingest token>`: one record as
+    `application/json`, or NDJSON (`application/x-ndjson`), taken whole or refused whole by
+    `services.states_ingest`; 202 with the counts. 401 without a good token; every refusal is
+    JSON with its status (403, 400, 413, 415, 422, 429 with `Retry-After`), and names no
+    state."""
+    bearer = _bearer(request, slug)
+    if bearer is None:
+        return _unauthorized()
+    # one byte past the limit is enough to tell a body too large (the service says 413)
+    body = request.read(settings.DECISIONS_INGEST_MAX_BYTES + 1)
+    try:
+        counts = services.states_ingest(
+            slug=slug,
+            body=body,
+            media_type=ingest.media_type(request.headers.get("Content-Type", "")),
+            by=bearer,
+        )
+    except services.Refusal as exc:
+        response = JsonResponse(exc.to_json(), status=exc.status)
+        if isinstance(exc, OverQuota):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
+    return JsonResponse(counts.as_json(), status=202)

@@ -87,9 +87,12 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "name": request.GET.get("state_name", ""),
         "tag": request.GET.get("state_tag", ""),
         "show": request.GET.get("state_show", "all"),
+        "source": request.GET.get("state_source", ""),
     }
     if finding["show"] not in sets.STATE_SHOWS:
         finding["show"] = "all"
+    if finding["source"] not in sets.STATE_SOURCES:
+        finding["source"] = ""
     last_run = sets.last_finished_run(question_set) if finding["show"] == "failing" else None
     states = sets.sample_states_page(
         question_set, **finding, start=start_of(request, "states_from"), failing_in=last_run
@@ -99,8 +102,10 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "states": states.rows,
         "states_pager": pager(request, states, "states_from"),
         "finding": finding,
-        "finding_any": any(finding[k].strip() for k in ("name", "tag")) or finding["show"] != "all",
+        "finding_any": any(finding[k].strip() for k in ("name", "tag", "source"))
+        or finding["show"] != "all",
         "state_shows": sets.STATE_SHOWS,
+        "state_sources": sets.STATE_SOURCES,
         "failing_run": last_run,
         "can_author": roles.may_write(request.user),
     }

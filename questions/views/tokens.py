@@ -1,12 +1,14 @@
-"""The runtime's API tokens: reviewers and staff create, see and revoke them."""
+"""The application's API tokens: reviewers and staff create (of a scope, for the sets named),
+see and revoke them."""
 
 from __future__ import annotations
 
+import re
 import secrets
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.db.models import Case, When
+from django.db.models import Case, Prefetch, When
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,9 +17,9 @@ from django.views.decorators.http import require_http_methods
 
 from questions import roles, services
 from questions.core.numbers import whole_number
-from questions.models import APIToken, Label
+from questions.models import APIToken, Label, QuestionSet
 from questions.services.errors import require, storable
-from questions.services.tokens import TOKEN_MANAGERS_ONLY
+from questions.services.tokens import READ, TOKEN_MANAGERS_ONLY
 
 
 @never_cache  # a new token is on this page once: no cache, shared or private, may keep it
@@ -57,12 +59,20 @@ def _token_create(request: HttpRequest, slug: str) -> HttpResponse:
         )
         return _token_page(request, slug, problem=problem, status=409)
     try:
-        _token, created = services.api_token_create(
-            name=request.POST.get("name", ""), user=request.user
+        token, created = services.api_token_create(
+            name=request.POST.get("name", ""),
+            user=request.user,
+            scope=request.POST.get("scope", READ),
+            sets=_slugs(request.POST.get("sets", "")),
         )
     except services.ServiceError as exc:
         return _token_page(request, slug, problem=str(exc), status=exc.status)
-    return _token_page(request, slug, created=created)
+    return _token_page(request, slug, created=created, created_token=token)
+
+
+def _slugs(text: str) -> list[str]:
+    """The set slugs a form field lists, separated by commas or spaces."""
+    return [slug for slug in re.split(r"[\s,]+", text) if slug]
 
 
 def _token_page(
@@ -70,6 +80,7 @@ def _token_page(
     slug: str,
     *,
     created: str | None = None,
+    created_token: APIToken | None = None,
     problem: str | None = None,
     status: int = 200,
 ) -> HttpResponse:
@@ -79,8 +90,15 @@ def _token_page(
         request,
         "questions/token_list.html",
         {
-            "tokens": APIToken.objects.select_related("created_by"),
+            "tokens": APIToken.objects.select_related("created_by").prefetch_related(
+                Prefetch("question_sets", QuestionSet.objects.only("slug").order_by("slug"))
+            ),
+            "scopes": APIToken.Scope.choices,
+            "scope": request.POST.get("scope", READ) if problem else READ,
+            "sets": request.POST.get("sets", "") if problem else slug,
+            "ingest_example": _ingest_example(request, slug, created_token),
             "created": created,
+            "created_token": created_token,
             "problem": problem,
             "example": _export_example(request, slug),
             "once": once,
@@ -92,6 +110,16 @@ def _token_page(
 
 #: the session key of the create-token form's one-time value
 TOKEN_FORM = "token_form"
+
+
+def _ingest_example(request: HttpRequest, slug: str, token: APIToken | None) -> str:
+    """The production states' URL of a set the new token names, else of the `?set=` given
+    (when it is a set's), else with a placeholder slug."""
+    named = token.question_sets.order_by("slug").first() if token is not None else None
+    given = QuestionSet.objects.filter(slug=slug).values_list("slug", flat=True).first()
+    return request.build_absolute_uri(
+        reverse("api-states", args=[named.slug if named else given or "SLUG"])
+    )
 
 
 def _export_example(request: HttpRequest, slug: str) -> str | None:
