@@ -66,6 +66,7 @@ TARGETS = {
     "set list": (100, 300_000),
     "set list, searched": (100, 300_000),
     "labelling page": (150, 300_000),
+    "labelling, key press": (50, 300_000),
 }
 
 
@@ -406,6 +407,13 @@ def measure(rounds: int, only: str) -> list[dict]:
     from questions.models import BatchRun, QuestionSet, SampleState
 
     setup_test_environment()
+    from questions.models import LabelQueue
+    from questions.services.labels import label_queue_task
+
+    for ranked in QuestionSet.objects.filter(slug=STATES).exclude(
+        pk__in=LabelQueue.objects.values("question_set")
+    ):
+        label_queue_task.call(ranked.pk)  # what the task worker does after the last run
     client = Client()
     client.force_login(QuestionSet.objects.get(slug=STATES).owner)
     big = QuestionSet.objects.get(slug=BIG)
@@ -485,7 +493,54 @@ def measure(rounds: int, only: str) -> list[dict]:
             }
         )
         print(json.dumps(results[-1]), flush=True)
+    if not only or only in "labelling, key press":
+        results.append(key_presses(client, small, rounds))
+        print(json.dumps(results[-1]), flush=True)
     return results
+
+
+def key_presses(client, question_set, rounds: int) -> dict:
+    """A key press on the labelling page: the htmx POST of one answer to a state's first
+    question (another state each time, an answer it does not expect yet), and the next
+    state's fragment it answers with."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from questions.core import labelling
+    from questions.selectors.labels import labelling_version
+
+    version = labelling_version(question_set)
+    question = labelling.questions_of(version.document)[0]
+    rows = question_set.sample_states.order_by("-name").values_list("pk", "expected")[:50]
+    values = [value for value, _ in question.choices]
+    presses = [  # each an answer the state does not expect yet: the label changes it
+        (pk, next(v for v in values if v != str((expected or {}).get(question.id)).lower()))
+        for pk, expected in rows
+    ]
+    samples, cpu, size, queries = [], [], 0, 0
+    for i in range(rounds + 1):
+        pk, answer = presses[i]
+        url = reverse("label-save", args=[question_set.slug, pk])
+        data = {"version": version.number, "question": question.id, "answer": answer}
+        with CaptureQueriesContext(connection) as captured:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            response = client.post(url, data, HTTP_HX_REQUEST="true")
+            elapsed = (time.perf_counter() - start) * 1000
+            used = (time.process_time() - start_cpu) * 1000
+        assert response.status_code == 200, ("key press", response.status_code)
+        size, queries = len(response.content), len(captured)
+        if i:
+            samples.append(elapsed)
+            cpu.append(used)
+    return {
+        "page": "labelling, key press",
+        "p50_ms": statistics.median(samples),
+        "cpu_ms": statistics.median(cpu),
+        "queries": queries,
+        "bytes": size,
+        "growth_mb": 0.0,
+    }
 
 
 def main() -> None:

@@ -134,3 +134,48 @@ def test_a_finished_run_queues_the_ranking_for_a_worker(django_capture_on_commit
     assert not LabelQueue.objects.filter(question_set=qs).exists()  # not at the run's end
     labels.label_queue_task.call(qs.pk)
     assert LabelQueue.objects.get(question_set=qs).version_number == version.number
+
+
+def test_with_one_label_needed_the_database_counts_the_progress_reading_them_would():
+    from questions.models import LabelSettlement
+
+    qs, version, writer = _world(24, "counted")
+    bob = factories.author("counted-bob")
+    samples = list(qs.sample_states.order_by("name"))
+    labels.state_label(sample=samples[1], question_id="urgent", answer=True, labeller=bob)
+    labels.state_label(sample=samples[2], question_id="level", answer=2, labeller=writer)
+    LabelSettlement.objects.create(
+        sample_state=samples[4], question_id="desk", outcome="ambiguous", reviewer=bob
+    )
+    counted = selectors.labelling_progress(qs, version, viewer=factories.author("counted-cy"))
+    assert counted == selectors.read_progress(qs, version, viewer=counted_viewer(counted))
+    assert counted.settled == 8 + 2 and counted.counts["desk"] == 8
+    assert [p.labeller for p in counted.labellers] == [
+        "counted-cy",
+        "counted-bob",
+        "counted-writer",
+    ]
+
+
+def counted_viewer(progress):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(username=progress.labellers[0].labeller)
+
+
+def test_the_labelling_page_serves_the_stored_queue_and_keeps_the_state_it_names():
+    from django.test import Client
+    from django.urls import reverse
+
+    qs, version, writer = _world(80, "served")
+    client = Client()
+    client.force_login(writer)
+    ranked = selectors.states_to_label(qs, version, limit=None)
+    page = client.get(reverse("label-states", args=[qs.slug])).content.decode()
+    assert f">{ranked[0].name}<" in page and "the first 50 states" in page
+    last = qs.sample_states.get(name=ranked[-1].name)  # past the list the page reads
+    named = client.get(reverse("label-states", args=[qs.slug]), {"state": last.pk})
+    listed = f'state={last.pk}">{last.name}</a>'
+    assert listed not in page and last.name in named.content.decode()  # shown, not listed
+    offered = selectors.states_for(qs, version, writer, wanted=last.pk, limit=51)
+    assert offered[0].pk == last.pk and len(offered) == 52

@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from questions.core import check, labelling, metrics
 from questions.models import (
     BatchItem,
     LabelQueue,
+    LabelQueueEntry,
     LabelReservation,
     LabelSettlement,
     QuestionSet,
@@ -224,12 +225,33 @@ class Offered:
 
 
 def states_for(
-    question_set: QuestionSet, version: Version, labeller, *, skip: Iterable[int] = ()
+    question_set: QuestionSet,
+    version: Version,
+    labeller,
+    *,
+    skip: Iterable[int] = (),
+    wanted: int | None = None,
+    limit: int | None = None,
 ) -> list[Offered]:
-    """The states worth labelling next (`states_to_label`, its order) as `labeller` is offered
-    them: a state in `skip` left out, and each state's questions less those not offered to
-    them (`blind_unavailable`: blind, what they labelled, what has every label it needs,
-    another's hold; a reviewer's settlement); a state left with none is not offered."""
+    """The states worth labelling next as `labeller` is offered them: a state in `skip` left
+    out, and each state's questions less those not offered to them (`blind_unavailable`:
+    blind, what they labelled, what has every label it needs, another's hold; a reviewer's
+    settlement); a state left with none is not offered. With `limit`, the first `limit`, read
+    from the ranking stored after the last run (`label_queue`: as many reads at any size)
+    when there is one, with state `wanted` first when it is still open to them and not among
+    them; else every state ranked (`states_to_label`)."""
+    if limit is not None:
+        queued = label_queue(question_set, version, labeller=labeller, skip=skip, limit=limit)
+        if queued is not None:
+            pks = dict(
+                question_set.sample_states.filter(name__in=[c.name for c in queued]).values_list(
+                    "name", "pk"
+                )
+            )
+            out = [Offered(pks[c.name], c) for c in queued if c.name in pks]
+            if wanted is not None and wanted not in pks.values():
+                out = _one_state(question_set, version, labeller, wanted) + out
+            return out
     candidates = states_to_label(question_set, version, limit=None)
     pks = dict(question_set.sample_states.values_list("name", "pk"))
     unavailable = blind_unavailable(question_set, labeller) if candidates else set()
@@ -250,6 +272,25 @@ def states_for(
             )
             out.append(Offered(pk, offered))
     return out
+
+
+def _one_state(question_set: QuestionSet, version: Version, labeller, pk: int) -> list[Offered]:
+    """State `pk` as `labeller` is offered it (its queue entry's reasons, or ranked alone), or
+    nothing when it has no question open to them."""
+    row = question_set.sample_states.filter(pk=pk).values_list("pk", "name", "expected").first()
+    if row is None:
+        return []
+    entry = (
+        LabelQueueEntry.objects.filter(sample_state_id=pk, queue__question_set=question_set)
+        .values_list("questions", "reasons")
+        .first()
+    )
+    if entry is None:
+        ranked = labelling.rank(labelling.questions_of(version.document), [row[1:]], {}, limit=1)
+        entry = (ranked[0].questions, ranked[0].reasons) if ranked else ([], [])
+    by_id = {q.id: q for q in labelling.questions_of(version.document)}
+    found = _still_open(question_set, labeller, by_id, [(*row, *entry)])
+    return [Offered(pk, c) for c in found]
 
 
 def last_label(question_set: QuestionSet, labeller) -> StateLabel | None:
@@ -329,8 +370,19 @@ def labelling_progress(
     question_set: QuestionSet, version: Version, *, viewer=None
 ) -> LabellingProgress:
     """The set's labelling progress for `version`'s questions (`LabellingProgress`), each
-    labeller's done / wanted beside it; `viewer` is listed even before their first label. A
-    handful of queries whatever the number of states (the pairs are counted in memory)."""
+    labeller's done / wanted beside it; `viewer` is listed even before their first label.
+    With one label needed the database counts it (`_counted_progress`, no row read); with two
+    or more the pairs are counted in memory (`read_progress`: every state's expected answers
+    and every current label, a handful of queries)."""
+    questions = labelling.questions_of(version.document)
+    if question_set.labels_needed <= 1:
+        return _counted_progress(question_set, version, questions, viewer)
+    return read_progress(question_set, version, viewer=viewer)
+
+
+def read_progress(question_set: QuestionSet, version: Version, *, viewer=None) -> LabellingProgress:
+    """`labelling_progress` counted in memory from every state's expected answers and every
+    current label: what two or more labels needed takes."""
     questions = labelling.questions_of(version.document)
     by_id = {q.id: q for q in questions}
     rows = list(question_set.sample_states.values_list("pk", "expected"))
@@ -373,6 +425,55 @@ def labelling_progress(
         settled=len(rows) * len(questions) - len(missing),
         labellers=tuple(people),
         counts={q: len(rows) - lacking[q] for q in by_id},
+    )
+
+
+def _counted_progress(
+    question_set: QuestionSet, version: Version, questions: list, viewer
+) -> LabellingProgress:
+    """`labelling_progress` with one label needed, counted by the database (a few aggregate
+    queries, no row read, whatever the number of states): a question of a state is settled
+    when the state holds an expected answer for it; open when it holds none and no reviewer
+    marked it ambiguous; each labeller's wanted is their labels and every open question
+    (whoever labels next settles it)."""
+    qids = [q.id for q in questions]
+    counted = question_set.sample_states.aggregate(
+        states=Count("pk"),
+        **{f"q{i}": Count("pk", filter=Q(expected__has_key=q)) for i, q in enumerate(qids)},
+    )
+    counts = {q: counted[f"q{i}"] for i, q in enumerate(qids)}
+    states = counted["states"]
+    settled = sum(counts.values())
+    ambiguous = LabelSettlement.objects.filter(
+        sample_state__question_set=question_set,
+        question_id__in=qids,
+        outcome=LabelSettlement.Outcome.AMBIGUOUS,
+    ).count()
+    open_pairs = max(0, states * len(qids) - settled - ambiguous)
+    done = dict(
+        StateLabel.objects.filter(
+            sample_state__question_set=question_set, current=True, question_id__in=qids
+        )
+        .values_list("labeller__username")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    viewer_name = viewer.get_username() if getattr(viewer, "pk", None) else None
+    if viewer_name is not None:
+        done.setdefault(viewer_name, 0)
+    people = tuple(
+        LabellerProgress(who, done[who], done[who] + open_pairs)
+        for who in sorted(done, key=lambda name: (name != viewer_name, name))
+    )
+    return LabellingProgress(
+        version=version.number,
+        needed=question_set.labels_needed,
+        show_model=question_set.labels_show_model,
+        states=states,
+        questions=tuple(qids),
+        settled=settled,
+        labellers=people,
+        counts=counts,
     )
 
 

@@ -193,7 +193,9 @@ def _page(
     """Everything the page shows at `place`; with `hold` (a POST), the state shown is held for
     this labeller (two or more labels needed)."""
     user, version, slug = request.user, place.version, question_set.slug
-    offered = labels.states_for(question_set, version, user, skip=place.skipped)
+    offered = labels.states_for(
+        question_set, version, user, skip=place.skipped, wanted=place.state, limit=LISTED + 1
+    )
     current = next((o for o in offered if o.pk == place.state), offered[0] if offered else None)
     progress = labels.labelling_progress(question_set, version, viewer=user)
     editable = roles.may_write(user)
@@ -208,8 +210,9 @@ def _page(
         "you": progress.of(user.get_username()) if user.is_authenticated else None,
         "show_model": not progress.blind,
         "listed": offered[:LISTED],
-        "more": max(0, len(offered) - LISTED),
-        "total": len(offered),
+        # the page reads one state past the list: whether more are worth labelling, not how many
+        "more": len(offered) > LISTED,
+        "total": len(offered) if len(offered) <= LISTED else None,
         "unlocks": labelling.unlocks(questions, progress.counts),
         "editable": editable,
         "skipped": ",".join(map(str, place.skipped)),
