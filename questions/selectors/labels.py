@@ -46,16 +46,16 @@ def labelling_version(question_set: QuestionSet, number: int | None = None) -> V
 
 
 def label_readings(
-    question_set: QuestionSet, names: list[str] | None = None
+    question_set: QuestionSet, state: SampleState | None = None
 ) -> dict[str, list[labelling.Reading]]:
-    """The answers recorded about each sample state of the set (by name; only `names` when
-    given), newest first: per version and backend the latest run's real call (a control's
-    variant 0), never a new one."""
+    """The answers recorded about each sample state of the set (by name; only `state`'s when
+    given, read through the items' index by state), newest first: per version and backend the
+    latest run's real call (a control's variant 0), never a new one."""
     rows = BatchItem.objects.filter(
         run__question_set=question_set, status=BatchItem.Status.ANSWERED, variant=0
     )
-    if names is not None:
-        rows = rows.filter(sample_state__sample_state__name__in=names)
+    if state is not None:
+        rows = rows.filter(state_id=state.pk)
     rows = rows.order_by("-run_id").values_list(
         "sample_state__sample_state__name", "run__version__number", "run__backend", "answers"
     )

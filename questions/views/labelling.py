@@ -124,7 +124,7 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     if said:
         echo += f" {said[:1].upper()}{said[1:]}."
     if context["progress"].blind:  # given blind: the model's answer may show now
-        model = _suggestions(question_set, sample.name, question)
+        model = _suggestions(question_set, sample, question)
         if model:
             echo += f" The model answered {model[0]['value']} ({model[0]['source']})."
     return _answer(request, question_set, context, echo=echo)
@@ -253,7 +253,7 @@ def _state(
     question = next(
         q for q in labelling.questions_of(place.version.document) if q.id == question_id
     )
-    suggestions = _suggestions(question_set, sample.name, question) if shown else []
+    suggestions = _suggestions(question_set, sample, question) if shown else []
     suggested = suggestions[0]["value"] if suggestions else None
     document = place.version.document
     asked = document.get(question.id) if isinstance(document, dict) else None
@@ -305,12 +305,12 @@ def _held(question_set: QuestionSet, user: Any, sample: SampleState, hold: bool)
 
 
 def _suggestions(
-    question_set: QuestionSet, name: str, question: labelling.Question
+    question_set: QuestionSet, sample: SampleState, question: labelling.Question
 ) -> list[dict[str, Any]]:
-    """The latest recorded answers to `question` about state `name`, newest first: who gave
+    """The latest recorded answers to `question` about state `sample`, newest first: who gave
     them, what they read as (one of the question's choices) and how sure they were."""
     out = []
-    for r in labels.label_readings(question_set, names=[name]).get(name, []):
+    for r in labels.label_readings(question_set, sample).get(sample.name, []):
         if r.question != question.id:
             continue
         try:
