@@ -170,6 +170,8 @@ def state_label(
     label = StateLabel.objects.create(
         sample_state=sample, question_id=question.id, answer=value, labeller=labeller
     )
+    # their hold was for this label: the page holds the state again if it shows it next
+    LabelReservation.objects.filter(sample_state=sample, labeller=labeller).delete()
     outcome = _apply(sample, question.id, labeller)
     sample.refresh_from_db()
     return LabelSaved(label, sample, outcome)
