@@ -179,3 +179,60 @@ def test_the_labelling_page_serves_the_stored_queue_and_keeps_the_state_it_names
     assert listed not in page and last.name in named.content.decode()  # shown, not listed
     offered = selectors.states_for(qs, version, writer, wanted=last.pk, limit=51)
     assert offered[0].pk == last.pk and len(offered) == 52
+
+
+def _every_state_progress(question_set, version, viewer=None):
+    """The progress as it was counted before: from every state's expected answers and every
+    current label, in memory (the oracle of `read_progress`)."""
+    from questions.core import labelling
+    from questions.models import LabelSettlement, StateLabel
+
+    qids = [q.id for q in labelling.questions_of(version.document)]
+    rows = list(question_set.sample_states.values_list("pk", "expected"))
+    missing = {(pk, q) for pk, e in rows for q in qids if q not in (e or {})}
+    open_pairs = missing - set(
+        LabelSettlement.objects.filter(sample_state__question_set=question_set).values_list(
+            "sample_state_id", "question_id"
+        )
+    )
+    mine, count = {}, {}
+    for pk, qid, who in StateLabel.objects.filter(
+        sample_state__question_set=question_set, current=True, question_id__in=qids
+    ).values_list("sample_state_id", "question_id", "labeller__username"):
+        mine.setdefault(who, set()).add((pk, qid))
+        count[(pk, qid)] = count.get((pk, qid), 0) + 1
+    if viewer is not None:
+        mine.setdefault(viewer.get_username(), set())
+    needed = question_set.labels_needed
+    full = {p for p in open_pairs if count.get(p, 0) >= needed}
+    return {
+        who: (len(t), len(t) + len(open_pairs) - len(open_pairs & t) - len(full - t))
+        for who, t in mine.items()
+    }, len(rows) * len(qids) - len(missing)
+
+
+def test_blind_progress_reads_the_labelled_states_and_counts_what_every_state_would():
+    from questions.selectors.labels import labelling_version
+    from tests.helpers import agreement_world
+
+    world = agreement_world(states=12)
+    qs = world["set"]
+    for i in range(12, 30):  # states no one labelled yet
+        services.sample_state_create(
+            question_set=qs, name=f"s{i:02d}", state={"n": i}, author=world["ann"]
+        )
+    version = labelling_version(qs)
+    cy = factories.author("cy")
+    progress = selectors.labelling_progress(qs, version, viewer=cy)
+    people, settled = _every_state_progress(qs, version, viewer=cy)
+    assert {p.labeller: (p.done, p.wanted) for p in progress.labellers} == people
+    assert progress.settled == settled and progress.states == 30
+    assert people["cy"][0] == 0 and people["cy"][1] > 0
+    with CaptureQueriesContext(connection) as seen:
+        selectors.labelling_progress(qs, version, viewer=cy)
+    every_state = [  # a read of every state's expected answers, row by row
+        q["sql"]
+        for q in seen.captured_queries
+        if '"expected"' in q["sql"] and "DISTINCT" not in q["sql"] and "COUNT(" not in q["sql"]
+    ]
+    assert every_state == []

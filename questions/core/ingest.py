@@ -2,7 +2,7 @@
 request read into records, and the sampling rule.
 
 A request is one JSON object, or NDJSON (one object a line), each object a record:
-`{"state": {...}, "answers": {...}, "version": N, "label": "production", "at": "<ISO time>"}`,
+`{"state": {...}, "answers": {...}, "version": N, "label": L, "at": "<ISO time>"}`,
 only `state` required. `read` refuses the first thing wrong — naming the line, never quoting a
 state — with the status a request answers: 413 over the limits, 400 what is not JSON (or not
 UTF-8, or holds nothing), 422 a record or state that is not a JSON object, or a field of the

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from questions.core.numbers import whole_number
+
 EMAIL, PHONE, CARD, IBAN = "email", "phone", "card", "iban"
 #: the built-ins, in the order they apply (a card's digits would read as a phone number's)
 BUILTINS: Final = (IBAN, CARD, EMAIL, PHONE)
@@ -209,7 +211,7 @@ def _within(paths: list[Path], key: str, *, array: bool) -> list[Path]:
         head = path[0]
         if head == "*" or head == key:
             left.append(path[1:])
-        elif array and not head.isdigit():
+        elif array and whole_number(head) is None:
             left.append(path)
     return left
 

@@ -6,7 +6,6 @@ labelling`)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -381,31 +380,32 @@ def labelling_progress(
 
 
 def read_progress(question_set: QuestionSet, version: Version, *, viewer=None) -> LabellingProgress:
-    """`labelling_progress` counted in memory from every state's expected answers and every
-    current label: what two or more labels needed takes."""
-    questions = labelling.questions_of(version.document)
-    by_id = {q.id: q for q in questions}
-    rows = list(question_set.sample_states.values_list("pk", "expected"))
-    missing = {
-        (pk, q.id)
-        for pk, expected in rows
-        for q in questions
-        if not _fits(q, (expected or {}).get(q.id, _MISSING))
-    }
-    open_pairs = missing - set(
+    """`labelling_progress` with two or more labels needed: the settled answers counted by the
+    database (`_settled_counts`), and in memory only the states someone labelled or a reviewer
+    settled, with every current label (what the labellers did, not every state)."""
+    qids = [q.id for q in labelling.questions_of(version.document)]
+    states, counts = _settled_counts(question_set, qids)
+    touched = (
+        question_set.sample_states.filter(Q(labels__current=True) | Q(settlements__isnull=False))
+        .distinct()
+        .values_list("pk", "expected")
+    )
+    missing = {(pk, q) for pk, expected in touched for q in qids if q not in (expected or {})}
+    settlements = set(
         LabelSettlement.objects.filter(
-            sample_state__question_set=question_set, question_id__in=list(by_id)
+            sample_state__question_set=question_set, question_id__in=qids
         ).values_list("sample_state_id", "question_id")
     )
+    open_pairs = missing - settlements  # of the touched states
+    open_count = states * len(qids) - sum(counts.values()) - len(missing & settlements)
     given = StateLabel.objects.filter(
-        sample_state__question_set=question_set, current=True, question_id__in=list(by_id)
+        sample_state__question_set=question_set, current=True, question_id__in=qids
     ).values_list("sample_state_id", "question_id", "labeller__username")
     mine: dict[str, set[tuple[int, str]]] = {}
     count: dict[tuple[int, str], int] = {}
     for pk, qid, who in given.iterator(chunk_size=2000):
         mine.setdefault(who, set()).add((pk, qid))
         count[(pk, qid)] = count.get((pk, qid), 0) + 1
-    lacking = Counter(qid for _, qid in missing)
     needed = question_set.labels_needed
     viewer_name = viewer.get_username() if getattr(viewer, "pk", None) else None
     if viewer_name is not None:
@@ -415,17 +415,27 @@ def read_progress(question_set: QuestionSet, version: Version, *, viewer=None) -
     for who in sorted(mine, key=lambda name: (name != viewer_name, name)):
         theirs = mine[who]
         closed = len(open_pairs & theirs) + len(full - theirs) if needed > 1 else 0
-        people.append(LabellerProgress(who, len(theirs), len(theirs) + len(open_pairs) - closed))
+        people.append(LabellerProgress(who, len(theirs), len(theirs) + open_count - closed))
     return LabellingProgress(
         version=version.number,
         needed=needed,
         show_model=question_set.labels_show_model,
-        states=len(rows),
-        questions=tuple(by_id),
-        settled=len(rows) * len(questions) - len(missing),
+        states=states,
+        questions=tuple(qids),
+        settled=sum(counts.values()),
         labellers=tuple(people),
-        counts={q: len(rows) - lacking[q] for q in by_id},
+        counts=counts,
     )
+
+
+def _settled_counts(question_set: QuestionSet, qids: list[str]) -> tuple[int, dict[str, int]]:
+    """How many states the set holds, and per question how many hold an expected answer for
+    it: one aggregate query, no row read."""
+    counted = question_set.sample_states.aggregate(
+        states=Count("pk"),
+        **{f"q{i}": Count("pk", filter=Q(expected__has_key=q)) for i, q in enumerate(qids)},
+    )
+    return counted["states"], {q: counted[f"q{i}"] for i, q in enumerate(qids)}
 
 
 def _counted_progress(
@@ -437,12 +447,7 @@ def _counted_progress(
     marked it ambiguous; each labeller's wanted is their labels and every open question
     (whoever labels next settles it)."""
     qids = [q.id for q in questions]
-    counted = question_set.sample_states.aggregate(
-        states=Count("pk"),
-        **{f"q{i}": Count("pk", filter=Q(expected__has_key=q)) for i, q in enumerate(qids)},
-    )
-    counts = {q: counted[f"q{i}"] for i, q in enumerate(qids)}
-    states = counted["states"]
+    states, counts = _settled_counts(question_set, qids)
     settled = sum(counts.values())
     ambiguous = LabelSettlement.objects.filter(
         sample_state__question_set=question_set,

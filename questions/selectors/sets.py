@@ -135,8 +135,7 @@ STATE_SHOWS = {
 #: where the states a set page shows came from: anywhere, typed or uploaded, from production
 STATE_SOURCES = {
     "": "any source",
-    SampleState.Source.MANUAL.value: "manual",
-    SampleState.Source.PRODUCTION.value: "production",
+    **{source.value: source.label for source in SampleState.Source},
 }
 
 
