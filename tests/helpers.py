@@ -107,6 +107,7 @@ MATRIX = [
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
     ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
+    ("production", "get", "/sets/s/production/", SIGNED_IN, 200),
     ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
     ("undo label", "post", "/sets/s/label/undo/", {AU}, 302),
     ("hold state", "post", "/sets/s/label/{state}/hold/", {AU}, 302),

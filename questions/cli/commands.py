@@ -17,6 +17,7 @@ from questions.cli import (
     fetches,
     ingest,
     labels,
+    production,
     proofs,
     records,
     review,
@@ -39,6 +40,7 @@ GROUPS = (
     agreement,
     proofs,
     ingest,
+    production,
     dev,
 )
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from questions.core import spec
+from questions.core import ingest, spec
 from questions.models.sets import (
     QuestionSet,
 )
@@ -21,7 +21,7 @@ class SampleState(models.Model):
 
     class Source(models.TextChoices):
         MANUAL = "manual", "manual"
-        PRODUCTION = "production", "production"
+        PRODUCTION = ingest.SOURCE, ingest.SOURCE
 
     question_set = models.ForeignKey(
         QuestionSet, on_delete=models.CASCADE, related_name="sample_states"
