@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,8 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
-from questions import exports, services
-from questions.core import attribution, check, spec
+from questions import exports, roles, services
+from questions.core import attribution, check, ingest, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
 from questions.services import attribution as attribution_services
 from tests import factories
@@ -888,3 +889,55 @@ def agreement_world(states: int = 12) -> dict[str, Any]:
     )
     labels.dispute_settle(sample=samples["s07"], question_id="desk", ambiguous=True, reviewer=rev)
     return {"set": qs, "run": run, "ann": ann, "bob": bob, "rev": rev, "samples": samples}
+
+
+def live_desk(choice, billing=0.8, shipping=0.1, other=0.1, confidence=0.7):
+    """A choice answer of the agreement document's desk, as production sends it."""
+    return {
+        "type": "choice",
+        "choice": choice,
+        "probabilities": {"billing": billing, "shipping": shipping, "other": other},
+        "confidence": confidence,
+    }
+
+
+def live_world():
+    """Set `live`: v1 of AGREEMENT_DOC approved under `production`, four labelled hand-made
+    states, and production states v1 answered: two labelled (one passes), one unlabelled
+    answered `other` (no labelled state expects it), one from another day."""
+    owner, boss = factories.author("ann"), factories.reviewer("rev")
+    qs = factories.question_set("live", owner=owner, doc=AGREEMENT_DOC)
+    for i, chosen in enumerate(("billing", "billing", "shipping", "shipping")):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"hand{i}",
+            state={"n": i},
+            author=owner,
+            expected={"desk": chosen, "urgency": 1, "churn": False},
+        )
+    version = services.version_submit(version=qs.versions.open_draft(), author=owner)
+    services.version_approve(
+        version=version, reviewer=boss, label="production", confirm_weak_evidence=True
+    )
+    now = timezone.now()
+    rows = [
+        ({"n": 10}, live_desk("billing"), now),
+        ({"n": 11}, live_desk("shipping", 0.2, 0.7, 0.1), now),
+        ({"n": 12}, live_desk("other", 0.34, 0.33, 0.33, confidence=0.34), now),
+        ({"n": 13}, live_desk("billing"), now - timedelta(days=2)),
+    ]
+    _, raw = services.api_token_create(
+        name="app", user=roles.OPERATOR, scope="ingest", sets=["live"]
+    )
+    body = "\n".join(
+        json.dumps({"state": s, "answers": {"desk": a}, "version": 1, "at": at.isoformat()})
+        for s, a, at in rows
+    )
+    counts = services.states_ingest(
+        slug="live", body=body.encode(), media_type=ingest.NDJSON, by=roles.OPERATOR
+    )
+    assert counts.kept == 4
+    states = {s.state["n"]: s for s in qs.sample_states.filter(source="production")}
+    for n, answer in ((10, "billing"), (11, "billing")):
+        services.state_label(sample=states[n], question_id="desk", answer=answer, labeller=owner)
+    return qs, version, owner, boss, raw

@@ -16,26 +16,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from questions import roles, services
-from questions.core import labelling, production
+from questions.core import ingest, labelling, production
 from questions.models import BatchItem, BatchRun, SampleState
 from questions.selectors.labels import states_to_label
 from questions.selectors.production import production_traffic
 from tests import factories
-from tests.helpers import AGREEMENT_DOC
+from tests.helpers import AGREEMENT_DOC, live_desk, live_world
 from tests.providers import run_cli
 
 DESK = labelling.questions_of(AGREEMENT_DOC)[0]
 URGENCY = labelling.questions_of(AGREEMENT_DOC)[1]
 CHURN = labelling.questions_of(AGREEMENT_DOC)[2]
-
-
-def desk(choice, billing=0.8, shipping=0.1, other=0.1, confidence=0.7):
-    return {
-        "type": "choice",
-        "choice": choice,
-        "probabilities": {"billing": billing, "shipping": shipping, "other": other},
-        "confidence": confidence,
-    }
 
 
 # --- production's answers, read (pure) ---------------------------------------------------------
@@ -44,8 +35,8 @@ def desk(choice, billing=0.8, shipping=0.1, other=0.1, confidence=0.7):
 @pytest.mark.parametrize(
     ("question", "answer", "read"),
     [
-        (DESK, desk("billing"), production.Reading("billing", False, False)),
-        (DESK, desk("other", 0.33, 0.33, 0.34, 0.34), production.Reading("other", True, True)),
+        (DESK, live_desk("billing"), production.Reading("billing", False, False)),
+        (DESK, live_desk("other", 0.33, 0.33, 0.34, 0.34), production.Reading("other", True, True)),
         (
             URGENCY,
             {"score": 1.6, "probabilities": {"0": 0.1, "1": 0.2, "2": 0.7}, "confidence": 0.5},
@@ -76,15 +67,15 @@ def test_an_answer_of_another_shape_is_unreadable_never_guessed(question, answer
 def test_traffic_counts_by_day_finds_the_gap_and_judges_only_the_version_that_answered():
     monday, tuesday = date(2026, 12, 7), date(2026, 12, 8)
     sent = [
-        production.Sent(monday, 3, {"desk": desk("billing")}, {}),
-        production.Sent(monday, 3, {"desk": desk("shipping")}, {}),
-        production.Sent(tuesday, 3, {"desk": desk("other", 0.34, 0.33, 0.33)}, {}),
+        production.Sent(monday, 3, {"desk": live_desk("billing")}, {}),
+        production.Sent(monday, 3, {"desk": live_desk("shipping")}, {}),
+        production.Sent(tuesday, 3, {"desk": live_desk("other", 0.34, 0.33, 0.33)}, {}),
         production.Sent(tuesday, 3, {"desk": "garbled"}, {}),
     ]
     judged = [
-        production.Sent(monday, 3, {"desk": desk("billing")}, {"desk": "billing"}),
-        production.Sent(monday, 3, {"desk": desk("billing")}, {"desk": "shipping"}),
-        production.Sent(monday, 2, {"desk": desk("billing")}, {"desk": "billing"}),  # v2's
+        production.Sent(monday, 3, {"desk": live_desk("billing")}, {"desk": "billing"}),
+        production.Sent(monday, 3, {"desk": live_desk("billing")}, {"desk": "shipping"}),
+        production.Sent(monday, 2, {"desk": live_desk("billing")}, {"desk": "billing"}),  # v2's
     ]
     (found,) = production.traffic(
         [DESK], sent, version=3, judged=judged, expected={"desk": [("billing", 5), ("shipping", 2)]}
@@ -99,51 +90,9 @@ def test_traffic_counts_by_day_finds_the_gap_and_judges_only_the_version_that_an
 # --- the page and the command ------------------------------------------------------------------
 
 
-def _approved_world():
-    """Set `live`: v1 of AGREEMENT_DOC approved under `production`, four labelled hand-made
-    states, and production states v1 answered: two labelled (one passes), one unlabelled
-    answered `other` (no labelled state expects it), one from another day."""
-    owner, boss = factories.author("ann"), factories.reviewer("rev")
-    qs = factories.question_set("live", owner=owner, doc=AGREEMENT_DOC)
-    for i, chosen in enumerate(("billing", "billing", "shipping", "shipping")):
-        services.sample_state_create(
-            question_set=qs,
-            name=f"hand{i}",
-            state={"n": i},
-            author=owner,
-            expected={"desk": chosen, "urgency": 1, "churn": False},
-        )
-    version = services.version_submit(version=qs.versions.open_draft(), author=owner)
-    services.version_approve(
-        version=version, reviewer=boss, label="production", confirm_weak_evidence=True
-    )
-    now = timezone.now()
-    rows = [
-        ({"n": 10}, desk("billing"), now),
-        ({"n": 11}, desk("shipping", 0.2, 0.7, 0.1), now),
-        ({"n": 12}, desk("other", 0.34, 0.33, 0.33, confidence=0.34), now),
-        ({"n": 13}, desk("billing"), now - timedelta(days=2)),
-    ]
-    _, raw = services.api_token_create(
-        name="app", user=roles.OPERATOR, scope="ingest", sets=["live"]
-    )
-    body = "\n".join(
-        json.dumps({"state": s, "answers": {"desk": a}, "version": 1, "at": at.isoformat()})
-        for s, a, at in rows
-    )
-    counts = services.states_ingest(
-        slug="live", body=body.encode(), media_type="application/x-ndjson", by=roles.OPERATOR
-    )
-    assert counts.kept == 4
-    states = {s.state["n"]: s for s in qs.sample_states.filter(source="production")}
-    for n, answer in ((10, "billing"), (11, "billing")):
-        services.state_label(sample=states[n], question_id="desk", answer=answer, labeller=owner)
-    return qs, version, owner, boss, raw
-
-
 @pytest.mark.django_db
 def test_the_production_page_shows_the_live_pass_rate_the_gap_and_the_rules(client):
-    qs, _, owner, _, _ = _approved_world()
+    qs, _, owner, _, _ = live_world()
     services.ingest_configure(question_set=qs, user=roles.OPERATOR, keep_one_in=4, retention_days=9)
     client.force_login(owner)
     page = client.get(reverse("set-production", args=["live"])).content.decode()
@@ -156,7 +105,7 @@ def test_the_production_page_shows_the_live_pass_rate_the_gap_and_the_rules(clie
 
 @pytest.mark.django_db
 def test_the_command_prints_what_the_page_shows(client):
-    _approved_world()
+    live_world()
     code, out, _ = run_cli("production", "--set", "live", "--json")
     assert code == 0
     found = json.loads(out)
@@ -184,14 +133,14 @@ def _run(qs, version, states, chosen):
             run=run,
             sample_state=state.current_revision(),
             status="answered",
-            answers={"desk": desk(chosen)},
+            answers={"desk": live_desk(chosen)},
         )
     return run
 
 
 @pytest.mark.django_db
 def test_the_hand_made_rate_is_the_runs_on_manual_states_only(client):
-    qs, version, owner, *_ = _approved_world()
+    qs, version, owner, *_ = live_world()
     run = _run(qs, version, qs.sample_states.all(), "billing")  # hand-made and production
     found = production_traffic(qs)
     desk_found = next(t for t in found.questions if t.question.id == "desk")
@@ -216,17 +165,17 @@ def test_a_set_with_no_production_state_says_how_to_send_one(client):
 
 @pytest.mark.django_db
 def test_the_page_costs_the_same_queries_however_many_states(client):
-    qs, *_ = _approved_world()
+    qs, *_ = live_world()
     client.force_login(qs.owner)
     url = reverse("set-production", args=["live"])
     with CaptureQueriesContext(connection) as few:
         client.get(url)
     body = "\n".join(
-        json.dumps({"state": {"more": i}, "answers": {"desk": desk("shipping")}, "version": 1})
+        json.dumps({"state": {"more": i}, "answers": {"desk": live_desk("shipping")}, "version": 1})
         for i in range(60)
     )
     services.states_ingest(
-        slug="live", body=body.encode(), media_type="application/x-ndjson", by=roles.OPERATOR
+        slug="live", body=body.encode(), media_type=ingest.NDJSON, by=roles.OPERATOR
     )
     with CaptureQueriesContext(connection) as many:
         client.get(url)
@@ -238,7 +187,7 @@ def test_the_page_costs_the_same_queries_however_many_states(client):
 
 @pytest.mark.django_db
 def test_the_ranking_says_when_production_gives_an_answer_no_label_expects():
-    qs, version, *_ = _approved_world()
+    qs, version, *_ = live_world()
     ranked = {c.name: c for c in states_to_label(qs, version, limit=None)}
     gap = next(c for n, c in ranked.items() if n.startswith("production-") and "other" in c.reason)
     assert "production v1 said other, which no labelled state expects" in gap.reason
@@ -250,11 +199,13 @@ def test_the_ranking_says_when_production_gives_an_answer_no_label_expects():
 
 @pytest.mark.django_db
 def test_production_and_the_draft_disagreeing_is_a_reason():
-    qs, *_ = _approved_world()
+    qs, *_ = live_world()
     state = qs.sample_states.get(source="production", state_text__contains='"n":13')
-    readings = {state.name: [labelling.Reading("v2 typesafe", "desk", desk("shipping"))]}
+    readings = {state.name: [labelling.Reading("v2 typesafe", "desk", live_desk("shipping"))]}
     sent = {
-        state.name: [labelling.Reading("production v1", "desk", desk("billing"), production=True)]
+        state.name: [
+            labelling.Reading("production v1", "desk", live_desk("billing"), production=True)
+        ]
     }
     ranked = labelling.rank(
         [DESK], [(state.name, {})], {state.name: readings[state.name] + sent[state.name]}
@@ -266,7 +217,9 @@ def test_production_and_the_draft_disagreeing_is_a_reason():
 
 def test_a_near_uniform_production_answer_is_a_reason_of_its_own():
     sent = [
-        labelling.Reading("production", "desk", desk("other", 0.34, 0.33, 0.33), production=True)
+        labelling.Reading(
+            "production", "desk", live_desk("other", 0.34, 0.33, 0.33), production=True
+        )
     ]
     (ranked,) = labelling.rank([DESK], [("s", {})], {"s": sent}, known={"desk": {"other"}})
     assert ranked.reason == "`desk`: production's answer was near uniform"
@@ -281,7 +234,7 @@ def _aged(qs, days: int, n: int, **extra) -> list[SampleState]:
         json.dumps({"state": {"aged": days, "i": i, **extra}, "at": at}) for i in range(n)
     )
     services.states_ingest(
-        slug=qs.slug, body=body.encode(), media_type="application/x-ndjson", by=roles.OPERATOR
+        slug=qs.slug, body=body.encode(), media_type=ingest.NDJSON, by=roles.OPERATOR
     )
     return list(qs.sample_states.filter(state_text__contains=f'"aged":{days}'))
 

@@ -13,7 +13,7 @@ from django.test.utils import override_settings
 from django.urls import reverse
 
 from questions import roles, services
-from questions.dev import standin
+from questions.dev import demo_production, standin
 from questions.dev.demo_sets import SETS, SIDE_BY_SIDE
 from questions.models import Label, QuestionSet
 
@@ -52,7 +52,8 @@ def demo_load() -> list[str]:
         compare = reverse("set-compare", args=[side_by_side[0].question_set.slug])
         link = f"{settings.CONSOLE_PUBLIC_URL}{compare}?{columns}"
         done.append(f"side by side ({', '.join(SIDE_BY_SIDE)}): {link}")
-    return done + _promote(runs)
+    done += _promote(runs)
+    return done + demo_production.load(get_user_model().objects.get(username="author"))
 
 
 @transaction.atomic

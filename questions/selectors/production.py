@@ -63,6 +63,10 @@ class Traffic:
     def first_day(self) -> date:
         return self.days[0]["day"]
 
+    @property
+    def quota_words(self) -> str:
+        return f"{self.settings.quota:,}"
+
 
 def answering_version(question_set: QuestionSet) -> tuple[Version | None, str | None]:
     """The version production answers with: the one the baseline label points at, else the
@@ -251,11 +255,11 @@ def traffic_json(found: Traffic) -> dict[str, Any]:
 NAMED = 3
 
 
-def _row(title: str, counts: dict[str, int], places: dict[str, int]) -> dict[str, Any]:
+def _row(title: str, counts: dict[str, int], places: dict[str, int], qtype: str) -> dict[str, Any]:
     ordered = [(v, counts[v]) for v in places if counts.get(v)]
     total = sum(n for _, n in ordered)
     most = sorted(ordered, key=lambda vn: (-vn[1], places[vn[0]]))
-    words = " · ".join(f"{v} {n / total:.0%}" for v, n in most[:NAMED])
+    words = " · ".join(f"{_said(v, qtype)} {n / total:.0%}" for v, n in most[:NAMED])
     if len(most) > NAMED:
         words += f" · {len(most) - NAMED} more"
     return {
@@ -266,15 +270,37 @@ def _row(title: str, counts: dict[str, int], places: dict[str, int]) -> dict[str
     }
 
 
+def _said(value: str, qtype: str) -> str:
+    """An answer as a chart's words say it: a score's level as "level 2"."""
+    return f"level {value}" if qtype == "score" else value
+
+
 def question_rows(t: production.QuestionTraffic, days: list[dict[str, Any]]) -> list[dict]:
     """A question's chart: a row per day shown (production's answers that day), then the
     labelled states' expected answers, each a share bar with its n and its most given answers
     in words."""
     places = {v: i for i, v in enumerate(t.values)}
+    qtype = t.question.type
     rows = [
-        _row(f"{t.question.id} on {d['day']:%b %-d}", t.by_day.get(d["day"], {}), places)
+        _row(f"{t.question.id} on {d['day']:%b %-d}", t.by_day.get(d["day"], {}), places, qtype)
         | {"day": d["day"]}
         for d in days
     ]
-    rows.append(_row(f"{t.question.id}: what labelled states expect", t.expected, places))
+    title = f"{t.question.id}: what labelled states expect"
+    rows.append(_row(title, t.expected, places, qtype))
     return rows
+
+
+def question_legend(t: production.QuestionTraffic) -> list[dict[str, Any]]:
+    """The colours of a question's chart: each answer that production gave or a labelled
+    state expects, in declared order, with its colour and description."""
+    seen = t.given + t.expected
+    return [
+        {
+            "value": _said(value, t.question.type),
+            "colour": place % charts.SHARE_COLOURS,
+            "detail": t.question.details[place] if place < len(t.question.details) else "",
+        }
+        for place, value in enumerate(t.values)
+        if seen[value]
+    ]

@@ -10,14 +10,17 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from questions.models import QuestionSet
-from questions.selectors.production import production_traffic, question_rows
+from questions.selectors.production import production_traffic, question_legend, question_rows
 
 
 @require_GET
 def set_production(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
     found = production_traffic(question_set)
-    cards = [{"traffic": t, "rows": question_rows(t, found.days)} for t in found.questions]
+    cards = [
+        {"traffic": t, "rows": question_rows(t, found.days), "legend": question_legend(t)}
+        for t in found.questions
+    ]
     return render(
         request,
         "questions/set_production.html",
