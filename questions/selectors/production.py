@@ -88,11 +88,6 @@ def answering_version(question_set: QuestionSet) -> tuple[Version | None, str | 
     return newest, None
 
 
-def _settings(question_set: QuestionSet) -> IngestSettings:
-    found = IngestSettings.objects.filter(question_set=question_set).first()
-    return found if found is not None else IngestSettings.defaults_for(question_set)
-
-
 def _days(question_set: QuestionSet, today: date) -> list[dict[str, Any]]:
     """The days shown, oldest first, each with the states received (the quota's count) and
     stored (arrived and kept) that day, UTC."""
@@ -209,7 +204,7 @@ def production_traffic(question_set: QuestionSet, *, now: datetime | None = None
         question_set=question_set,
         version=version,
         label=label,
-        settings=_settings(question_set),
+        settings=IngestSettings.of(question_set),
         days=days,
         held=states.count(),
         labelled=states.exclude(expected={}).count(),

@@ -86,8 +86,7 @@ class IngestCounts:
 
 def ingest_settings_of(question_set: QuestionSet) -> IngestSettings:
     """The set's ingest settings: its row, or the defaults (not saved)."""
-    found = IngestSettings.objects.filter(question_set=question_set).first()
-    return found if found is not None else IngestSettings.defaults_for(question_set)
+    return IngestSettings.of(question_set)
 
 
 def rules_of(found: IngestSettings) -> redaction.Rules:

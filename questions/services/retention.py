@@ -85,9 +85,7 @@ def production_purge(
     asked about; in chunks, so a large purge holds no lock for long."""
     require(user, roles.may_review, PURGE_ONLY)
     if older_than is None:
-        found = IngestSettings.objects.filter(question_set=question_set).first()
-        days = (found or IngestSettings.defaults_for(question_set)).retention_days
-        older_than = timedelta(days=days)
+        older_than = timedelta(days=IngestSettings.of(question_set).retention_days)
     if older_than < timedelta(0):
         raise Invalid("The age to purge from cannot be negative.", code="older_than")
     before = (now or timezone.now()) - older_than
