@@ -154,6 +154,17 @@ def test_the_hand_made_rate_is_the_runs_on_manual_states_only(client):
 
 
 @pytest.mark.django_db
+def test_the_states_list_of_production_says_its_sampling_and_retention(client):
+    qs, _, owner, _, _ = live_world()
+    services.ingest_configure(question_set=qs, user=roles.OPERATOR, keep_one_in=3)
+    client.force_login(owner)
+    listed = client.get(reverse("set-detail", args=["live"]), {"state_source": "production"})
+    assert "sampling keeps 1 in 3 of what the application sends" in listed.content.decode()
+    every = client.get(reverse("set-detail", args=["live"])).content.decode()
+    assert "sampling keeps" not in every
+
+
+@pytest.mark.django_db
 def test_a_set_with_no_production_state_says_how_to_send_one(client):
     owner = factories.author("ann")
     factories.question_set("quiet", owner=owner, doc=AGREEMENT_DOC)
