@@ -301,3 +301,20 @@ def test_an_ambiguous_state_is_left_out_of_the_pass_rates_and_counted_where_they
     assert scorecard.scorecard(qs)["ambiguous"] == {"desk": 1}
     code, out, _ = run_cli("scorecard", "--set", qs.slug)
     assert code == 0 and "ambiguous states left out of the pass rates: desk 1" in out
+
+
+def test_on_a_blind_set_a_labeller_sees_no_label_of_a_question_they_may_still_label(qs, people):
+    labels.labelling_configure(question_set=qs, user=people["rev"], needed=3)
+    _disputed(qs, people)  # two of the three labels: ann's and bob's, differing
+    cy = factories.author("cy")
+    seen = {
+        who: _client(user).get("/sets/eyes/disputes/").content.decode()
+        for who, user in (("cy", cy), ("ann", people["ann"]), ("rev", people["rev"]))
+    }
+    assert "hidden: this set is labelled blind" in seen["cy"]
+    assert "<td>ann</td>" not in seen["cy"] and "<strong>billing</strong>" not in seen["cy"]
+    assert "<td>bob</td><td><strong>shipping</strong>" in seen["ann"]  # she has labelled it
+    assert "<td>bob</td><td><strong>shipping</strong>" in seen["rev"]  # a reviewer settles
+    labels.labelling_configure(question_set=qs, user=people["rev"], show_model=True)
+    shown = _client(cy).get("/sets/eyes/disputes/").content.decode()
+    assert "<td>ann</td><td><strong>billing</strong>" in shown  # not blind any more
