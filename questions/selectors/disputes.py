@@ -338,6 +338,22 @@ def ambiguous_counts(question_set: QuestionSet, *, run: BatchRun | None = None) 
     )
 
 
+def ambiguous_left_out(run_ids: list[int]) -> dict[int, int]:
+    """Per run of `run_ids`, how many question–state pairs of the states it asked a reviewer
+    marked ambiguous (`ambiguous_counts` added up), in one query for every run."""
+    return dict(
+        BatchItem.objects.filter(
+            run_id__in=run_ids,
+            variant=0,
+            state__settlements__outcome=settling.MARKED_AMBIGUOUS,
+        )
+        .order_by()
+        .values("run_id")
+        .annotate(n=Count("state__settlements"))
+        .values_list("run_id", "n")
+    )
+
+
 def blind_to(found: Disputes, question_set: QuestionSet, viewer: Any) -> set[str]:
     """The rows (`Dispute.key`) whose labels `viewer` may not see yet: on a blind set (two or
     more labels needed, the model not shown), a question still short of its labels that they

@@ -50,7 +50,7 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         return None
     counts = runs.run_counts(run)
     cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
-    figure = runs.overall(run)
+    figure = runs.overall(run, left_out=True)
     return {
         "run": run.pk,
         "run_obj": run,
@@ -133,8 +133,8 @@ def review_comparisons(
                 "why": why,
                 "run_before": base,
                 "run_after": this,
-                "figure_before": runs.overall(base),
-                "figure_after": runs.overall(this),
+                "figure_before": runs.overall(base, left_out=True),
+                "figure_after": runs.overall(this, left_out=True),
                 "overall": verdicts.get("overall"),
                 "questions": [(qid, p) for qid, p in verdicts.items() if qid != "overall"],
             }
