@@ -144,6 +144,15 @@ class StateLabelForm(LabelPlaceForm):
     answer = TextField(required=False)
 
 
+class LabellingSettingsForm(forms.Form):
+    """How a set is labelled: how many labels a state needs and whether labellers see the
+    model's answer before theirs. Which numbers it takes, and who may change it, are the
+    service's (`services.labels.labelling_configure`)."""
+
+    needed = WholeNumberField(digits=2, what="The number of labels a state needs")
+    show_model = forms.BooleanField(required=False)
+
+
 class DisputeSettleForm(forms.Form):
     """A reviewer's word on one disputed question of a state: the answer that settles it (the
     form value of one of its choices) or `ambiguous`. Which answers it takes, and who may say,

@@ -121,6 +121,11 @@ urlpatterns = [
     path("sets/<slug:slug>/label/<int:pk>/", labelling.label_save, name="label-save"),
     path("sets/<slug:slug>/label/<int:pk>/hold/", labelling.label_hold, name="label-hold"),
     path("sets/<slug:slug>/agreement/", agreement.set_agreement, name="set-agreement"),
+    path(
+        "sets/<slug:slug>/agreement/settings/",
+        agreement.labelling_settings,
+        name="labelling-settings",
+    ),
     path("sets/<slug:slug>/production/", production.set_production, name="set-production"),
     path("sets/<slug:slug>/disputes/", disputes.set_disputes, name="set-disputes"),
     path("sets/<slug:slug>/disputes/<int:pk>/", disputes.dispute_settle, name="dispute-settle"),
