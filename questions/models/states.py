@@ -51,6 +51,9 @@ class SampleState(models.Model):
         indexes = [
             models.Index(fields=["question_set", "state_sha256"], name="state_content"),
             models.Index(fields=["question_set", "source", "observed_at"], name="state_source"),
+            # the fingerprint of a set's states (how many, the sum of their revisions) in one
+            # index read: what the labelling page's kept counts are checked against
+            models.Index(fields=["question_set", "revision"], name="state_revisions"),
         ]
 
     def __str__(self) -> str:

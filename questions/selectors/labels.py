@@ -28,6 +28,7 @@ from questions.models import (
     StateLabel,
     Version,
 )
+from questions.selectors import settled
 
 
 def labelling_version(question_set: QuestionSet, number: int | None = None) -> Version | None:
@@ -329,10 +330,15 @@ def _one_state(question_set: QuestionSet, version: Version, labeller, pk: int) -
     row = question_set.sample_states.filter(pk=pk).values_list("pk", "name", "expected").first()
     if row is None:
         return []
-    entry = (
-        LabelQueueEntry.objects.filter(sample_state_id=pk, queue__question_set=question_set)
-        .values_list("questions", "reasons")
-        .first()
+    # by the state alone (it is the set's, read above; a set has one queue), in no order:
+    # the state's index finds its entry, where a join to the queue walks the whole queue
+    entry = next(
+        iter(
+            LabelQueueEntry.objects.filter(sample_state_id=pk)
+            .order_by()
+            .values_list("questions", "reasons")[:1]
+        ),
+        None,
     )
     if entry is None:
         sent = production_readings(question_set.sample_states.filter(pk=pk))
@@ -487,12 +493,8 @@ def read_progress(question_set: QuestionSet, version: Version, *, viewer=None) -
 
 def _settled_counts(question_set: QuestionSet, qids: list[str]) -> tuple[int, dict[str, int]]:
     """How many states the set holds, and per question how many hold an expected answer for
-    it: one aggregate query, no row read."""
-    counted = question_set.sample_states.aggregate(
-        states=Count("pk"),
-        **{f"q{i}": Count("pk", filter=Q(expected__has_key=q)) for i, q in enumerate(qids)},
-    )
-    return counted["states"], {q: counted[f"q{i}"] for i, q in enumerate(qids)}
+    it (`settled.settled_counts`: kept for the set's fingerprint, else one aggregate query)."""
+    return settled.settled_counts(question_set, qids)
 
 
 def _counted_progress(

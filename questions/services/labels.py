@@ -32,6 +32,7 @@ from questions.models import (
     StateLabel,
 )
 from questions.selectors.labels import labelling_version, states_to_label
+from questions.selectors.settled import settled_counts_moved
 from questions.services.errors import Conflict, Invalid, NotAllowed, require
 
 #: how long a state is held for the labeller it was handed to
@@ -108,6 +109,7 @@ def _apply(sample: SampleState, question_id: str, author: Any) -> settling.Outco
 def _save_expected(sample: SampleState, expected: dict, author: Any) -> None:
     """`sample` (locked by the caller) with these settled answers: a new revision, history
     kept, by whoever's label or settlement changed them."""
+    settled_counts_moved(sample.question_set, sample.expected, expected)
     sample.expected = expected
     sample.revision += 1
     sample.save(update_fields=["expected", "revision", "updated_at"])
