@@ -345,3 +345,4 @@ def test_compare_the_review_and_the_gate_say_what_ambiguous_states_they_leave_ou
     assert "1 ambiguous left out" in compare
     measured = gates.gate_measure(run, spec.parse(DOC, limits=spec.DEFAULT_LIMITS).questions)
     assert measured.ambiguous == {"desk": 1} and measured.left_out == "1 ambiguous left out"
+    assert (measured.checked, measured.questions["desk"].labelled) == (0, 0)  # settled only
