@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
+from questions.core import redaction
 from questions.core.numbers import whole_number
 from questions.engine.backends import DEFAULT as DEFAULT_BACKEND
 from questions.models import BatchRun
@@ -142,6 +143,33 @@ class StateLabelForm(LabelPlaceForm):
 
     question = TextField(required=False)
     answer = TextField(required=False)
+
+
+class IngestSettingsForm(forms.Form):
+    """How a set takes production states, as the production page's form sends it: sampling,
+    retention, the daily quota, and redaction (paths to drop and patterns to mask, one a line;
+    the built-ins ticked). Their bounds and whether a rule can work are the service's
+    (`services.ingest.ingest_configure`)."""
+
+    keep_one_in = WholeNumberField(digits=9, what="Keep 1 in N")
+    retention_days = WholeNumberField(digits=9, what="The retention")
+    daily_quota = WholeNumberField(digits=12, what="The daily quota")
+    drop = TextField(required=False)
+    mask = TextField(required=False)
+    builtins = forms.MultipleChoiceField(
+        required=False, choices=[(b, b) for b in redaction.BUILTINS]
+    )
+
+    @staticmethod
+    def _lines(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def clean_drop(self) -> list[str]:
+        return self._lines(self.cleaned_data["drop"])
+
+    def clean_mask(self) -> list[str]:
+        # a pattern's own spaces count: only the line's end is dropped
+        return [line.rstrip("\r") for line in self.cleaned_data["mask"].split("\n") if line.strip()]
 
 
 class LabellingSettingsForm(forms.Form):

@@ -127,6 +127,11 @@ urlpatterns = [
         name="labelling-settings",
     ),
     path("sets/<slug:slug>/production/", production.set_production, name="set-production"),
+    path(
+        "sets/<slug:slug>/production/settings/",
+        production.ingest_settings,
+        name="ingest-settings",
+    ),
     path("sets/<slug:slug>/disputes/", disputes.set_disputes, name="set-disputes"),
     path("sets/<slug:slug>/disputes/<int:pk>/", disputes.dispute_settle, name="dispute-settle"),
     path("sets/<slug:slug>/states/check/", states.state_check, name="state-check"),

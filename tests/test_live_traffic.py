@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from questions import roles, services
 from questions.core import ingest, labelling, production
-from questions.models import BatchItem, BatchRun, SampleState
+from questions.models import BatchItem, BatchRun, IngestSettings, SampleState
 from questions.selectors.labels import states_to_label
 from questions.selectors.production import production_traffic
 from tests import factories
@@ -304,3 +304,32 @@ def test_only_reviewers_and_staff_purge():
     qs = factories.question_set("shop")
     with pytest.raises(services.NotAllowed):
         services.production_purge(question_set=qs, user=factories.author("ann"))
+
+
+@pytest.mark.django_db
+def test_a_reviewer_changes_how_the_set_takes_production_states_on_its_page(client):
+    qs, _, owner, boss, _ = live_world()
+    url = reverse("ingest-settings", args=["live"])
+    data = {
+        "keep_one_in": "5",
+        "retention_days": "7",
+        "daily_quota": "5000",
+        "drop": "customer.email\n  orders.*.address  \n",
+        "mask": "ORD-\\d{6}\n",
+        "builtins": ["email", "card"],
+    }
+    client.force_login(owner)
+    assert client.post(url, data).status_code == 403
+    client.force_login(boss)
+    page = client.post(url, data, follow=True).content.decode()
+    found = IngestSettings.of(qs)
+    assert (found.keep_one_in, found.retention_days, found.daily_quota) == (5, 7, 5000)
+    assert found.drop_paths == ["customer.email", "orders.*.address"]
+    assert found.mask_patterns == ["ORD-\\d{6}"] and found.builtins == ["card", "email"]
+    assert "Sampling keeps <strong>1 in 5</strong>" in page and "customer.email\n" in page
+    refused = client.post(url, {**data, "keep_one_in": "5", "mask": "([unclosed\n"})
+    assert refused.status_code == 422 and "is not a regular expression" in refused.content.decode()
+    assert IngestSettings.of(qs).mask_patterns == ["ORD-\\d{6}"]  # nothing changed
+    shown = client.get(reverse("set-production", args=["live"])).content.decode()
+    assert 'name="builtins" value="email" checked' in shown
+    assert 'name="builtins" value="phone">' in shown

@@ -5,11 +5,15 @@ uniform and unsure shares, and the live pass rate beside the rate on the hand-ma
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
+from questions import roles, services
+from questions.core import redaction
 from questions.models import QuestionSet
+from questions.post_forms import IngestSettingsForm, first_error
 from questions.selectors.production import production_traffic, question_legend, question_rows
 
 
@@ -24,5 +28,34 @@ def set_production(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "questions/set_production.html",
-        {"set": question_set, "found": found, "cards": cards},
+        {
+            "set": question_set,
+            "found": found,
+            "cards": cards,
+            "can_configure": roles.may_review(request.user),
+            "builtins": redaction.BUILTINS,
+        },
     )
+
+
+@require_POST
+def ingest_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    """A reviewer changes how the set takes production states (`ingest_configure` owns who
+    may, the bounds and whether a redaction rule can work; a refusal changes nothing)."""
+    question_set = get_object_or_404(QuestionSet, slug=slug)
+    form = IngestSettingsForm(request.POST)
+    if not form.is_valid():
+        raise services.Invalid(f"Nothing was changed: {first_error(form)}")
+    data = form.cleaned_data
+    services.ingest_configure(
+        question_set=question_set,
+        user=request.user,
+        keep_one_in=data["keep_one_in"],
+        retention_days=data["retention_days"],
+        daily_quota=data["daily_quota"],
+        drop=data["drop"],
+        mask=data["mask"],
+        builtins=data["builtins"],
+    )
+    messages.success(request, f"Saved how {question_set.slug} takes production states.")
+    return redirect("set-production", question_set.slug)
