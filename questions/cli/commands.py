@@ -22,6 +22,7 @@ from questions.cli import (
     review,
     runs,
     scorecard,
+    suggestions,
 )
 
 GROUPS = (
@@ -38,6 +39,7 @@ GROUPS = (
     disputes,
     agreement,
     proofs,
+    suggestions,
     ingest,
     dev,
 )
