@@ -111,34 +111,59 @@ class SuggestPlan:
         return self.attribution_calls + self.proof_calls
 
     @property
-    def estimated_cost(self) -> float | None:
-        """The backend's calls (its recent cost per question) and the drafting call's (its
-        input tokens at the `llm` wire's price); None when either is unknown."""
-        if self.cost_per_question is None or self.draft_price is None:
+    def backend_cost(self) -> float | None:
+        """The attributing and proving calls' cost: the backend's recent cost of a question
+        times the questions they carry; None when no recent call of it was priced."""
+        if self.cost_per_question is None:
             return None
-        return self.cost_per_question * self.question_asks + self.draft_cost
+        return self.cost_per_question * self.question_asks
 
     @property
-    def draft_cost(self) -> float:
-        return (self.draft_price or 0.0) * self.draft_tokens / 1_000_000
+    def draft_cost(self) -> float | None:
+        """The drafting call's cost: its input tokens (about) at the `llm` wire's price; None
+        when the wire has no price (LLM_PRICE_PER_MILLION_INPUT_TOKENS)."""
+        if self.draft_price is None:
+            return None
+        return self.draft_price * self.draft_tokens / 1_000_000
+
+    @property
+    def estimated_cost(self) -> float | None:
+        """Both together; None when either is unknown."""
+        if self.backend_cost is None or self.draft_cost is None:
+            return None
+        return self.backend_cost + self.draft_cost
+
+    def cost_words(self) -> str:
+        """ "estimated cost $0.000120 ($0.000100 through typesafe, $0.000020 drafting)", or
+        which part is unknown and why."""
+        backend, draft = self.backend_cost, self.draft_cost
+        through = (
+            f"${backend:.6f} through {self.backend}"
+            if backend is not None
+            else f"the {self.backend} calls' cost unknown (no recent call of it was priced)"
+        )
+        drafted = (
+            f"${draft:.6f} drafting"
+            if draft is not None
+            else "the drafting call's cost unknown (the llm wire has no price: "
+            "LLM_PRICE_PER_MILLION_INPUT_TOKENS)"
+        )
+        total = self.estimated_cost
+        if total is None:
+            return f"{through}; {drafted}"
+        return f"estimated cost ${total:.6f} ({through}, {drafted})"
 
     def words(self) -> str:
         """The plan in one line: the states, the calls, the cost."""
         failing = plural(len(self.failing), "failing training state")
-        cost = self.estimated_cost
-        priced = (
-            f"estimated cost ${cost:.6f}"
-            if cost is not None
-            else "cost unknown (no recent priced call"
-            + (f" of {self.backend})" if self.cost_per_question is None else " of llm)")
-        )
         return (
             f"`{self.qid}` of v{self.version.number}: {failing}"
             f" of run {self.run.pk}; {self.attribution_calls} attribution calls about "
             f"{plural(len(self.attributions), 'state')} + 1 drafting call to llm "
             f"({self.draft_model}) for {plural(self.candidates, 'candidate')} + "
             f"{self.proof_calls} proof calls on {plural(len(self.held_out), 'held-out state')}"
-            f" through {self.backend} ({self.model}) = {plural(self.calls, 'call')}; {priced}"
+            f" through {self.backend} ({self.model}) = {plural(self.calls, 'call')}; "
+            f"{self.cost_words()}"
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -157,6 +182,8 @@ class SuggestPlan:
             "proof_calls": self.proof_calls,
             "calls": self.calls,
             "estimated_cost": self.estimated_cost,
+            "backend_cost": self.backend_cost,
+            "draft_cost": self.draft_cost,
             "words": self.words(),
             "notes": self.notes,
         }
