@@ -17,81 +17,18 @@ from questions.models import Decision, ReviewEvent, Suggestion, Version
 from questions.selectors.holdout import holdout_ids
 from questions.services import suggestions
 from tests import factories
-from tests.providers import KEY, Provider, run_cli
+from tests.helpers import add_suggest_state as add_state
+from tests.helpers import suggestable_set as a_set
+from tests.providers import BETTER_WORDS as BETTER
+from tests.providers import KEY, SAME_WORDS, Provider, run_cli
+from tests.providers import SUGGEST_DOC as DOC
+from tests.providers import SUGGEST_QID as QID
+from tests.providers import chat_answer as chat
+from tests.providers import decides_by_words as decide
+from tests.providers import decides_or_drafts as reply
+from tests.providers import drafted_candidate as candidate
 
 pytestmark = pytest.mark.django_db
-
-#: the question's id is addressing: it never reaches a model (an id no text holds)
-QID = "q_route_7f"
-DOC = {
-    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
-    QID: {
-        "type": "choice",
-        "instructions": "Which desk?",
-        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else please"},
-    },
-}
-#: what the states of each desk say: billing's share only "please" with `other`, so v1 sends
-#: them there; tech's say what tech's description says
-SAYS = {"billing": "refund please", "tech": "bugs"}
-#: the loopback drafter's candidates: truly better, truly worse, no different
-BETTER = {"billing": "money or a refund", "tech": "bugs", "other": "anything else please"}
-WORSE = {"billing": "money or bugs", "tech": "bugs", "other": "anything else please"}
-SAME_WORDS = dict(DOC[QID]["criteria"])
-REASONS = ("adds refund to billing", "gives billing the bugs", "asks politely")
-
-
-def decide(body: dict) -> dict:
-    """A model that reads the words: the option whose description shares most words with
-    what the state says wins (the first on a tie; the first when none shares one)."""
-    said = set(body["state"]["says"].split())
-    answers = {}
-    for qid, q in body["questions"].items():
-        if q["type"] != "choice":
-            answers[qid] = {"type": "noul", "noul": 0.7}
-            continue
-        names = list(q["criteria"])
-        shared = [len(said & set(str(q["criteria"][o] or "").split())) for o in names]
-        pick = names[shared.index(max(shared))]
-        rest = round(0.2 / (len(names) - 1), 4)
-        p = {o: 0.8 if o == pick else rest for o in names}
-        answers[qid] = {"type": "choice", "choice": pick, "probabilities": p, "confidence": 0.7}
-    return {"model": "reader-1", "answers": answers, "usage": {"input_tokens": 10}}
-
-
-def candidate(instructions: str, criteria: dict, why: str) -> dict:
-    return {"instructions": instructions, "criteria": criteria, "why": why}
-
-
-def drafter(body: dict) -> dict:
-    """A chat model that drafts the three candidates (as many as asked, the last repeated)."""
-    asked = drafting.read_request(body)["candidates"]
-    written = [
-        candidate("Which desk?", BETTER, REASONS[0]),
-        candidate("Which desk?", WORSE, REASONS[1]),
-        candidate("Which desk, please?", SAME_WORDS, REASONS[2]),
-    ]
-    content = {f"c{n}": written[min(n, 3) - 1] for n in range(1, asked + 1)}
-    return chat(content)
-
-
-def chat(content) -> dict:
-    return {
-        "id": "chatcmpl-loopback",
-        "model": "drafter-1",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": json.dumps(content)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 900, "completion_tokens": 200},
-    }
-
-
-def reply(body: dict) -> dict:
-    return drafter(body) if drafting.is_drafting(body) else decide(body)
 
 
 @pytest.fixture
@@ -101,40 +38,6 @@ def provider(provider_factory, settings):
     settings.LLM_API_KEY, settings.LLM_BASE_URL = KEY, server.url
     settings.LLM_PRICE_PER_MILLION_INPUT_TOKENS = 2.0
     return server
-
-
-def add_state(qs, writer, i: int, desk: str) -> None:
-    services.sample_state_create(
-        question_set=qs,
-        name=f"s{i:03d}",
-        state={"n": i, "says": SAYS[desk]},
-        author=writer,
-        expected={QID: desk, "urgent": True},
-    )
-
-
-def a_set(provider, *, held: int = 8, trained: int = 3, slug: str = "desks"):
-    """A set of DOC whose states say billing's or tech's words, added until each desk has at
-    least `held` labelled states on the held-out side and `trained` on the training side
-    (whatever ids the database hands out), and v1 approved on a finished run of them; the
-    provider's record of requests starts again after the run."""
-    writer = factories.author()
-    qs = factories.question_set(slug, owner=writer, doc=DOC)
-    count = {desk: [0, 0] for desk in SAYS}
-    i = 0
-    while any(h < held or t < trained for h, t in count.values()):
-        desk = list(SAYS)[i % 2]
-        add_state(qs, writer, i, desk)
-        state = qs.sample_states.get(name=f"s{i:03d}")
-        count[desk][0 if state.pk in holdout_ids(qs) else 1] += 1
-        i += 1
-    v1 = services.version_submit(version=factories.draft(qs), author=writer)
-    run = services.batch_create(version=v1, backend="typesafe", user=writer, enqueue=False)
-    services.batch_execute(run.pk)
-    reviewer = factories.reviewer()
-    services.version_approve(version=v1, reviewer=reviewer, confirm_weak_evidence=True)
-    provider.requests.clear()
-    return qs, writer
 
 
 def suggest(*args: str) -> tuple[int, dict, str]:

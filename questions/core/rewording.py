@@ -300,7 +300,14 @@ def _said(value: Any) -> str:
     return f"`{value}`"
 
 
-# --- ranking and provenance -------------------------------------------------------------------
+# --- candidates, their ranking and provenance ---------------------------------------------------
+
+#: a candidate's statuses: drafted and checked (`PENDING`), proven; and those never proven —
+#: refused (its schema, a bound or the contract), changing no word, or repeating another
+PENDING, PROVEN = "pending", "proven"
+REFUSED, UNCHANGED, SAME = "refused", "unchanged", "same"
+#: the candidates a draft can be made from: valid by the contract, changing the question
+USABLE = (PENDING, PROVEN)
 
 #: the order candidates are listed in by their proof's verdict (then their interval)
 VERDICT_ORDER = {proof.BETTER: 0, proof.NOT_PROVEN: 1, proof.WORSE: 2}
@@ -326,6 +333,20 @@ def interval_points(interval: Sequence[float] | None) -> str:
     if not interval:
         return "no interval"
     return f"[{points(interval[0])}, {points(interval[1])}]"
+
+
+def candidate_provenance(*, run: int | None, suggestion: int, candidate: Mapping[str, Any]) -> str:
+    """`provenance_words` of a stored candidate (its proof as `proof.QuestionProof.as_json`),
+    naming the suggestion and the candidate."""
+    found = candidate.get("proof") or {}
+    said = provenance_words(
+        run=run,
+        verdict=found.get("verdict") or proof.NOT_PROVEN,
+        n=found.get("n") or 0,
+        difference=found.get("difference"),
+        interval=found.get("difference_interval"),
+    )
+    return f"{said} (suggestion {suggestion}, candidate {candidate['number']})"
 
 
 def provenance_words(

@@ -7,20 +7,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from questions.core import diff, proof, rewording
-from questions.models import BatchRun, Suggestion, Version
-from questions.selectors import runs
-from questions.services.suggestion_plans import USABLE
-from questions.services.suggestions import provenance
+from questions.core import diff, metrics, proof, rewording
+from questions.core.rewording import PROVEN, REFUSED, SAME, UNCHANGED, USABLE
+from questions.models import BatchRun, RunReport, Suggestion, Version
 
 
-def failing_by_question(version: Version) -> tuple[BatchRun | None, dict[str, int]]:
-    """The version's last finished run and, per question it checked, how many of its states
-    missed the expected answer: read from the report the run stored when it finished."""
-    run = runs.latest_run(version)
-    if run is None:
+def failing_by_question(version: Version) -> tuple[int | None, dict[str, int]]:
+    """The version's last finished run (its id) and, per question it checked, how many of its
+    states missed the expected answer: read in one query from the report the run stored when
+    it finished (a run that stored none offers nothing)."""
+    found = (
+        RunReport.objects.filter(
+            run__version=version,
+            run__kind=BatchRun.PLAIN,
+            run__status=BatchRun.Status.DONE,
+            against=None,
+        )
+        .order_by("-run_id")
+        .values_list("run_id", "data")
+        .first()
+    )
+    if found is None:
         return None, {}
-    report = runs.run_report(run)
+    run, data = found
+    report = metrics.report_from_json(data)
     return run, {
         qid: q.checked - q.passed for qid, q in report.questions.items() if q.checked > q.passed
     }
@@ -36,7 +46,7 @@ def latest_suggestion(version: Version, question: str) -> Suggestion | None:
 
 
 #: what a candidate that was not proven is called, by its status
-UNPROVEN = {"refused": "refused", "unchanged": "changes nothing", "same": "a repeat"}
+UNPROVEN = {REFUSED: "refused", UNCHANGED: "changes nothing", SAME: "a repeat"}
 
 
 @dataclass
@@ -52,6 +62,8 @@ class CandidateView:
     changes: list[diff.Change]
     proof: dict[str, Any] | None
     question: dict[str, Any] | None = None
+    #: whether a draft may be made of it now: usable, and proven (or the suggestion ended)
+    ready: bool = False
 
     @property
     def label(self) -> str:
@@ -61,6 +73,10 @@ class CandidateView:
     @property
     def usable(self) -> bool:
         return self.status in USABLE
+
+    @property
+    def better(self) -> bool:
+        return self.verdict == proof.BETTER
 
     @property
     def difference_words(self) -> str:
@@ -104,7 +120,7 @@ class SuggestionView:
 
     @property
     def better(self) -> list[CandidateView]:
-        return [c for c in self.candidates if c.verdict == proof.BETTER]
+        return [c for c in self.candidates if c.better]
 
 
 def candidate_views(suggestion: Suggestion) -> list[CandidateView]:
@@ -126,6 +142,7 @@ def candidate_views(suggestion: Suggestion) -> list[CandidateView]:
                 changes=changes,
                 proof=c.get("proof"),
                 question=after,
+                ready=c["status"] == PROVEN or (c["status"] in USABLE and suggestion.finished),
             )
         )
     return out
@@ -149,7 +166,9 @@ def made_from(version: Version) -> MadeFrom | None:
     """The suggestion `version` was made from ("Use this", `suggest --apply`), the candidate,
     its proof in words, and whether the question still reads as suggested; None when it was
     not made so."""
-    suggestion = Suggestion.objects.filter(applied_version=version).select_related("run").first()
+    suggestion = (
+        Suggestion.objects.filter(applied_version=version).select_related("version").first()
+    )
     if suggestion is None:
         return None
     number = suggestion.applied_candidate
@@ -161,6 +180,10 @@ def made_from(version: Version) -> MadeFrom | None:
     return MadeFrom(
         suggestion=suggestion,
         candidate=found,
-        words=provenance(suggestion, stored),
+        words=rewording.candidate_provenance(
+            run=suggestion.run_id or suggestion.plan.get("run"),
+            suggestion=suggestion.pk,
+            candidate=stored,
+        ),
         as_suggested=current == found.question,
     )

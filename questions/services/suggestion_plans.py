@@ -374,10 +374,3 @@ def sent(
             budget -= size
             out_passing.append({"state": t.revision.state, "expected": t.expected})
     return out_failing, out_passing
-
-
-#: a candidate's statuses: drafted and checked (`PENDING`), proven, and those never proven
-PENDING, PROVEN = "pending", "proven"
-REFUSED, UNCHANGED, SAME = "refused", "unchanged", "same"
-#: the candidates a draft can be made from: valid by the contract, changing the question
-USABLE = (PENDING, PROVEN)

@@ -17,6 +17,7 @@ from django_tasks import task
 
 from questions import roles
 from questions.core import attribution, check, rewording, spec
+from questions.core.rewording import PENDING, PROVEN, REFUSED, SAME, UNCHANGED
 from questions.core.stats import plural
 from questions.engine.backends import drafting
 from questions.models import Suggestion
@@ -25,11 +26,6 @@ from questions.services import proofs
 from questions.services.decisions import decision_ask
 from questions.services.errors import Refusal
 from questions.services.suggestion_plans import (
-    PENDING,
-    PROVEN,
-    REFUSED,
-    SAME,
-    UNCHANGED,
     SuggestPlan,
     Trained,
     sent,

@@ -36,7 +36,6 @@ from questions.services.batches import RUNNERS_ONLY
 from questions.services.errors import Conflict, Invalid, NotFound, require
 from questions.services.suggestion_plans import (
     DEFAULT_MAX_CALLS,
-    USABLE,
     SuggestPlan,
     suggestion_plan,
 )
@@ -98,15 +97,11 @@ def suggestion_cancel(*, suggestion: Suggestion, user: Any) -> Suggestion:
 
 def provenance(suggestion: Suggestion, candidate: dict[str, Any]) -> str:
     """Where a draft made from `candidate` came from and what proved it, in one sentence."""
-    found = candidate.get("proof") or {}
-    said = rewording.provenance_words(
+    return rewording.candidate_provenance(
         run=suggestion.run_id or suggestion.plan.get("run"),
-        verdict=found.get("verdict") or "not proven",
-        n=found.get("n") or 0,
-        difference=found.get("difference"),
-        interval=found.get("difference_interval"),
+        suggestion=suggestion.pk,
+        candidate=candidate,
     )
-    return f"{said} (suggestion {suggestion.pk}, candidate {candidate['number']})"
 
 
 @transaction.atomic
@@ -120,7 +115,7 @@ def suggestion_apply(*, suggestion: Suggestion, number: int, author: Any) -> Ver
     candidate = suggestion.candidate(number)
     if candidate is None:
         raise NotFound(f"Suggestion {suggestion.pk} has no candidate {number}.")
-    if candidate.get("status") not in USABLE:
+    if candidate.get("status") not in rewording.USABLE:
         raise Invalid(
             f"Candidate {number} cannot be used: {candidate.get('reason') or 'not checked'}.",
             code="candidate_unusable",
