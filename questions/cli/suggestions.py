@@ -10,14 +10,15 @@ from typing import Any
 from questions import roles, services
 from questions.cli.base import (
     EXIT_FAILED,
+    EXIT_NOT_PROVEN,
     EXIT_OK,
     Console,
     Unusable,
     acting_user,
     add_json,
     add_set,
+    bad_input,
 )
-from questions.cli.proofs import EXIT_NOT_PROVEN, _bad
 from questions.core import controls, diff, rewording
 from questions.engine import backends
 from questions.models import Suggestion, Version
@@ -110,7 +111,7 @@ def do_suggest(
 ) -> int:
     version = Version.objects.of(slug, number).select_related("question_set").first()
     if version is None:
-        return _bad(cli, f"{slug} has no version {number}.", as_json=json, status=404)
+        return bad_input(cli, f"{slug} has no version {number}.", as_json=json, status=404)
     if apply is not None:
         return _apply(cli, version, question, apply, json=json, **options)
     if options["suggestion"] is not None or options["user"] is not None:
@@ -126,7 +127,7 @@ def do_suggest(
             max_calls=options["max_calls"],
         )
     except services.Refusal as exc:
-        return _bad(cli, str(exc), as_json=json, status=exc.status)
+        return bad_input(cli, str(exc), as_json=json, status=exc.status)
     cli.stderr.write(f"suggesting for {slug}: {plan.words()}")
     for note in plan.notes:
         cli.stderr.write(f"note: {note}")

@@ -335,17 +335,22 @@ def interval_points(interval: Sequence[float] | None) -> str:
     return f"[{points(interval[0])}, {points(interval[1])}]"
 
 
-def candidate_provenance(*, run: int | None, suggestion: int, candidate: Mapping[str, Any]) -> str:
-    """`provenance_words` of a stored candidate (its proof as `proof.QuestionProof.as_json`),
-    naming the suggestion and the candidate."""
+def candidate_proof_words(*, run: int | None, candidate: Mapping[str, Any]) -> str:
+    """`provenance_words` of a stored candidate (its proof as `proof.QuestionProof.as_json`)."""
     found = candidate.get("proof") or {}
-    said = provenance_words(
+    return provenance_words(
         run=run,
         verdict=found.get("verdict") or proof.NOT_PROVEN,
         n=found.get("n") or 0,
         difference=found.get("difference"),
         interval=found.get("difference_interval"),
     )
+
+
+def candidate_provenance(*, run: int | None, suggestion: int, candidate: Mapping[str, Any]) -> str:
+    """What a draft made from a stored candidate carries on its record: its proof in words,
+    and the suggestion and the candidate it is."""
+    said = candidate_proof_words(run=run, candidate=candidate)
     return f"{said} (suggestion {suggestion}, candidate {candidate['number']})"
 
 

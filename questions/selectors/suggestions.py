@@ -180,10 +180,8 @@ def made_from(version: Version) -> MadeFrom | None:
     return MadeFrom(
         suggestion=suggestion,
         candidate=found,
-        words=rewording.candidate_provenance(
-            run=suggestion.run_id or suggestion.plan.get("run"),
-            suggestion=suggestion.pk,
-            candidate=stored,
+        words=rewording.candidate_proof_words(
+            run=suggestion.run_id or suggestion.plan.get("run"), candidate=stored
         ),
         as_suggested=current == found.question,
     )
