@@ -977,16 +977,19 @@ def add_suggest_state(qs, writer, i: int, desk: str) -> None:
     )
 
 
-def suggestable_set(provider, *, held: int = 8, trained: int = 3, slug: str = "desks"):
+def suggestable_set(
+    provider, *, held: int = 8, trained: int = 3, states: int = 60, slug: str = "desks"
+):
     """A set of `providers.SUGGEST_DOC` whose states say billing's or tech's words, added
-    until each desk has at least `held` labelled states on the held-out side and `trained` on
-    the training side (whatever ids the database hands out), and v1 approved on a finished run
-    of them; the provider's record of requests starts again after the run."""
+    until there are `states` and each desk has at least `held` labelled states on the held-out
+    side and `trained` on the training side (whatever ids the database hands out), and v1
+    approved on a finished run of them; the provider's record of requests starts again after
+    the run."""
     writer = factories.author()
     qs = factories.question_set(slug, owner=writer, doc=SUGGEST_DOC)
     count = {desk: [0, 0] for desk in SUGGEST_SAYS}
     i = 0
-    while any(h < held or t < trained for h, t in count.values()):
+    while i < states or any(h < held or t < trained for h, t in count.values()):
         desk = list(SUGGEST_SAYS)[i % 2]
         add_suggest_state(qs, writer, i, desk)
         state = qs.sample_states.get(name=f"s{i:03d}")

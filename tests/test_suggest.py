@@ -55,7 +55,8 @@ def drafting_requests(provider) -> list[dict]:
 
 
 def test_three_candidates_are_drafted_and_proven_better_worse_and_not_proven(provider):
-    qs, _ = a_set(provider)
+    qs, _ = a_set(provider)  # a new user's set of 60 labelled states, or more
+    assert qs.sample_states.exclude(expected={}).count() >= 60
     code, found, err = suggest("--json")
     assert code == 0, err
     assert "failing training state" in err and "estimated cost $" in err  # the plan, first
@@ -356,3 +357,17 @@ def test_a_draft_elsewhere_or_a_changed_draft_refuses_to_apply(provider):
         suggestions.suggestion_apply(suggestion=done, number=1, author=writer)
     services.version_discard(version=other, author=writer)
     assert suggestions.suggestion_apply(suggestion=done, number=1, author=writer).is_draft
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_started_suggestion_is_worked_by_the_task_worker(provider):
+    """Queued after the commit as django-tasks' task; the database worker works it."""
+    from tests.providers import work
+
+    qs, writer = a_set(provider)
+    plan = suggestions.suggestion_plan(version=qs.versions.get(number=1), question=QID, user=writer)
+    made = suggestions.suggestion_start(plan=plan, user=writer)
+    work(lambda: Suggestion.objects.get(pk=made.pk).finished)
+    made.refresh_from_db()
+    assert made.status == "done" and made.calls_done == made.calls_planned
+    assert made.candidates[0]["verdict"] == proof.BETTER

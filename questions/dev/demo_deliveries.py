@@ -4,8 +4,9 @@ that ask for a refund — v1's `desk` sends them to billing, as the word "refund
 nothing in shipping's description names a box, a courier or a delivery — and billing requests
 whose only billing word is "refund". From the failing deliveries on the training side the
 stand-in drafts "closer" (shipping gains the words they share: box, courier, delivered,
-arrived), proven better on the held-out deliveries; and "apart" (billing loses the phrase that
-pulled them: its refund), refuted on the held-out billing requests, which lose their desk."""
+arrived), proven better on the held-out deliveries; "apart" (billing loses the phrase that
+pulled them: its refund), refuted on the held-out billing requests, which lose their desk; and
+"by heart", which fits the states it was drafted from and is not proven on the others."""
 
 from __future__ import annotations
 

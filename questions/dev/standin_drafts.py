@@ -12,8 +12,9 @@ writes its candidates in turn from these moves (`MOVES`), the first `candidates`
 2. **apart** — from each option the failing states were pulled to, the phrases holding the
    words that pulled them (the evidence's parts with a negative change, else the words they
    share), unless that would leave it empty.
-3. **every word** — every word of the failing states added to the option they expected: it
-   fits the failing states it was drafted from, and pulls states that expect something else.
+3. **by heart** — the words only one of the failing states says, added to the option it
+   expected: each failing state it was drafted from now finds its own words there, and no
+   state it was not drafted from does. It wins where it was drafted and proves nothing.
 4. closer and apart together; 5. closer with two words only.
 
 A move that changes nothing gives the words unchanged (the console shows it so). Like the
@@ -34,11 +35,11 @@ from questions.core import rewording, spec
 from questions.dev import standin_words
 from questions.engine.backends import drafting
 
-#: the words "closer" adds to a description at most; "every word" adds all (as many as a
+#: the words "closer" adds to a description at most; "by heart" adds all it finds (as many as a
 #: description holds) and names this many of them in its reason
 CLOSER_WORDS = 4
-EVERY_WORDS_SHOWN = 6
-#: how "closer" and "every word" add to a description
+WORDS_SHOWN = 6
+#: how "closer" and "by heart" add to a description
 ALSO = " \u2014 also when it mentions "
 #: where a description breaks into phrases ("apart" drops the phrases that pulled)
 _PHRASES = re.compile(r"\s*(?:[,;]|\s\u2014\s|\bor\b|\band\b)\s*", re.IGNORECASE)
@@ -176,29 +177,25 @@ def apart(brief: Brief, texts: dict[str, str]) -> str:
     return "Apart: " + ("; ".join(moved) or "nothing to take out") + "."
 
 
-def every_word(brief: Brief, texts: dict[str, str]) -> str:
+def by_heart(brief: Brief, texts: dict[str, str]) -> str:
     moved = []
     for key, states in _expecting(brief).items():
         own = standin_words.words(texts[key])
-        chosen: list[str] = []
-        seen: set[str] = set()
+        counts: Counter[str] = Counter()
+        written: dict[str, str] = {}
         for state in states:
             for stem, word in _forms(state.get("state")):
-                if stem not in own and stem not in seen:
-                    seen.add(stem)
-                    chosen.append(word)
+                counts[stem] += 1
+                written.setdefault(stem, word)
+        chosen = [written[s] for s in written if counts[s] == 1 and s not in own]
         while chosen and len(_added(texts[key], chosen)) > rewording.MAX_TEXT:
             chosen.pop()
         if chosen:
             texts[key] = _added(texts[key], chosen)
-            shown = ", ".join(chosen[:EVERY_WORDS_SHOWN])
-            more = (
-                f" and {len(chosen) - EVERY_WORDS_SHOWN} more"
-                if len(chosen) > EVERY_WORDS_SHOWN
-                else ""
-            )
+            shown = ", ".join(chosen[:WORDS_SHOWN])
+            more = f" and {len(chosen) - WORDS_SHOWN} more" if len(chosen) > WORDS_SHOWN else ""
             moved.append(f"`{key}` gains {shown}{more}")
-    return "Every word: " + ("; ".join(moved) or "nothing to add") + "."
+    return "By heart: " + ("; ".join(moved) or "nothing to add") + "."
 
 
 def both(brief: Brief, texts: dict[str, str]) -> str:
@@ -213,7 +210,7 @@ def closer_two(brief: Brief, texts: dict[str, str]) -> str:
 MOVES: tuple[Callable[[Brief, dict[str, str]], str], ...] = (
     closer,
     apart,
-    every_word,
+    by_heart,
     both,
     closer_two,
 )
