@@ -238,6 +238,17 @@ def test_a_drafting_answer_in_the_wrong_shape_fails_it(provider, content, words)
     assert done.status == "failed" and words in done.detail
 
 
+def test_a_drafting_answer_larger_than_the_console_reads_fails_it_unread(provider):
+    qs, _ = a_set(provider)
+    huge = chat({"c1": candidate("Which desk?", BETTER, "x" * drafting.ANSWER_MAX_BYTES)})
+    provider.default = lambda body: huge if drafting.is_drafting(body) else decide(body)
+    done = suggestions.suggestion_execute(
+        suggestions.suggestion_start(plan=planned(qs), user=roles.OPERATOR, enqueue=False).pk
+    )
+    assert done.status == "failed" and "larger than the console reads" in done.detail
+    assert done.candidates == []
+
+
 def test_a_candidate_that_breaks_its_schema_or_bounds_is_refused_and_the_others_proven(provider):
     qs, _ = a_set(provider)
 
