@@ -365,19 +365,23 @@ def suggestion_world(writer, checker):
         candidates_wanted=1,
         max_calls=10,
         status=Suggestion.Status.DONE,
-        plan={"before": before, "held_out": 1, "failing": ["u0"], "words": "a plan"},
-        candidates=[
-            {
-                "number": 1,
-                "status": "proven",
-                "verdict": "not proven",
-                "question": after,
-                "why": "asks plainly",
-                "reason": "",
-                "lints": [],
-                "proof": None,
-            }
-        ],
+        plan_text=json.dumps(
+            {"before": before, "held_out": 1, "failing": ["u0"], "words": "a plan"}
+        ),
+        candidates_text=json.dumps(
+            [
+                {
+                    "number": 1,
+                    "status": "proven",
+                    "verdict": "not proven",
+                    "question": after,
+                    "why": "asks plainly",
+                    "reason": "",
+                    "lints": [],
+                    "proof": None,
+                }
+            ]
+        ),
     )
 
 

@@ -178,7 +178,8 @@ def test_apply_makes_a_draft_with_its_provenance_once(provider):
     draft = Version.objects.get(question_set=qs, number=made["version"])
     assert draft.is_draft and draft.parent.number == 1 and made["candidate"] == 1
     assert draft.document[QID]["criteria"] == BETTER
-    assert draft.document["urgent"] == DOC["urgent"]  # nothing else changed
+    assert list(draft.document[QID]["criteria"]) == ["billing", "tech", "other"]  # as written
+    assert list(draft.document) == list(DOC) and draft.document["urgent"] == DOC["urgent"]
     event = draft.events.get(kind=ReviewEvent.Kind.CREATED)
     assert event.note == made["provenance"]
     assert event.note.startswith("suggested from run ") and " better on " in event.note

@@ -3,9 +3,12 @@ proven on the held-out ones (`questions.services.suggestions`), and the draft on
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
+from questions.core import spec
 from questions.models.runs import BatchRun
 from questions.models.sets import QuestionSet, Version
 
@@ -55,9 +58,11 @@ class Suggestion(models.Model):
     calls_planned = models.PositiveIntegerField(default=0)
     calls_done = models.PositiveIntegerField(default=0)
     calls_failed = models.PositiveIntegerField(default=0)
-    plan = models.JSONField(default=dict, help_text="the plan as it was said before asking")
+    #: the plan as it was said before asking, and the candidates: JSON text, as a version's
+    #: document is (they hold questions, whose keys' order jsonb would not keep)
+    plan_text = models.TextField(default="{}")
+    candidates_text = models.TextField(default="[]")
     evidence = models.JSONField(default=list, blank=True)
-    candidates = models.JSONField(default=list, blank=True)
     draft_usage = models.JSONField(default=dict, blank=True)
     draft_cost = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(
@@ -87,6 +92,14 @@ class Suggestion(models.Model):
 
     def __str__(self) -> str:
         return f"suggestion {self.pk} for {self.version} {self.question}"
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        return spec.loads(self.plan_text)
+
+    @property
+    def candidates(self) -> list[dict[str, Any]]:
+        return spec.loads(self.candidates_text)
 
     @property
     def finished(self) -> bool:

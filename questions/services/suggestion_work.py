@@ -31,7 +31,7 @@ from questions.services.suggestion_plans import (
     sent,
     suggestion_plan,
 )
-from questions.services.versions import limits
+from questions.services.versions import document_text, limits
 
 log = logging.getLogger("questions.suggestions")
 
@@ -156,7 +156,7 @@ def _work(suggestion: Suggestion, user: Any) -> None:
         draft_model_answered=found.model,
         draft_usage=found.usage,
         draft_cost=found.cost,
-        candidates=candidates,
+        candidates_text=document_text(candidates),
     )
     _prove(plan, suggestion, candidates, provable, user, progress)
     ranked = sorted(
@@ -171,7 +171,7 @@ def _work(suggestion: Suggestion, user: Any) -> None:
             c["number"],
         ),
     )
-    progress.stage("done", candidates=ranked)
+    progress.stage("done", candidates_text=document_text(ranked))
 
 
 def _attribute(
@@ -337,4 +337,6 @@ def _prove(
         }
         candidate["verdict"] = judged.verdict
         candidate["status"] = PROVEN
-        Suggestion.objects.filter(pk=suggestion.pk).update(candidates=candidates)
+        Suggestion.objects.filter(pk=suggestion.pk).update(
+            candidates_text=document_text(candidates)
+        )

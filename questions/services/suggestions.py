@@ -43,6 +43,7 @@ from questions.services.suggestion_work import suggestion_execute, suggestion_ta
 from questions.services.versions import (
     WRITERS_ONLY,
     DraftExists,
+    document_text,
     move,
     open_draft,
     require_valid,
@@ -66,7 +67,7 @@ def suggestion_start(*, plan: SuggestPlan, user: Any, enqueue: bool = True) -> S
         shuffles=plan.shuffles,
         max_calls=plan.calls,
         calls_planned=plan.calls,
-        plan=plan.as_json(),
+        plan_text=document_text(plan.as_json()),
         stage="queued",
         created_by=user if getattr(user, "pk", None) else None,
     )
