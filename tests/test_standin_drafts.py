@@ -157,6 +157,14 @@ def test_the_demo_suggests_one_candidate_proven_better_and_one_refuted():
     assert by[1]["verdict"] == proof.BETTER and by[1]["why"].startswith("Closer")
     assert by[2]["verdict"] == proof.WORSE and by[2]["why"].startswith("Apart")
     assert by[3]["verdict"] == proof.NOT_PROVEN and by[3]["why"].startswith("By heart")
+    # by heart wins on the training states it was drafted from (the stand-in's own reading,
+    # asked here in process): shown all the same as what it is on the held-out ones
+    heart = parsed(by[3]["question"])
+    failing = suggestion.question_set.sample_states.filter(name__in=suggestion.plan["failing"])
+    won = [
+        standin.answer(heart, s.state)["choice"] == s.expected["desk"] for s in failing
+    ]  # each of them failed with v1's words
+    assert len(won) == len(suggestion.plan["failing"]) and sum(won) >= len(won) // 4
     assert by[1]["proof"]["n"] >= proof.FEW_STATES  # no "fewer than 20" caveat
     assert suggestion.candidates[0]["number"] == 1  # ranked first
     assert suggestion.evidence and suggestion.evidence[0]["findings"]
