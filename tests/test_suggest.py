@@ -275,6 +275,25 @@ def test_a_candidate_that_breaks_its_schema_or_bounds_is_refused_and_the_others_
     assert done.calls_done == done.calls_planned  # the refused ones were never asked about
 
 
+def test_a_candidate_s_reason_never_quotes_a_state(provider):
+    qs, _ = a_set(provider)
+
+    def quoting(body):
+        if not drafting.is_drafting(body):
+            return decide(body)
+        told = drafting.read_request(body)["failing"][0]["state"]  # says "refund please"
+        why = f"as one state says: {json.dumps(told)}"
+        return chat({f"c{n}": candidate("Which desk?", BETTER, why) for n in (1, 2, 3)})
+
+    provider.default = quoting
+    done = suggestions.suggestion_execute(
+        suggestions.suggestion_start(plan=planned(qs), user=roles.OPERATOR, enqueue=False).pk
+    )
+    assert all(c["why"].startswith("as one state says: ") for c in done.candidates)
+    assert all("[a state]" in c["why"] for c in done.candidates)
+    assert "refund please" not in done.candidates_text
+
+
 def test_a_candidate_that_changes_nothing_or_repeats_another_is_not_proven(provider):
     qs, _ = a_set(provider)
 

@@ -13,8 +13,9 @@ and scrubbed of the key and of the states' strings — with a user message of it
 
 The question's id is addressing, never content: it is not sent. The reply's message is read
 like the decisions' (`llm._content`: a refusal, a cut-off or text that is not JSON is refused)
-and each candidate checked against its schema and bounds (`rewording.read_reply`). Nothing is
-recorded here: the request holds the states, which live in their sample states only.
+and each candidate checked against its schema and bounds (`rewording.read_reply`); a
+candidate's reason quoting a state it was sent has the quote taken out. Nothing is recorded
+here: the request holds the states, which live in their sample states only.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from questions.core import answers, rewording, spec
 from questions.engine.backends import clients, llm
 from questions.engine.backends.base import Ask, DecisionError, Outcome
 from questions.engine.backends.http import LlmBackend
-from questions.engine.backends.redaction import scrub
+from questions.engine.backends.redaction import scrub, state_strings
 
 #: the response format's name: how the stand-in tells a drafting request from a decision's
 SCHEMA_NAME: Final = "rewordings"
@@ -205,7 +206,11 @@ def draft(
             parsed = None
         failed = wire._provider_error(outcome, response, parsed, text, ask, started)
         return Draft(error=failed.error, total_ms=failed.total_ms)
-    return _read(question, count, raw, wire.price_per_million, started)
+    found = _read(question, count, raw, wire.price_per_million, started)
+    for candidate in found.candidates:  # a model's reason is no place for a state's words
+        for piece in state_strings(states):
+            candidate.why = candidate.why.replace(piece, "[a state]")
+    return found
 
 
 def _read(
