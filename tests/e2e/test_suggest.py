@@ -110,3 +110,10 @@ def test_suggest_rewordings_from_the_card_to_a_draft_and_its_review(page, live_s
     expect(provenance).to_contain_text(f"{proof.BETTER} on ")
     expect(provenance).to_contain_text("reads as suggested")
     shoot(page, provenance, "suggest-review")
+
+    page.goto(f"{live_server.url}/suggestions/{made.pk}/")  # its own page, readable alone
+    expect(page.locator("h1")).to_contain_text("Suggested rewordings of desk")
+    expect(page.locator(".suggestion .message.info")).to_contain_text("Used: v2")
+    expect(page.locator(".candidate")).to_have_count(3)
+    expect(page.get_by_role("button", name="Use this")).to_have_count(0)  # it made its draft
+    shoot(page, page.locator("h1"), "suggestion-page")
