@@ -198,3 +198,22 @@ class AttributionForm(forms.Form):
     question = TextField(required=False, empty_value=None)
     backend = TextField(required=False, empty_value="typesafe")
     into = TextField(required=False, empty_value="attribution")
+
+
+class SuggestForm(forms.Form):
+    """Suggest rewordings: a question, the live backend that attributes and proves (blank:
+    the run's), how many candidates, the call limit; the service says what is out of range."""
+
+    question = TextField(required=False)
+    backend = TextField(required=False)
+    candidates = WholeNumberField(digits=3, what="The number of candidates", required=False)
+    max_calls = WholeNumberField(digits=6, what="The call limit", required=False)
+    into = TextField(required=False, empty_value="suggest")
+
+
+class SuggestionApplyForm(forms.Form):
+    """ "Use this": the candidate's number."""
+
+    candidate = WholeNumberField(
+        digits=3, what="The candidate", error_messages={"required": "Pick a candidate."}
+    )

@@ -23,6 +23,7 @@ from questions.cli import (
     review,
     runs,
     scorecard,
+    suggestions,
 )
 
 GROUPS = (
@@ -39,6 +40,7 @@ GROUPS = (
     disputes,
     agreement,
     proofs,
+    suggestions,
     ingest,
     production,
     dev,

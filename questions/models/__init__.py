@@ -34,6 +34,7 @@ from questions.models.sets import (
     VersionQuerySet,
 )
 from questions.models.states import SampleState, SampleStateRevision
+from questions.models.suggestions import Suggestion
 from questions.models.tokens import APIToken, ExportFetch
 from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -61,6 +62,7 @@ __all__ = [
     "SampleState",
     "SampleStateRevision",
     "StateLabel",
+    "Suggestion",
     "Version",
     "VersionQuerySet",
     "Webhook",

@@ -12,7 +12,7 @@ from questions.core import check, controls, diff, spec
 from questions.engine import backends
 from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
-from questions.selectors import advice, control_reports, runs, sets
+from questions.selectors import advice, control_reports, runs, sets, suggestions
 from questions.selectors import lints as lint_reads
 from questions.selectors.agreement import label_summaries
 
@@ -247,6 +247,7 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         "events": version.events.select_related("actor"),
         "labels": sets.labels_of(version.question_set),
         "evidence": evidence,
+        "made_from": suggestions.made_from(version),
         "label_agreement": label_summaries(version.question_set),
         "weak_basis": evidence if reference is baseline else {**evidence, "base": None},
         "advice": advice.review_curves(version),
