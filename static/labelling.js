@@ -7,6 +7,10 @@
 // key typed while a label is on its way waits for that next question (it never falls on the one
 // just answered); a refused label drops the keys waiting. After each swap the address names the
 // state and question shown (data-url), so a reload shows the same ones.
+//
+// The answers are kept in view: on load and after each swap, when an answer's button is below
+// the window's edge (a long question, many levels, a short window), the page scrolls just
+// enough that the last one shows, and no further than the question's top.
 (function () {
   "use strict";
   const waiting = [];
@@ -32,6 +36,18 @@
     if (where && where.dataset.url && window.location.href !== where.dataset.url) {
       window.history.replaceState(window.history.state, "", where.dataset.url);
     }
+  }
+
+  function answersInView() {
+    const where = part();
+    const buttons = where ? where.querySelectorAll(".label-choices button") : [];
+    if (!buttons.length) return;
+    const last = buttons[buttons.length - 1].getBoundingClientRect();
+    const below = last.bottom + 8 - window.innerHeight;
+    if (below <= 0) return;
+    const keypad = where.querySelector(".label-keypad") || where;
+    const room = Math.max(0, keypad.getBoundingClientRect().top);
+    window.scrollBy(0, Math.min(below, room));
   }
 
   function ours(event) {
@@ -72,10 +88,14 @@
     keepAddress();
     const top = part().getBoundingClientRect().top;
     if (top < 0) part().scrollIntoView({ block: "start" });
+    answersInView();
     while (waiting.length && !busy) {
       if (press(waiting.shift())) break;
     }
   });
 
-  document.addEventListener("DOMContentLoaded", keepAddress);
+  document.addEventListener("DOMContentLoaded", function () {
+    keepAddress();
+    answersInView();
+  });
 })();

@@ -13,6 +13,7 @@ from questions import services
 from questions.models import BatchItem, BatchRun, LabelReservation, SampleState
 from tests import factories
 from tests.e2e.conftest import SHOTS, WIDTHS, overflow, sign_in_user
+from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -72,8 +73,10 @@ BUTTONS_OUT_OF_VIEW = """() => [...document.querySelectorAll('.label-choices but
 
 
 def _in_view(page) -> None:
+    """Every answer's button inside the window, once the page has settled (after a swap the
+    page scrolls the answers into view as htmx settles: waited for, never slept for)."""
     expect(page.locator(".label-choices button").first).to_be_visible()
-    assert page.evaluate(BUTTONS_OUT_OF_VIEW) == 0
+    wait_for(lambda: page.evaluate(BUTTONS_OUT_OF_VIEW) == 0, 10, "the answers in view")
 
 
 def _expected(sample) -> dict:
@@ -239,3 +242,40 @@ def test_a_refused_upload_says_which_line_and_links_back_to_the_set(page, live_s
     page.get_by_role("link", name="Back to tri").click()
     expect(page.locator("#states-heading")).to_be_visible()
     assert not SampleState.objects.exists()
+
+
+@pytest.mark.parametrize(("width", "height"), WIDTHS, ids=lambda v: str(v))
+def test_long_described_levels_under_the_stand_in_banner_stay_in_view(
+    page, live_server, settings, width, height
+):
+    """The demo's refund triage as the walkthrough met it: five levels described at length,
+    the stand-in's banner above, a state longer than the window — every answer in view, on
+    the first state and on the next after a key press, and the state not covered."""
+    from questions.dev.demo_refunds import REFUND_TRIAGE
+
+    settings.DECISIONS_STANDIN = True
+    writer = factories.author("writer")
+    qs = factories.question_set("refunds", owner=writer, doc=REFUND_TRIAGE)
+    for i in range(2):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"refund {i}",
+            state={"message": "I was charged twice and the parcel is late. " * 20, "i": i},
+            author=writer,
+            expected={"desk": "billing", "churn_risk": False},  # only the score is open
+        )
+    page.set_viewport_size({"width": width, "height": height})
+    sign_in_user(page, live_server.url, writer)
+    page.goto(f"{live_server.url}/sets/refunds/label/")
+    expect(page.locator("#question-heading")).to_contain_text("urgency")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / f"labelling-long-levels-{width}.png")
+    _in_view(page)
+    state = page.locator(".label-state").bounding_box()
+    keypad = page.locator(".label-keypad").bounding_box()
+    assert state["y"] + 40 <= keypad["y"] or state["x"] + state["width"] <= keypad["x"] + 1
+    page.keyboard.press("3")
+    expect(page.locator("#label-echo")).to_contain_text("urgency: 3 — Urgent")
+    _in_view(page)
+    page.screenshot(path=SHOTS / f"labelling-long-levels-next-{width}.png")
+    assert overflow(page) <= 0
