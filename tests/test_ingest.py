@@ -138,7 +138,7 @@ def test_no_good_token_is_a_401(client, shop, authorization):
         content_type="application/json",
         headers={"Authorization": authorization} if authorization else {},
     )
-    assert response.status_code == 401
+    assert response.status_code == 401 and response.json()["code"] == "no_valid_token"
     assert response["WWW-Authenticate"].startswith("Bearer")
     assert stored() == 0
 
@@ -304,7 +304,11 @@ def test_another_content_type_is_a_415(client, shop):
         ('{"ticket": "no state key"}', 'Line 2: unknown key "ticket"'),
         ('{"answers": {}}', "Line 2: no state"),
         ('{"state": {}, "version": "v1"}', "Line 2: version is the number"),
-        ('{"state": {}, "at": "yesterday"}', "Line 2: at is an ISO 8601 time"),
+        ('{"state": {}, "at": "yesterday"}', "Line 2: at is not a time in ISO 8601 form"),
+        (
+            '{"state": {}, "at": 3}',
+            "Line 2: at is an ISO 8601 time (2025-01-31T12:00:00Z), not a number",
+        ),
         ('{"state": {}, "answers": {"q0": {"confidence": 3}}}', "confidence that is not from 0"),
     ],
 )
@@ -602,9 +606,9 @@ def test_ingest_config_prints_and_changes_the_settings(shop):
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("--keep-one-in", "0"), "keep-one-in is a whole number from 1"),
+        (("--keep-one-in", "0"), "Keep 1 in N is a whole number from 1"),
         (("--mask", "("), "not a regular expression"),
-        (("--builtins", "ssn"), "o built-in called 'ssn'"),
+        (("--builtins", "ssn"), "o built-in called `ssn`"),
     ],
 )
 def test_ingest_config_refuses_what_cannot_work(shop, args, said):

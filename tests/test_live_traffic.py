@@ -327,9 +327,14 @@ def test_a_reviewer_changes_how_the_set_takes_production_states_on_its_page(clie
     assert found.drop_paths == ["customer.email", "orders.*.address"]
     assert found.mask_patterns == ["ORD-\\d{6}"] and found.builtins == ["card", "email"]
     assert "Sampling keeps <strong>1 in 5</strong>" in page and "customer.email\n" in page
-    refused = client.post(url, {**data, "keep_one_in": "5", "mask": "([unclosed\n"})
-    assert refused.status_code == 422 and "is not a regular expression" in refused.content.decode()
+    refused = client.post(url, {**data, "keep_one_in": "5", "mask": "ORD-(\\d{6}\n"})
+    said = refused.content.decode()
+    assert refused.status_code == 422 and "Nothing was changed: The mask pattern" in said
+    assert "`ORD-(\\d{6}` is not a regular expression" in said  # as typed, not escaped twice
+    assert "ORD-(\\d{6}\n</textarea>" in said and 'value="5"' in said  # what was typed stays
     assert IngestSettings.of(qs).mask_patterns == ["ORD-\\d{6}"]  # nothing changed
+    zero = client.post(url, {**data, "keep_one_in": "0"})
+    assert zero.status_code == 422 and "Keep 1 in N is a whole number from 1" in zero.content.decode()
     shown = client.get(reverse("set-production", args=["live"])).content.decode()
     assert 'name="builtins" value="email" checked' in shown
     assert 'name="builtins" value="phone">' in shown

@@ -276,6 +276,8 @@ def _at(value: Any, where: str) -> datetime | None:
     if value is None:
         return None
     problem = f"at is an ISO 8601 time (2025-01-31T12:00:00Z), not {spec.describe(value)}."
+    if isinstance(value, str):  # a string, but not a time in that form
+        problem = "at is not a time in ISO 8601 form (2025-01-31T12:00:00Z)."
     if not isinstance(value, str) or len(value) > 40:
         raise _refuse(where, problem)
     try:

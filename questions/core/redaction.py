@@ -135,7 +135,7 @@ def parse_path(text: str) -> Path:
     keys = tuple(text.strip().split("."))
     if any(k == "" for k in keys):
         raise RuleError(
-            f"the drop path {text[:60]!r} has an empty key (two dots, or one at an end)"
+            f"the drop path `{text[:60]}` has an empty key (two dots, or one at an end)"
         )
     return keys
 
@@ -150,10 +150,10 @@ def compile_mask(text: str) -> re.Pattern[str]:
         pattern = re.compile(text)
     except re.error as exc:
         raise RuleError(
-            f"the mask pattern {text[:60]!r} is not a regular expression: {exc}"
+            f"the mask pattern `{text[:60]}` is not a regular expression: {exc}"
         ) from None
     if pattern.search(""):
-        raise RuleError(f"the mask pattern {text[:60]!r} matches the empty text")
+        raise RuleError(f"the mask pattern `{text[:60]}` matches the empty text")
     return pattern
 
 
@@ -168,7 +168,7 @@ def rules(
     unknown = [b for b in chosen if b not in BUILTINS]
     if unknown:
         raise RuleError(
-            f"no built-in called {unknown[0][:40]!r}; the built-ins are {', '.join(BUILTINS)}"
+            f"no built-in called `{unknown[0][:40]}`; the built-ins are {', '.join(BUILTINS)}"
         )
     return Rules(
         drop=tuple(parse_path(p) for p in drop),

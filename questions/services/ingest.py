@@ -94,9 +94,17 @@ def rules_of(found: IngestSettings) -> redaction.Rules:
     return redaction.rules(drop=found.drop_paths, mask=found.mask_patterns, builtins=found.builtins)
 
 
-def _bounded(value: int, name: str, most: int) -> int:
+#: each bounded setting: its name in words (the page's), and the code a refusal carries
+BOUNDED = {
+    "keep_one_in": "Keep 1 in N",
+    "retention_days": "The retention in days",
+    "daily_quota": "The daily quota",
+}
+
+
+def _bounded(value: int, field: str, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise Invalid(f"{name} is a whole number from 1 to {most:,}.", code=name.replace("-", "_"))
+        raise Invalid(f"{BOUNDED[field]} is a whole number from 1 to {most:,}.", code=field)
     return value
 
 
@@ -117,11 +125,11 @@ def ingest_configure(
     require(user, roles.may_review, SETTINGS_ONLY)
     found, _ = IngestSettings.objects.select_for_update().get_or_create(question_set=question_set)
     if keep_one_in is not None:
-        found.keep_one_in = _bounded(keep_one_in, "keep-one-in", MOST_KEEP_ONE_IN)
+        found.keep_one_in = _bounded(keep_one_in, "keep_one_in", MOST_KEEP_ONE_IN)
     if retention_days is not None:
-        found.retention_days = _bounded(retention_days, "retention-days", MOST_RETENTION_DAYS)
+        found.retention_days = _bounded(retention_days, "retention_days", MOST_RETENTION_DAYS)
     if daily_quota is not None:
-        found.daily_quota = _bounded(daily_quota, "daily-quota", MOST_DAILY_QUOTA)
+        found.daily_quota = _bounded(daily_quota, "daily_quota", MOST_DAILY_QUOTA)
     if drop is not None:
         found.drop_paths = [p.strip() for p in drop]
     if mask is not None:

@@ -97,6 +97,7 @@ def _unauthorized() -> JsonResponse:
     response = JsonResponse(
         {
             "status": 401,
+            "code": "no_valid_token",
             "detail": "A valid API token is needed: Authorization: "
             "Bearer <token> (create one with manage.py questions token).",
         },

@@ -20,6 +20,13 @@ from questions.selectors.production import production_traffic, question_legend, 
 @require_GET
 def set_production(request: HttpRequest, slug: str) -> HttpResponse:
     question_set = get_object_or_404(QuestionSet, slug=slug)
+    return _page(request, question_set)
+
+
+def _page(
+    request: HttpRequest, question_set: QuestionSet, *, typed=None, problem: str = ""
+) -> HttpResponse:
+    """The page; after a refused change of its settings, with what was typed and why (422)."""
     found = production_traffic(question_set)
     cards = [
         {"traffic": t, "rows": question_rows(t, found.days), "legend": question_legend(t)}
@@ -34,7 +41,10 @@ def set_production(request: HttpRequest, slug: str) -> HttpResponse:
             "cards": cards,
             "can_configure": roles.may_review(request.user),
             "builtins": redaction.BUILTINS,
+            "typed": typed,
+            "settings_problem": problem,
         },
+        status=422 if problem else 200,
     )
 
 
@@ -44,18 +54,25 @@ def ingest_settings(request: HttpRequest, slug: str) -> HttpResponse:
     may, the bounds and whether a redaction rule can work; a refusal changes nothing)."""
     question_set = get_object_or_404(QuestionSet, slug=slug)
     form = IngestSettingsForm(request.POST)
+    typed = {
+        name: request.POST.get(name, "")
+        for name in ("keep_one_in", "retention_days", "daily_quota", "drop", "mask")
+    } | {"builtins": request.POST.getlist("builtins")}
     if not form.is_valid():
-        raise services.Invalid(f"Nothing was changed: {first_error(form)}")
+        return _page(request, question_set, typed=typed, problem=first_error(form))
     data = form.cleaned_data
-    services.ingest_configure(
-        question_set=question_set,
-        user=request.user,
-        keep_one_in=data["keep_one_in"],
-        retention_days=data["retention_days"],
-        daily_quota=data["daily_quota"],
-        drop=data["drop"],
-        mask=data["mask"],
-        builtins=data["builtins"],
-    )
+    try:
+        services.ingest_configure(
+            question_set=question_set,
+            user=request.user,
+            keep_one_in=data["keep_one_in"],
+            retention_days=data["retention_days"],
+            daily_quota=data["daily_quota"],
+            drop=data["drop"],
+            mask=data["mask"],
+            builtins=data["builtins"],
+        )
+    except services.Invalid as exc:
+        return _page(request, question_set, typed=typed, problem=str(exc))
     messages.success(request, f"Saved how {question_set.slug} takes production states.")
     return redirect("set-production", question_set.slug)
