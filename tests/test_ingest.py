@@ -176,6 +176,24 @@ def test_the_tokens_page_makes_an_ingest_token_for_a_set(shop):
     assert post(Client(), raw, records(1)).status_code == 202
 
 
+def test_a_read_token_for_a_set_is_shown_with_a_curl_of_that_sets_export():
+    other = factories.question_set("other")
+    checker = factories.reviewer("rv")
+    version = services.version_submit(version=factories.draft(other), author=other.owner)
+    services.version_approve(
+        version=version, reviewer=checker, label="staging", confirm_weak_evidence=True
+    )
+    make_world()  # set `s`: its production label is the one moved last
+    client = Client()
+    client.force_login(checker)
+    page = client.post(
+        reverse("token-list"),
+        {"name": "reader", "scope": "read", "sets": "other", **token_form(client)},
+    ).content.decode()
+    assert "/api/sets/other/export.json?label=staging" in page
+    assert "/api/sets/s/export.json" not in page  # a set this token cannot fetch
+
+
 def test_the_tokens_page_says_why_it_made_no_token(shop):
     client = Client()
     client.force_login(factories.reviewer())

@@ -334,7 +334,9 @@ def test_a_reviewer_changes_how_the_set_takes_production_states_on_its_page(clie
     assert "ORD-(\\d{6}\n</textarea>" in said and 'value="5"' in said  # what was typed stays
     assert IngestSettings.of(qs).mask_patterns == ["ORD-\\d{6}"]  # nothing changed
     zero = client.post(url, {**data, "keep_one_in": "0"})
-    assert zero.status_code == 422 and "Keep 1 in N is a whole number from 1" in zero.content.decode()
+    assert (
+        zero.status_code == 422 and "Keep 1 in N is a whole number from 1" in zero.content.decode()
+    )
     shown = client.get(reverse("set-production", args=["live"])).content.decode()
     assert 'name="builtins" value="email" checked' in shown
     assert 'name="builtins" value="phone">' in shown

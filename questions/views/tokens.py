@@ -100,7 +100,7 @@ def _token_page(
             "created": created,
             "created_token": created_token,
             "problem": problem,
-            "example": _export_example(request, slug),
+            "example": _export_example(request, slug, created_token),
             "once": once,
             "name": request.POST.get("name", "") if problem else "",
         },
@@ -122,10 +122,16 @@ def _ingest_example(request: HttpRequest, slug: str, token: APIToken | None) -> 
     )
 
 
-def _export_example(request: HttpRequest, slug: str) -> str | None:
-    """The export URL of a label to fill into the page's curl: the `?set=` given (its
-    `production`, else its newest label), else the label moved last; None when no set has one."""
+def _export_example(request: HttpRequest, slug: str, token: APIToken | None = None) -> str | None:
+    """The export URL of a label to fill into the page's curl: of a set the new token names
+    when it names some (a read token reaches no other), else of the `?set=` given (its
+    `production`, else its newest label), else the label moved last; None when no set has
+    one."""
     labels = Label.objects.select_related("question_set").order_by("-updated_at")
+    named = list(token.question_sets.values_list("slug", flat=True)) if token is not None else []
+    if named:
+        labels = labels.filter(question_set__slug__in=named)
+        slug = slug if slug in named else ""
     if slug:
         labels = labels.filter(question_set__slug=slug).order_by(
             Case(When(name=Label.BASELINE, then=0), default=1), "-updated_at"
