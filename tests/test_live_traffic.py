@@ -162,6 +162,10 @@ def test_the_states_list_of_production_says_its_sampling_and_retention(client):
     assert "sampling keeps 1 in 3 of what the application sends" in listed.content.decode()
     every = client.get(reverse("set-detail", args=["live"])).content.decode()
     assert "sampling keeps" not in every
+    shown = listed.content.decode()
+    older = qs.sample_states.get(source="production", state_text__contains='"n":13').name
+    newer = qs.sample_states.get(source="production", state_text__contains='"n":10').name
+    assert shown.index(newer) < shown.index(older) and "answered <time" in shown  # newest first
 
 
 @pytest.mark.django_db
@@ -340,3 +344,9 @@ def test_a_reviewer_changes_how_the_set_takes_production_states_on_its_page(clie
     shown = client.get(reverse("set-production", args=["live"])).content.decode()
     assert 'name="builtins" value="email" checked' in shown
     assert 'name="builtins" value="phone">' in shown
+
+
+def test_an_option_production_gave_that_the_question_does_not_declare_is_no_gap():
+    sent = [labelling.Reading("production v1", "desk", live_desk("refunds"), production=True)]
+    (ranked,) = labelling.rank([DESK], [("s", {})], {"s": sent}, known={"desk": {"billing"}})
+    assert "no labelled state expects" not in ranked.reason  # unreadable, not a gap

@@ -420,8 +420,25 @@ def test_a_snippet_sends_no_report_the_console_would_not_keep(reporting, languag
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("language", RUNTIME_SNIPPETS)
-def test_a_console_that_refuses_or_is_gone_never_fails_the_decision(local, language, tmp_path):
+@pytest.mark.parametrize(
+    ("language", "says"),
+    [
+        ("curl", ""),  # its report runs in the background and says nothing
+        ("python", "Not reported to the console"),
+        pytest.param(
+            "typescript",
+            "Not reported to the console",
+            marks=pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+        ),
+    ],
+)
+def test_a_console_that_refuses_or_is_gone_never_fails_the_decision(
+    local, live_server, language, says, tmp_path
+):
     gone = {**local.environment, "CONSOLE_URL": "http://127.0.0.1:9", "CONSOLE_INGEST_TOKEN": "x"}
-    printed, _ = run_snippet(language, snippet_of(language), gone, tmp_path)
-    assert printed == stand_in_answers()
+    printed, said = run_snippet(language, snippet_of(language), gone, tmp_path)
+    assert printed == stand_in_answers() and says in said
+    refusing = {**gone, "CONSOLE_URL": live_server.url}  # a token it does not know: a 401
+    printed, said = run_snippet(language, snippet_of(language), refusing, tmp_path)
+    assert printed == stand_in_answers() and says in said
+    assert ("no_valid_token" in said) is bool(says)

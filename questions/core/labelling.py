@@ -288,6 +288,8 @@ def _production_words(
             value, uniform = reading(q.type, r.answer), near_uniform(q.type, r.answer)
         except (KeyError, TypeError, ValueError):
             continue  # production sent another shape: nothing to read
+        if value not in {choice for choice, _ in q.choices}:
+            continue  # not one of the question's answers: unreadable, as the production page says
         if value not in known.get(q.id, set()):
             words.append(
                 (GAP, f"`{q.id}`: {r.source} said {value}, which no labelled state expects")

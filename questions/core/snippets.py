@@ -240,14 +240,17 @@ def _python(export: Mapping[str, Any], label: str | None = None, keep_one_in: in
         "\n"
         "    def send():\n"
         "        try:\n"
-        "            httpx.post(\n"
+        "            sent = httpx.post(\n"
         f'                f"{{console}}/api/sets/{export["question_set"]}/states",\n'
         "                json=record,\n"
         '                headers={"Authorization": f"Bearer {ingest_token}"},\n'
         f"                timeout={REPORT_TIMEOUT_SECONDS},\n"
         "            )\n"
-        "        except httpx.HTTPError:\n"
-        "            pass  # a report that cannot be sent is dropped; the decision stands\n"
+        "        except httpx.HTTPError as exc:  # dropped; the decision stands\n"
+        '            print(f"Not reported to the console: {type(exc).__name__}", file=sys.stderr)\n'
+        "            return\n"
+        "        if sent.is_error:  # refused, and said why; the decision stands\n"
+        '            print(f"Not reported to the console: {sent.text[:300]}", file=sys.stderr)\n'
         "\n"
         "    thread = threading.Thread(target=send, daemon=True)\n"
         "    thread.start()\n"
@@ -324,8 +327,9 @@ def _typescript(export: Mapping[str, Any], label: str | None = None, keep_one_in
         "  if (!consoleUrl || !ingestToken) return;\n"
         '  const hash = createHash("sha256").update(canonical(state)).digest("hex");\n'
         "  if (BigInt(`0x${hash.slice(0, 16)}`) % KEEP_ONE_IN !== 0n) return; // not kept\n"
+        f"  const where = `${{consoleUrl}}/api/sets/{export['question_set']}/states`;\n"
         "  try {\n"
-        f"    await fetch(`${{consoleUrl}}/api/sets/{export['question_set']}/states`, {{\n"
+        "    const sent = await fetch(where, {\n"
         '      method: "POST",\n'
         "      headers: {\n"
         "        Authorization: `Bearer ${ingestToken}`,\n"
@@ -336,8 +340,11 @@ def _typescript(export: Mapping[str, Any], label: str | None = None, keep_one_in
         "      }),\n"
         f"      signal: AbortSignal.timeout({REPORT_TIMEOUT_SECONDS * 1000}),\n"
         "    });\n"
-        "  } catch {\n"
+        "    // refused, and said why; the decision stands\n"
+        "    if (!sent.ok) console.error(`Not reported to the console: ${await sent.text()}`);\n"
+        "  } catch (error) {\n"
         "    // a report that cannot be sent is dropped; the decision stands\n"
+        "    console.error(`Not reported to the console: ${error.name}`);\n"
         "  }\n"
         "}\n"
         "\n"

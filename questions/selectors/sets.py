@@ -175,7 +175,15 @@ def sample_states_page(
     `failing_in` that missed an expected answer or got none; "held_out" and "training": the
     sides of the held-out split). Each state listed carries its `side`."""
     states = question_set.sample_states.only(
-        "pk", "name", "tags", "expected", "revision", "updated_at", "question_set_id", "source"
+        "pk",
+        "name",
+        "tags",
+        "expected",
+        "revision",
+        "updated_at",
+        "question_set_id",
+        "source",
+        "observed_at",
     ).annotate(text_bytes=OctetLength("state_text"))
     if source:
         states = states.filter(source=source)
@@ -209,7 +217,10 @@ def sample_states_page(
             return found
     elif show in (HELD_OUT, TRAINING):
         states = states.filter(pk__in=holdout_ids(question_set, held_out=show == HELD_OUT))
-    found = window(states.order_by("name"), start, STATES_PAGE)
+    # production's states are named by their content's hash: the newest answered first reads
+    # better than their names' order (the index of source and time holds it)
+    order = ("-observed_at", "-pk") if source == SampleState.Source.PRODUCTION else ("name",)
+    found = window(states.order_by(*order), start, STATES_PAGE)
     holdout_mark(question_set, found.rows)  # which side of the held-out split each is on
     return found
 
