@@ -412,3 +412,10 @@ def test_a_reviewer_sets_how_many_labels_a_state_needs_on_the_agreement_page(cli
     qs.refresh_from_db()
     assert refused.status_code == 422 and "1 to 5 labels" in refused.content.decode()
     assert (qs.labels_needed, qs.labels_show_model) == (3, False)  # nothing changed
+
+
+def test_two_or_three_states_get_no_interval_that_would_read_as_certainty():
+    two = {("a", "a"): 1, ("b", "c"): 1}
+    assert agreement.resampled(two, lambda counts: 0.0) is None
+    ten = {("a", "a"): 6, ("b", "c"): 4}
+    assert agreement.resampled(ten, lambda counts: sum(counts.values()) / 10) is not None

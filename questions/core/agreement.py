@@ -13,7 +13,8 @@ A question's labels are read as units (its states), each with the answers its la
 
 Each figure comes with n (the states it counts) and a percentile bootstrap 95 % interval over
 states (`stats`' rounds, seed and level: a page reads the same twice). Resamples on which the
-figure is undefined (every label the same answer) are left out of the interval.
+figure is undefined (every label the same answer) are left out of the interval; under
+`FEWEST_FOR_AN_INTERVAL` states there is none, and the figure says so.
 
 The model is read against the settled answers with the same statistic as the labellers (so
 "the model agrees with the labellers as much as they agree with each other" can be read), and
@@ -157,6 +158,11 @@ def _distances(marginals: Mapping[Any, float], metric: str) -> Callable[[Any, An
     return ordinal
 
 
+#: below this many states a bootstrap interval says nothing true: resampling two or three
+#: states gives an interval of zero width, which reads as certainty
+FEWEST_FOR_AN_INTERVAL = 10
+
+
 def resampled(
     counts: Mapping[Hashable, int],
     statistic: Callable[[Mapping[Hashable, int]], float | None],
@@ -172,7 +178,7 @@ def resampled(
     round is, or there is nothing to draw."""
     patterns = sorted(counts, key=repr)  # a stable order: the same draws on every read
     n = sum(counts[p] for p in patterns)
-    if not n:
+    if n < FEWEST_FOR_AN_INTERVAL:
         return None
     rng = random.Random(seed)
     estimates = []
@@ -292,6 +298,8 @@ class Agreement:
         if self.value is None:
             return self.why
         head = f"{'ordinal ' if self.metric == ORDINAL else ''}{self.symbol} {_number(self.value)}"
+        if self.interval is None and self.n < FEWEST_FOR_AN_INTERVAL:
+            return f"{head} (too few states for an interval), n {self.n}"
         if self.interval is None:
             return f"{head} (no interval), n {self.n}"
         low, high = self.interval
