@@ -161,3 +161,11 @@ class AttributionForm(forms.Form):
     question = TextField(required=False, empty_value=None)
     backend = TextField(required=False, empty_value="typesafe")
     into = TextField(required=False, empty_value="attribution")
+
+
+class MemberForm(forms.Form):
+    """A team's member given a role (`remove`: taken out of the team)."""
+
+    username = TextField(max_length=150)
+    role = TextField(required=False)
+    remove = forms.BooleanField(required=False)

@@ -49,7 +49,8 @@ READS = {
     "request changes": ("action", "note"),
     "comment": ("action", "note"),
     "move label": ("name", "version", "note"),
-    "create token": ("name", "revoke"),
+    "create token": ("name", "revoke", "team", "expires", "scope", "sets"),
+    "member save": ("username", "role", "remove"),
     "new state": ("state", "name", "tags", "expected-q0", "expected-q1"),
     "save state": ("state", "name", "tags", "base_revision", "expected-q0", "expected-q1"),
     "state check": ("state",),
@@ -73,7 +74,7 @@ PARAMS = {
     "run page": ("against", "items_from", "show", "q", "question"),
     "advice page": ("run",),
     "label page": ("version", "state", "question", "skipped"),
-    "tokens": ("set",),
+    "tokens": ("set", "team"),
     "api export": ("version", "label"),
 }
 

@@ -22,6 +22,7 @@ from questions.cli import (
     review,
     runs,
     scorecard,
+    teams,
 )
 
 GROUPS = (
@@ -39,6 +40,7 @@ GROUPS = (
     agreement,
     proofs,
     ingest,
+    teams,
     dev,
 )
 

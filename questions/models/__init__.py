@@ -1,6 +1,6 @@
 """Persistence only, a module per domain (sets and versions, states, decisions, tokens and
-fetches, production ingest, runs, webhooks); every model is imported here, so Django finds them
-all. Every write goes through `questions/services/`.
+fetches, production ingest, runs, webhooks, teams); every model is imported here, so Django
+finds them all. Every write goes through `questions/services/`.
 
 Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
 options (declared order is what the author wrote and what the charts show), and a JSONField
@@ -34,6 +34,7 @@ from questions.models.sets import (
     VersionQuerySet,
 )
 from questions.models.states import SampleState, SampleStateRevision
+from questions.models.teams import Membership, Team
 from questions.models.tokens import APIToken, ExportFetch
 from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -53,6 +54,7 @@ __all__ = [
     "LabelReservation",
     "LabelSettlement",
     "LintAcceptance",
+    "Membership",
     "QuestionSet",
     "ReviewEvent",
     "RunMove",
@@ -61,6 +63,7 @@ __all__ = [
     "SampleState",
     "SampleStateRevision",
     "StateLabel",
+    "Team",
     "Version",
     "VersionQuerySet",
     "Webhook",

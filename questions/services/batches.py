@@ -78,7 +78,7 @@ def batch_create(
     `questions.services.tries`, which names its `baseline`). With `labelled`, only the states
     that expect an answer of one of the version's questions (a gate's, `services.gates`).
     `sample_states` names the states to run in place of the set's (an attribution: one state)."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid(f"Concurrency is 1 to {MAX_CONCURRENCY}, not {concurrency}.")
@@ -152,7 +152,7 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
     the very sample-state revisions that failed in it (not their current revisions: the new run
     answers what the first one could not). It points back at `run` (`rerun_of`). `Conflict`
     while `run` has not finished; `Invalid` when no state of it failed."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=run.question_set)
     if not run.finished:
         raise Conflict(
             f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
@@ -220,7 +220,7 @@ def _enqueue(run: BatchRun) -> None:
 
 def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
     """Ask the run to stop: no new state is asked; calls in flight finish and are kept."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=run.question_set)
     if not run.finished:
         BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
         # still queued in the database (`run` may be older: a worker may have taken it since,

@@ -53,7 +53,8 @@ def decision_ask(
     not configured sends nothing. `NotAllowed` when `user` may not ask a live backend. Every
     call that went out is recorded, whatever its outcome; with `logged` off (one of many calls
     that log one line together) only a failed call is logged."""
-    chosen = decision_backend(backend=backend, user=user, model=model)
+    on = version.question_set if version is not None else None
+    chosen = decision_backend(backend=backend, user=user, model=model, on=on)
     if isinstance(chosen, Outcome):
         return chosen
     chosen, model = chosen
@@ -77,16 +78,17 @@ def decision_ask(
 
 
 def decision_backend(
-    *, backend: str, user: Any, model: str | None
+    *, backend: str, user: Any, model: str | None, on: Any
 ) -> tuple[backends.Backend, str] | Outcome:
     """The backend and model an ask goes through, or the refused outcome (nothing is sent).
-    `NotAllowed` when `user` may not ask a live backend."""
+    `NotAllowed` when `user` may not ask a live backend in the team of `on` (a set; None: in
+    any team)."""
     try:
         chosen = backends.get(backend)
     except backends.DecisionError as exc:
         return _refused(backend, model or "", exc.status, exc.detail)
     if chosen.live:
-        require(user, roles.may_ask_live, LIVE_ASKERS_ONLY)
+        require(user, roles.may_ask_live, LIVE_ASKERS_ONLY, on=on)
     try:
         return chosen, model_name(model or chosen.default_model())
     except Invalid as exc:

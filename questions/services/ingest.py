@@ -32,7 +32,7 @@ from questions.services.versions import document_text, limits
 
 log = logging.getLogger("questions.ingest")
 
-SETTINGS_ONLY = "Only reviewers and staff change how a set takes production states."
+SETTINGS_ONLY = "Only reviewers and admins change how a set takes production states."
 TOKEN_ONLY = "Production states come with an ingest token (or from the server's command line)."
 
 #: what a production state is called: this and the first characters of its content's hash
@@ -115,7 +115,7 @@ def ingest_configure(
 ) -> IngestSettings:
     """Change how a set takes production states; what is left out (None) stays as it is. A
     drop path or mask pattern that cannot work is refused, naming it, and nothing changes."""
-    require(user, roles.may_review, SETTINGS_ONLY)
+    require(user, roles.may_review, SETTINGS_ONLY, on=question_set)
     found, _ = IngestSettings.objects.select_for_update().get_or_create(question_set=question_set)
     if keep_one_in is not None:
         found.keep_one_in = _bounded(keep_one_in, "keep-one-in", MOST_KEEP_ONE_IN)

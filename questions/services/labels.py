@@ -136,7 +136,7 @@ def state_label(
     """Give `labeller`'s answer to one question of `sample` (replacing their own earlier one).
     Refused when the question is settled by a reviewer, when it has every label it needs from
     others, or when its last needed label is held for another labeller."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=sample.question_set)
     if labeller is roles.OPERATOR:
         raise Invalid("A label is a person's: name the labeller (--user).")
     sample = (
@@ -181,7 +181,7 @@ def state_label(
 def state_label_undo(*, question_set: QuestionSet, labeller: Any) -> StateLabel | None:
     """Take back `labeller`'s newest label on the set (their answer before it, if they gave
     one, is theirs again): the undo a reload keeps. None when they have nothing to undo."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=question_set)
     newest = (
         StateLabel.objects.select_for_update()
         .filter(sample_state__question_set=question_set, labeller=labeller, current=True)
@@ -218,7 +218,7 @@ def state_label_undo(*, question_set: QuestionSet, labeller: Any) -> StateLabel 
 def _may_settle(sample: SampleState, question_id: str, reviewer: Any) -> None:
     """A reviewer settles; never one of the state's labellers while a reviewer who is not one
     exists."""
-    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    require(reviewer, roles.may_review, REVIEWERS_ONLY, on=sample.question_set)
     if reviewer is roles.OPERATOR:
         raise Invalid("A settlement is a reviewer's: name them (--user).")
     labellers = set(
@@ -226,8 +226,11 @@ def _may_settle(sample: SampleState, question_id: str, reviewer: Any) -> None:
             "labeller_id", flat=True
         )
     )
+    reviewing = [r for r in roles.ROLES if roles.REVIEW in roles.RIGHTS[r]]
     reviewers = get_user_model().objects.filter(
-        Q(groups__name=roles.REVIEWERS) | Q(is_superuser=True), is_active=True
+        Q(memberships__team=sample.question_set.team_id, memberships__role__in=reviewing)
+        | Q(is_superuser=True),
+        is_active=True,
     )
     if reviewer.pk in labellers and reviewers.exclude(pk__in=labellers).exists():
         raise NotAllowed(
@@ -271,7 +274,7 @@ def reserve(*, sample: SampleState, labeller: Any) -> LabelReservation | None:
     """Hold `sample` for `labeller` for `RESERVATION_MINUTES` (their hold on another state of
     the set ends). None when labels are not shared out (one label needed) or it is another's.
     Only a labeller (an author) holds a state."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=sample.question_set)
     if sample.question_set.labels_needed <= 1 or not getattr(labeller, "pk", None):
         return None
     with transaction.atomic():
@@ -299,7 +302,7 @@ def labelling_configure(
     """How many labels a state needs and whether labellers see the model's answer first.
     Answers already settled stay settled; a question with fewer labels than the new number
     asks for more (the queue offers it) and settles again when its next label comes."""
-    require(user, roles.may_review, SETTINGS_ONLY)
+    require(user, roles.may_review, SETTINGS_ONLY, on=question_set)
     fields = []
     if needed is not None:
         refusal = settling.needed_refusal(needed)

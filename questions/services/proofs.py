@@ -49,7 +49,7 @@ def holdout_configure(*, question_set: QuestionSet, user: Any, share: Any) -> Qu
     """Set the share of `question_set`'s states held out for proofs (whole percent). Each
     state's side follows from its id (`holdout.held_out`): raising the share only moves states
     from training into the held-out side."""
-    require(user, roles.may_review, SHARE_REVIEWERS_ONLY)
+    require(user, roles.may_review, SHARE_REVIEWERS_ONLY, on=question_set)
     refusal = holdout.share_refusal(share)
     if refusal:
         raise Invalid(refusal, code="holdout_share")
@@ -147,7 +147,7 @@ def proof_plan(
         raise Invalid(f"A proof asks 0 to {controls.MAX_VARIANTS} shuffles, not {shuffles}.")
     if max_calls < 1:
         raise Invalid(f"A proof's call limit is at least 1, not {max_calls}.")
-    chosen = decision_backend(backend=backend, user=user, model=model)
+    chosen = decision_backend(backend=backend, user=user, model=model, on=version.question_set)
     if isinstance(chosen, backends.Outcome):
         raise Invalid(chosen.error.detail, code="unknown_backend")
     chosen, model = chosen

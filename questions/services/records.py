@@ -152,7 +152,7 @@ def records_import(
     questions) is skipped, never doubled. `Invalid` names the first bad line, or the lines
     whose questions are no version of the set; then nothing is imported. `NotAllowed` unless
     `user` is an author; `Invalid` when there is no file (`lines` None)."""
-    require(user, roles.may_write, AUTHORS_ONLY)
+    require(user, roles.may_write, AUTHORS_ONLY, on=question_set)
     if lines is None:
         raise Invalid("Choose a .jevl file of records to import.", code="no_file")
     versions: dict[str, Version] = {}

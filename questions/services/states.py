@@ -79,7 +79,7 @@ def sample_state_create(
     tags: Iterable[str] | None = None,
 ) -> SampleState:
     """A new sample state of `question_set`, with its first revision."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=question_set)
     name, text, expected, tags = _clean_state_fields(
         name=name, state=state, expected=expected, tags=tags
     )
@@ -112,7 +112,7 @@ def sample_state_update(
     tags: Iterable[str] | None = None,
 ) -> SampleState:
     """Edit a sample state; refused (`StaleRevision`) when it changed since `base_revision`."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     locked = SampleState.objects.select_for_update().get(pk=sample.pk)
     if locked.revision != base_revision:
         raise StaleRevision(locked.revision, base_revision, what=f"Sample state {locked.name}")
@@ -170,7 +170,7 @@ def sample_state_duplicate(*, sample: SampleState, author: Any) -> SampleState:
 def sample_state_delete(*, sample: SampleState, author: Any) -> None:
     """Delete a sample state and its history — unless a batch run asked it: a run keeps the
     exact content it ran on, so that state stays."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     runs = BatchItem.objects.filter(sample_state__sample_state=sample).values("run").distinct()
     if runs.exists():
         raise Conflict(
@@ -274,7 +274,7 @@ def sample_states_import(
     anything the state is saved as a new revision (`sample_state_update`, history kept),
     otherwise it is a duplicate too. An item named as an existing state with other content is
     refused (a file never overwrites what a state says)."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=question_set)
     if not items:
         raise Invalid("the file holds no records")
     if len(items) > settings.DECISIONS_UPLOAD_MAX_ROWS:

@@ -9,13 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from questions.models import QuestionSet
 from questions.selectors.agreement import kept_agreement
+from questions.selectors.teams import visible_sets
 
 
 @require_GET
 def set_agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     return render(
         request,
         "questions/set_agreement.html",
