@@ -51,9 +51,9 @@ def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
     return value
 
 
-def _count(name: str, default: int) -> int:
-    """A whole number from 1 (`_number`'s, without a fraction)."""
-    value = _number(name, default)
+def _count(name: str, default: int, *, allow_zero: bool = False) -> int:
+    """A whole number from 1 (from 0 with `allow_zero`; `_number`'s, without a fraction)."""
+    value = _number(name, default, allow_zero=allow_zero)
     if value != int(value):
         raise ImproperlyConfigured(f"{name} must be a whole number, not {_env(name)!r}")
     return int(value)
@@ -298,6 +298,9 @@ DECISIONS_UPLOAD_MAX_ROWS = _count("DECISIONS__UPLOAD_MAX_ROWS", 20_000)
 DECISIONS_INGEST_MAX_LINES = _count("DECISIONS__INGEST_MAX_LINES", 1000)
 DECISIONS_INGEST_MAX_BYTES = _count("DECISIONS__INGEST_MAX_BYTES", 2**20)
 DECISIONS_INGEST_DAILY_QUOTA = _count("DECISIONS__INGEST_DAILY_QUOTA", 100_000)
+#: provider calls a team may make a day (UTC), those in flight counted: work that would pass it
+#: is refused before it starts (`services.budget`); 0, the default: no budget
+DECISIONS_TEAM_DAILY_CALLS = _count("DECISIONS__TEAM_DAILY_CALLS", 0, allow_zero=True)
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 #: the most bytes of a provider's answer read, decoded; a larger one is refused as it arrives
 DECISIONS_ANSWER_MAX_BYTES = _count("DECISIONS__ANSWER_MAX_BYTES", 4 * 1024 * 1024)

@@ -9,6 +9,7 @@ from questions import roles, services
 from questions.cli.base import EXIT_OK, Console, Unusable, acting_user, add_json
 from questions.models import QuestionSet
 from questions.selectors import teams
+from questions.services import budget
 
 
 def add_parsers(sub: Any) -> None:
@@ -54,6 +55,7 @@ def _team_json(team: Any) -> dict[str, Any]:
             {"user": m.user.get_username(), "role": m.role} for m in teams.members_of(team)
         ],
         "sets": list(team.question_sets.order_by("slug").values_list("slug", flat=True)),
+        "provider_calls_today": budget.team_spend(team).as_json(),
     }
 
 
@@ -80,9 +82,14 @@ def do_team(
         cli.emit_json(found)
         return EXIT_OK
     for t in found:
+        today = t["provider_calls_today"]
+        left = (
+            "" if today["left"] is None else f", {today['left']:,} left of {today['daily_limit']:,}"
+        )
         cli.stdout.write(
             f"{t['team']}: {t['name']}, {len(t['members'])} member(s), sets: "
-            f"{', '.join(t['sets']) or 'none'}"
+            f"{', '.join(t['sets']) or 'none'}; provider calls today: "
+            f"{today['made'] + today['in_flight']:,}{left}"
         )
     return EXIT_OK
 

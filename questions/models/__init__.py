@@ -34,7 +34,7 @@ from questions.models.sets import (
     VersionQuerySet,
 )
 from questions.models.states import SampleState, SampleStateRevision
-from questions.models.teams import Membership, Team
+from questions.models.teams import CallHold, Membership, Team
 from questions.models.tokens import APIToken, ExportFetch
 from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -42,6 +42,7 @@ __all__ = [
     "APIToken",
     "BatchItem",
     "BatchRun",
+    "CallHold",
     "Decision",
     "DecisionAnswer",
     "ExportFetch",

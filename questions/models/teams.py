@@ -53,3 +53,20 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.team_id}: {self.role}"
+
+
+class CallHold(models.Model):
+    """Provider calls a process is asking now for a team, outside a batch run (a single ask, a
+    proof): they count against the team's daily budget until the work ends (the row is deleted
+    then; one left by a process that died counts until the day ends)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="call_holds")
+    calls = models.PositiveIntegerField(help_text="calls still to ask")
+    what = models.CharField(max_length=40)
+    started_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "started_at"], name="call_hold_day")]
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.calls} of team {self.team_id}"

@@ -30,10 +30,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from questions import roles
-from questions.core import check, spec
+from questions.core import attribution, check, gate, spec
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
+from questions.services import budget
 from questions.services.batch_execution import batch_run_task, is_stale, task_widths
+from questions.services.budget import budget_reserve
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -194,8 +196,15 @@ def _new_run(
     **fields: Any,
 ) -> BatchRun:
     """A queued run with an item per revision (per revision and variant: a control), enqueued
-    for a worker after the commit."""
+    for a worker after the commit; refused first when its calls would pass the team's daily
+    budget (`budget.OverBudget`)."""
     with transaction.atomic():
+        if budget.calls_through(fields["backend"]):
+            budget_reserve(
+                team=version.question_set,
+                calls=len(revisions) * variants,
+                what=_what(fields.get("kind", "run"), fields.get("live_questions")),
+            )
         run = BatchRun.objects.create(
             question_set=version.question_set,
             version=version,
@@ -210,6 +219,24 @@ def _new_run(
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run))
     return run
+
+
+#: a drift run's kind (`services.controls`)
+DRIFT = "drift"
+
+#: what a refusal calls a run of each kind (a control's kind is one of `core.controls.KINDS`)
+RUN_WORDS = {
+    "run": "This run",
+    attribution.KIND: "This attribution",
+    gate.KIND: "This gate's run",
+    DRIFT: "This drift run",
+}
+
+
+def _what(kind: str, live_questions: list[str] | None) -> str:
+    if kind == "run" and live_questions is not None:
+        return "This try"
+    return RUN_WORDS.get(kind, "This control")
 
 
 def _enqueue(run: BatchRun) -> None:

@@ -13,13 +13,13 @@ from questions.models import BatchRun, Version
 from questions.services.batches import (
     DEFAULT_CONCURRENCY,
     DEFAULT_THRESHOLD,
+    DRIFT,
     RUNNERS_ONLY,
     batch_create,
 )
 from questions.services.errors import Conflict, Invalid, model_name, require
 from questions.services.versions import limits
 
-DRIFT = "drift"
 MAX_SEED = 2**31 - 1
 
 

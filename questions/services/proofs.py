@@ -28,7 +28,9 @@ from questions.core.stats import plural
 from questions.engine import backends
 from questions.models import QuestionSet, Version
 from questions.selectors.holdout import Judged, held_out_labelled, holdout_split
+from questions.services import budget
 from questions.services.batches import DEFAULT_THRESHOLD
+from questions.services.budget import budget_hold
 from questions.services.decisions import decision_ask, decision_backend
 from questions.services.errors import Invalid, require
 from questions.services.tries import cost_per_question
@@ -198,20 +200,11 @@ def proof_plan(
     return plan
 
 
-def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
-    """Ask what `plan` says, state by state, and judge the pairs. A call that fails leaves its
-    state out of the pairs (counted, with the first reason in the proof's notes)."""
-    changed = plan.changes.changed
-    choices = {q: plan.after[q] for q in plan.shuffled}
-    wordings = [
-        {q: plan.before[q] for q in changed},
-        {q: plan.after[q] for q in changed},
-        *(
-            controls.variant_questions(choices, controls.SHUFFLE, SHUFFLE_SEED, k)
-            for k in range(1, plan.shuffles + 1)
-            if choices
-        ),
-    ]
+def _asked(
+    plan: ProofPlan, wordings: list[dict[str, Any]], user: Any, hold: budget.Hold
+) -> tuple[list[proof.Asked], int, list[str]]:
+    """Each held-out state asked in every wording (the calls held against the team's budget):
+    the pairs, how many calls failed, and the first failure's words."""
     asked, failed, reasons = [], 0, []
     for judged in plan.states:
         answers = []
@@ -224,8 +217,10 @@ def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
                 model=plan.model,
                 version=plan.version,
                 sample_state=judged.revision,
-                logged=False,  # one line for the proof, below
+                logged=False,  # one line for the proof, in proof_run
+                budgeted=True,  # held by proof_run
             )
+            hold.spent()
             if outcome.error is not None or outcome.checked is None:
                 failed += 1
                 if outcome.error is not None and not reasons:
@@ -235,6 +230,31 @@ def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
                 answers.append(outcome.checked.answers)
         expected = judged.state.expected or {}  # the settled answers
         asked.append(proof.Asked(judged.state.name, expected, answers[0], answers[1], answers[2:]))
+    return asked, failed, reasons
+
+
+def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
+    """Ask what `plan` says, state by state, and judge the pairs. A call that fails leaves its
+    state out of the pairs (counted, with the first reason in the proof's notes). Refused
+    (`budget.OverBudget`) before anything is asked when its calls would pass the team's daily
+    budget."""
+    changed = plan.changes.changed
+    choices = {q: plan.after[q] for q in plan.shuffled}
+    wordings = [
+        {q: plan.before[q] for q in changed},
+        {q: plan.after[q] for q in changed},
+        *(
+            controls.variant_questions(choices, controls.SHUFFLE, SHUFFLE_SEED, k)
+            for k in range(1, plan.shuffles + 1)
+            if choices
+        ),
+    ]
+    with budget_hold(
+        team=plan.version.question_set,
+        calls=plan.calls if plan.live and budget.calls_through(plan.backend) else 0,
+        what="This proof",
+    ) as hold:
+        asked, failed, reasons = _asked(plan, wordings, user, hold)
     found = proof.Proof(
         questions=proof.judge(changed, plan.before, plan.after, asked, plan.threshold),
         changes=plan.changes,

@@ -13,6 +13,7 @@ from questions import roles, services
 from questions.models import Membership
 from questions.post_forms import MemberForm, first_error
 from questions.selectors import teams
+from questions.services import budget
 
 
 @require_GET
@@ -37,6 +38,7 @@ def team_detail(request: HttpRequest, team: str) -> HttpResponse:
         "default_role": roles.VIEWER,
         "can_manage": roles.may_manage_team(request.user, found),
         "can_manage_tokens": roles.may_manage_tokens(request.user, found),
+        "spend": budget.team_spend(found),
     }
     return render(request, "questions/team_detail.html", context)
 
