@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from questions import services
 from questions.core import spec
 from questions.models import (
+    AuditEntry,
     Decision,
     DecisionAnswer,
     LintAcceptance,
@@ -94,6 +95,18 @@ class MembershipInline(admin.TabularInline):
     can_delete = False
 
     def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """The audit log, read only: no row is changed nor deleted, here neither."""
+
+    list_display = ("at", "team", "actor_name", "action", "object_repr", "set_slug", "address")
+    list_filter = ("team", "action", "via")
+    search_fields = ("actor_name", "object_repr", "set_slug")
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
 

@@ -133,6 +133,9 @@ MATRIX = [
     ("teams", "get", "/teams/", SIGNED_IN, 200),
     ("team page", "get", "/teams/default/", SIGNED_IN, 200),
     ("member save", "post", "/teams/default/members/", {AD}, 302),
+    ("audit page", "get", "/teams/default/audit/", {AD}, 200),
+    ("audit csv", "get", "/teams/default/audit.csv", {AD}, 200),
+    ("audit jsonl", "get", "/teams/default/audit.jsonl", {AD}, 200),
     ("api export", "get", "/api/sets/s/export.json?label=production", set(), 200),
     ("api states", "post", "/api/sets/s/states", set(), 202),
 ]

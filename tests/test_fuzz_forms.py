@@ -75,6 +75,9 @@ PARAMS = {
     "advice page": ("run",),
     "label page": ("version", "state", "question", "skipped"),
     "tokens": ("set", "team"),
+    "audit page": ("user", "action", "set", "since", "until", "from"),
+    "audit csv": ("user", "action", "set", "since", "until"),
+    "audit jsonl": ("user", "action", "set", "since", "until"),
     "api export": ("version", "label"),
 }
 

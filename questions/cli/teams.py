@@ -1,15 +1,20 @@
-"""`questions team` and `questions member`: the teams of the console — list them, create one,
-move a set from one team to another — and a team's members and their roles."""
+"""`questions team`, `questions member` and `questions audit`: the teams of the console — list
+them, create one, move a set from one team to another —, a team's members and their roles, and
+a team's audit log."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from questions import roles, services
 from questions.cli.base import EXIT_OK, Console, Unusable, acting_user, add_json
+from questions.core import audit_files
 from questions.models import QuestionSet
-from questions.selectors import teams
+from questions.selectors import audit, teams
 from questions.services import budget
+from questions.services.audit import ACTIONS
 
 
 def add_parsers(sub: Any) -> None:
@@ -45,6 +50,23 @@ def add_parsers(sub: Any) -> None:
     member.add_argument("--by", metavar="A", help="the team admin who does it")
     add_json(member, "print JSON")
     member.set_defaults(handler=do_member)
+
+    log = sub.add_parser(
+        "audit",
+        help="print a team's audit log",
+        description="Print team T's audit log, newest first: every state-changing action on "
+        "its sets, tokens, webhooks and members, and its members' sign-ins — when, who, what, "
+        "the object, from which address. --since and --until take 7d, 24h, a day "
+        "(2026-12-01, from its start in UTC) or an ISO date and time.",
+    )
+    log.add_argument("--team", required=True, metavar="T")
+    log.add_argument("--since", metavar="WHEN")
+    log.add_argument("--until", metavar="WHEN")
+    log.add_argument("--actor", metavar="U", help="only what user U did")
+    log.add_argument("--action", choices=ACTIONS, metavar="A", help="only action A")
+    log.add_argument("--set", dest="slug", metavar="S", help="only what concerns set S")
+    add_json(log, "print a JSON list")
+    log.set_defaults(handler=do_audit)
 
 
 def _team_json(team: Any) -> dict[str, Any]:
@@ -127,6 +149,43 @@ def do_member(
     member = services.member_set(team=found, username=user, role=role, user=actor)
     out = {"team": found.slug, "user": user, "role": member.role}
     return _print(cli, out, f"{user} is {member.role} in {found.slug}", json)
+
+
+def do_audit(
+    cli: Console,
+    *,
+    team: str,
+    since: str | None,
+    until: str | None,
+    actor: str | None,
+    action: str | None,
+    slug: str | None,
+    json: bool,
+    **_: Any,
+) -> int:
+    found = services.team_named(team, user=roles.OPERATOR)
+    now = timezone.now()
+    try:
+        chosen = audit.AuditFilter(
+            user=actor or "",
+            action=action or "",
+            set_slug=slug or "",
+            since=audit_files.moment(since, now) if since else None,
+            until=audit_files.moment(until, now) if until else None,
+        )
+    except ValueError as exc:
+        raise Unusable(str(exc)) from None
+    rows = list(audit.export_rows(found, chosen))
+    if json:
+        cli.emit_json(rows)
+        return EXIT_OK
+    for r in rows:
+        where = f" from {r['address']}" if r["address"] else ""
+        cli.stdout.write(
+            f"{r['at']} {r['user']} {r['action']} {r['object']}"
+            f"{' (' + r['set'] + ')' if r['set'] else ''} via {r['via']}{where}"
+        )
+    return EXIT_OK
 
 
 def _print(cli: Console, value: Any, line: str, as_json: bool) -> int:

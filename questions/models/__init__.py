@@ -1,12 +1,13 @@
 """Persistence only, a module per domain (sets and versions, states, decisions, tokens and
-fetches, production ingest, runs, webhooks, teams); every model is imported here, so Django
-finds them all. Every write goes through `questions/services/`.
+fetches, production ingest, runs, webhooks, teams, the audit log); every model is imported
+here, so Django finds them all. Every write goes through `questions/services/`.
 
 Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
 options (declared order is what the author wrote and what the charts show), and a JSONField
 stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 """
 
+from questions.models.audit import AppendOnly, AuditEntry
 from questions.models.decisions import Decision, DecisionAnswer
 from questions.models.ingest import IngestDay, IngestSettings
 from questions.models.labels import (
@@ -40,6 +41,8 @@ from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 
 __all__ = [
     "APIToken",
+    "AppendOnly",
+    "AuditEntry",
     "BatchItem",
     "BatchRun",
     "CallHold",

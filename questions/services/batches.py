@@ -34,6 +34,7 @@ from questions.core import attribution, check, gate, spec
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
 from questions.services import budget
+from questions.services.audit import audit_record
 from questions.services.batch_execution import batch_run_task, is_stale, task_widths
 from questions.services.budget import budget_reserve
 from questions.services.errors import (
@@ -216,6 +217,19 @@ def _new_run(
             for r in revisions
             for v in range(variants)
         )
+        audit_record(
+            action="run.started",
+            actor=user,
+            obj=run,
+            question_set=version.question_set,
+            detail={
+                "kind": run.kind,
+                "backend": run.backend,
+                "version": version.number,
+                "states": len(revisions),
+                "calls": len(revisions) * variants,
+            },
+        )
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run))
     return run
@@ -249,6 +263,7 @@ def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
     """Ask the run to stop: no new state is asked; calls in flight finish and are kept."""
     require(user, roles.may_ask_live, RUNNERS_ONLY, on=run.question_set)
     if not run.finished:
+        audit_record(action="run.cancelled", actor=user, obj=run, question_set=run.question_set)
         BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
         # still queued in the database (`run` may be older: a worker may have taken it since,
         # and then its executor ends it, with what its calls in flight bring back)

@@ -26,6 +26,7 @@ from questions.models import (
     SampleStateRevision,
 )
 from questions.services import bulk
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, NotAllowed, NotFound, ServiceError, require
 from questions.services.tokens import INGEST, Bearer, api_token_permit
 from questions.services.versions import document_text, limits
@@ -134,6 +135,13 @@ def ingest_configure(
     except redaction.RuleError as exc:
         raise Invalid(f"{str(exc)[:1].upper()}{str(exc)[1:]}.", code="redaction_rule") from None
     found.save()
+    audit_record(
+        action="set.settings_changed",
+        actor=user,
+        obj=question_set,
+        question_set=question_set,
+        detail={"ingest": ingest_settings_json(found)},
+    )
     return found
 
 
@@ -237,6 +245,13 @@ def states_ingest(*, slug: str, body: bytes, media_type: str | None, by: Any) ->
         _count_against_quota(question_set, len(records), found.quota)
         fresh = _new_states(question_set, prepared)
         _store(question_set, fresh)
+        if fresh:  # a request that stored nothing changed nothing
+            audit_record(
+                action="states.ingested",
+                actor=f"token {by.id}" if isinstance(by, Bearer) else by,
+                question_set=question_set,
+                detail={"received": len(records), "kept": len(fresh)},
+            )
     counts = IngestCounts(
         received=len(records),
         kept=len(fresh),

@@ -32,6 +32,7 @@ from questions.models import (
     StateLabel,
 )
 from questions.selectors.labels import labelling_version, states_to_label
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, NotAllowed, require
 
 #: how long a state is held for the labeller it was handed to
@@ -174,6 +175,13 @@ def state_label(
     LabelReservation.objects.filter(sample_state=sample, labeller=labeller).delete()
     outcome = _apply(sample, question.id, labeller)
     sample.refresh_from_db()
+    audit_record(
+        action="state.labelled",
+        actor=labeller,
+        obj=sample,
+        question_set=sample.question_set,
+        detail={"question": question.id},
+    )
     return LabelSaved(label, sample, outcome)
 
 
@@ -212,6 +220,13 @@ def state_label_undo(*, question_set: QuestionSet, labeller: Any) -> StateLabel 
         StateLabel.objects.filter(pk=before.pk).update(current=True)
     _apply(sample, newest.question_id, labeller)
     newest.refresh_from_db()
+    audit_record(
+        action="state.label_undone",
+        actor=labeller,
+        obj=sample,
+        question_set=question_set,
+        detail={"question": newest.question_id},
+    )
     return newest
 
 
@@ -267,6 +282,13 @@ def dispute_settle(
             "reviewer": reviewer,
         },
     )
+    audit_record(
+        action="dispute.settled",
+        actor=reviewer,
+        obj=sample,
+        question_set=sample.question_set,
+        detail={"question": question.id, "ambiguous": ambiguous},
+    )
     return _apply(sample, question.id, reviewer)
 
 
@@ -315,6 +337,13 @@ def labelling_configure(
         fields.append("labels_show_model")
     if fields:
         question_set.save(update_fields=[*fields, "updated_at"])
+        audit_record(
+            action="set.settings_changed",
+            actor=user,
+            obj=question_set,
+            question_set=question_set,
+            detail={"labels_needed": needed, "labels_show_model": show_model},
+        )
     return question_set
 
 

@@ -19,6 +19,7 @@ from questions import roles
 from questions.core import check
 from questions.models import LintAcceptance, ReviewEvent, Version
 from questions.selectors import lints as lint_reads
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import WRITERS_ONLY
 
@@ -122,4 +123,11 @@ def lint_accept(
     )
     acceptance.full_clean()
     acceptance.save()
+    audit_record(
+        action="lint.accepted",
+        actor=actor,
+        obj=version,
+        question_set=version.question_set,
+        detail={"question": question, "code": code, "path": finding.path},
+    )
     return acceptance

@@ -29,6 +29,7 @@ from questions.engine import backends
 from questions.models import QuestionSet, Version
 from questions.selectors.holdout import Judged, held_out_labelled, holdout_split
 from questions.services import budget
+from questions.services.audit import audit_record
 from questions.services.batches import DEFAULT_THRESHOLD
 from questions.services.budget import budget_hold
 from questions.services.decisions import decision_ask, decision_backend
@@ -56,8 +57,16 @@ def holdout_configure(*, question_set: QuestionSet, user: Any, share: Any) -> Qu
     if refusal:
         raise Invalid(refusal, code="holdout_share")
     if share != question_set.holdout_share:
+        before = question_set.holdout_share
         question_set.holdout_share = share
         question_set.save(update_fields=["holdout_share", "updated_at"])
+        audit_record(
+            action="set.settings_changed",
+            actor=user,
+            obj=question_set,
+            question_set=question_set,
+            detail={"holdout_share": {"from": before, "to": share}},
+        )
     return question_set
 
 

@@ -32,6 +32,7 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require
 from questions.services.versions import limits
 
@@ -186,6 +187,13 @@ def records_import(
         if unmatched:
             raise Invalid(_unmatched(question_set, unmatched), code="no_version")
         _store(question_set, pending, user, report)
+        if report.imported:  # a file of nothing new changed nothing
+            audit_record(
+                action="records.imported",
+                actor=user,
+                question_set=question_set,
+                detail=report.to_json(),
+            )
     return report
 
 

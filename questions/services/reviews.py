@@ -20,6 +20,7 @@ from questions.dev import standin
 from questions.engine import webhooks
 from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.selectors import review, runs
+from questions.services.audit import audit_record
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
 from questions.services.webhooks import webhook_event
@@ -179,9 +180,13 @@ def version_comment(*, version: Version, actor: Any, note: str) -> ReviewEvent:
     if not note.strip():
         raise Invalid("A comment needs words.")
     storable(note, "The comment", TEXT_LIMIT)
-    return ReviewEvent.objects.create(
+    event = ReviewEvent.objects.create(
         version=version, kind=ReviewEvent.Kind.COMMENTED, actor=actor, note=note.strip()
     )
+    audit_record(
+        action="version.commented", actor=actor, obj=version, question_set=version.question_set
+    )
+    return event
 
 
 @transaction.atomic
@@ -223,6 +228,17 @@ def label_move(
         to_version=version,
         actor=actor,
         note=note,
+    )
+    audit_record(
+        action="label.moved",
+        actor=actor,
+        obj=label,
+        question_set=question_set,
+        detail={
+            "label": name,
+            "from": previous.number if previous else None,
+            "to": version.number,
+        },
     )
     webhook_event(
         webhooks.LABEL_MOVED,

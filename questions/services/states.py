@@ -16,6 +16,7 @@ from questions.core import labelling, spec, state_files
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.selectors.labels import labelling_version
 from questions.services import labels as per_labeller
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
@@ -97,6 +98,7 @@ def sample_state_create(
     if sample.expected:
         sample.save(update_fields=["expected"])
     _record_state_revision(sample, author)
+    audit_record(action="state.created", actor=author, obj=sample, question_set=question_set)
     return sample
 
 
@@ -145,6 +147,13 @@ def sample_state_update(
         ]
     )
     _record_state_revision(locked, author)
+    audit_record(
+        action="state.changed",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"revision": locked.revision},
+    )
     return locked
 
 
@@ -178,6 +187,7 @@ def sample_state_delete(*, sample: SampleState, author: Any) -> None:
             "the exact content they ran on; it cannot be deleted. Rename it or change its tags "
             "instead."
         )
+    audit_record(action="state.deleted", actor=author, obj=sample, question_set=sample.question_set)
     sample.delete()
 
 
@@ -362,4 +372,14 @@ def sample_states_import(
             chunk = SampleState.objects.bulk_create(pending[start : start + IMPORT_CHUNK])
             per_labeller.import_labels(chunk, author)
             SampleStateRevision.objects.bulk_create([_revision_of(s, author) for s in chunk])
+        audit_record(
+            action="states.imported",
+            actor=author,
+            question_set=question_set,
+            detail={
+                "added": len(report.added),
+                "relabelled": len(report.relabelled),
+                "duplicates": len(report.duplicates),
+            },
+        )
     return report

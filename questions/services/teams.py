@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 
 from questions import roles
 from questions.models import Membership, QuestionSet, Team
+from questions.services.audit import audit_record
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -51,9 +52,11 @@ def team_create(*, slug: str, name: str = "", user: Any) -> Team:
         raise Invalid(f"A team's name has {len(name)} characters; at most 200.")
     try:
         with transaction.atomic():
-            return Team.objects.create(slug=slug, name=name)
+            team = Team.objects.create(slug=slug, name=name)
     except IntegrityError:
         raise Conflict(f"A team called {slug} exists already.") from None
+    audit_record(action="team.created", actor=user, team=team, obj=team)
+    return team
 
 
 def _member_user(username: str) -> Any:
@@ -73,12 +76,24 @@ def member_set(*, team: Team, username: str, role: str, user: Any) -> Membership
     found = Membership.objects.select_for_update().filter(team=team, user=member).first()
     if found is None:
         found = Membership.objects.create(team=team, user=member, role=role)
+        _audited("member.added", user, team, member, {"role": role})
     elif found.role != role:
         _keep_an_admin(team, found, role)
-        found.role = role
+        before, found.role = found.role, role
         found.save(update_fields=["role", "updated_at"])
+        _audited("member.role_changed", user, team, member, {"from": before, "to": role})
     roles.forget(member)
     return found
+
+
+def _audited(action: str, user: Any, team: Team, member: Any, detail: dict) -> None:
+    audit_record(
+        action=action,
+        actor=user,
+        team=team,
+        obj=member,
+        detail={"user": member.get_username(), **detail},
+    )
 
 
 @transaction.atomic
@@ -91,6 +106,7 @@ def member_remove(*, team: Team, username: str, user: Any) -> None:
         raise NotFound(f"{username} is no member of {team.slug}.")
     _keep_an_admin(team, found, None)
     found.delete()
+    _audited("member.removed", user, team, member, {"role": found.role})
     roles.forget(member)
 
 
@@ -115,6 +131,17 @@ def set_move(*, question_set: QuestionSet, to: Team, user: Any) -> QuestionSet:
     require(user, roles.may_manage_team, MOVERS_ONLY, on=to)
     if question_set.team_id == to.pk:
         raise Conflict(f"{question_set.slug} belongs to {to.slug} already.")
+    before = question_set.team
     question_set.team = to
     question_set.save(update_fields=["team", "updated_at"])
+    detail = {"from": before.slug, "to": to.slug}
+    for team in (before, to):  # each team's log says the set left or came
+        audit_record(
+            action="set.moved",
+            actor=user,
+            team=team,
+            obj=question_set,
+            question_set=question_set,
+            detail=detail,
+        )
     return question_set

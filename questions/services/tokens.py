@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from questions import roles
 from questions.models import APIToken, QuestionSet, Team
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, NotAllowed, NotFound, a_name, require
 from questions.services.teams import team_default
 
@@ -88,6 +89,17 @@ def api_token_create(
             created_by=roles.recorded_as(user),
         )
         token.question_sets.set(named)
+        audit_record(
+            action="token.created",
+            actor=user,
+            team=team,
+            obj=token,
+            detail={
+                "scope": scope,
+                "sets": [qs.slug for qs in named],
+                "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+            },
+        )
     return token, raw
 
 
@@ -97,6 +109,7 @@ def api_token_revoke(*, token: APIToken, user: Any) -> APIToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit_record(action="token.revoked", actor=user, team=token, obj=token)
     return token
 
 

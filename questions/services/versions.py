@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from questions import roles
 from questions.core import check, spec
 from questions.models import QuestionSet, ReviewEvent, Team, Version
+from questions.services.audit import audit_record
 from questions.services.errors import (
     TEXT_LIMIT,
     Conflict,
@@ -111,6 +112,7 @@ def question_set_create(
             question_set.save()
     except IntegrityError as exc:
         raise Conflict(f"A set called {slug} exists already.") from exc
+    audit_record(action="set.created", actor=owner, obj=question_set, question_set=question_set)
     return question_set
 
 
@@ -201,6 +203,13 @@ def version_create(
         version=version, kind=ReviewEvent.Kind.CREATED, actor=author, note=note
     )
     locked.save(update_fields=["updated_at"])
+    audit_record(
+        action="version.created",
+        actor=author,
+        obj=version,
+        question_set=locked,
+        detail={"from": parent.number if parent else None, "note": note[:200]},
+    )
     return version
 
 
@@ -242,6 +251,13 @@ def version_save(
     locked.save(update_fields=["document_text", "sha256", "revision", "updated_at"])
     _record_edit(locked, author)
     QuestionSet.objects.filter(pk=locked.question_set_id).update(updated_at=locked.updated_at)
+    audit_record(
+        action="version.saved",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"revision": locked.revision},
+    )
     return locked
 
 
@@ -325,14 +341,38 @@ def version_set_advice(*, version: Version, advice: Any, author: Any) -> Version
         raise InvalidContent("advice", errors)
     locked.advice_text = advice_text(advice)
     locked.save(update_fields=["advice_text", "updated_at"])
+    audit_record(
+        action="version.saved",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"advice": bool(advice)},
+    )
     return locked
 
 
+#: the audit log's action for each step of the workflow
+MOVED = {
+    ReviewEvent.Kind.SUBMITTED: "version.submitted",
+    ReviewEvent.Kind.KEPT: "version.kept",
+    ReviewEvent.Kind.APPROVED: "version.approved",
+    ReviewEvent.Kind.CHANGES_REQUESTED: "version.changes_requested",
+}
+
+
 def move(version: Version, status: str, kind: str, actor: Any, note: str) -> Version:
-    """One step of the workflow: the new status, and its event on the record."""
+    """One step of the workflow: the new status, and its event on the record and the log."""
+    before = version.status
     version.status = status
     version.save(update_fields=["status", "updated_at"])
     ReviewEvent.objects.create(version=version, kind=kind, actor=actor, note=note)
+    audit_record(
+        action=MOVED[kind],
+        actor=actor,
+        obj=version,
+        question_set=version.question_set,
+        detail={"from": before, "to": status},
+    )
     return version
 
 
@@ -343,6 +383,9 @@ def version_discard(*, version: Version, author: Any) -> None:
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
+    audit_record(
+        action="version.discarded", actor=author, obj=locked, question_set=locked.question_set
+    )
     locked.delete()
 
 

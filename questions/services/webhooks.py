@@ -48,6 +48,7 @@ from questions.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require, storable
 
 log = logging.getLogger("questions.webhooks")
@@ -81,6 +82,13 @@ def webhook_create(
         secret=secret,
         created_by=roles.recorded_as(user),
     )
+    audit_record(
+        action="webhook.created",
+        actor=user,
+        obj=hook,
+        question_set=question_set,
+        detail={"url": url},
+    )
     return hook, secret
 
 
@@ -106,6 +114,13 @@ def check_url(url: str) -> None:
 def webhook_delete(*, webhook: Webhook, user: Any) -> None:
     """Remove an endpoint and its delivery log; nothing more is sent to it."""
     require(user, roles.may_manage_webhooks, WEBHOOK_MANAGERS_ONLY, on=webhook.question_set)
+    audit_record(
+        action="webhook.deleted",
+        actor=user,
+        obj=webhook,
+        question_set=webhook.question_set,
+        detail={"url": webhook.url},
+    )
     webhook.delete()
 
 
