@@ -29,6 +29,8 @@ def console(request) -> dict:
         ),
         "has_teams": bool(user and user.is_authenticated and roles.may_read(user, None)),
         "run_defaults": RUN_DEFAULTS,
+        "sso_name": settings.OIDC_PROVIDER_NAME if settings.SOCIALACCOUNT_PROVIDERS else "",
+        "local_passwords": settings.LOCAL_PASSWORDS,
         "label_rules": LABELS,
         "slug_rules": SLUGS,
     }

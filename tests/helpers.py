@@ -45,6 +45,10 @@ MATRIX = [
     ("sign out", "post", "/accounts/logout/", EVERYONE, 302),
     ("password page", "get", "/accounts/password_change/", SIGNED_IN, 200),
     ("password changed", "get", "/accounts/password_change/done/", SIGNED_IN, 200),
+    # single sign-on: no identity provider is configured here, so there is none to start with
+    # (tests/test_sso.py signs in through a real one)
+    ("sso sign-in", "post", "/accounts/oidc/idp/login/", EVERYONE, 404),
+    ("sso callback", "get", "/accounts/oidc/idp/login/callback/", EVERYONE, 404),
     ("health", "get", "/healthz", EVERYONE, 200),
     ("sets", "get", "/", SIGNED_IN, 200),
     ("check page", "get", "/check/", SIGNED_IN, 200),

@@ -122,5 +122,6 @@ def audit_record(
 
 def audit_sign_in(sender: Any, request: Any, user: Any, **_: Any) -> None:
     """Django's `user_logged_in`: one row, of no team (each team's log shows its members')."""
-    how = getattr(user, "backend", "") or ""
-    audit_record(action="sign_in", actor=user, detail={"how": how.rsplit(".", 1)[-1]})
+    backend = getattr(user, "backend", "") or ""
+    how = "identity provider" if backend.endswith(".SignInBackend") else "password"
+    audit_record(action="sign_in", actor=user, detail={"how": how})

@@ -145,3 +145,53 @@ def set_move(*, question_set: QuestionSet, to: Team, user: Any) -> QuestionSet:
             detail=detail,
         )
     return question_set
+
+
+#: who the log names for the roles single sign-on gives
+IDENTITY_PROVIDER = "the identity provider"
+
+
+@transaction.atomic
+def member_sync(*, user: Any, wanted: dict[str, str], managed: set[str]) -> dict[str, str]:
+    """The roles the identity provider's groups give `user` at a sign-in: in each team of
+    `managed` (those its group mapping names; a team named there is made when missing), the role
+    `wanted` names, or no membership when it names none. Other teams' memberships stay. A team's
+    last admin keeps their role. Returns team → role as they are now in the managed teams."""
+    now: dict[str, str] = {}
+    for slug in sorted(managed):
+        team = Team.objects.filter(slug=slug).first()
+        if team is None:
+            team = Team.objects.create(slug=slug, name=slug)
+            audit_record(action="team.created", actor=IDENTITY_PROVIDER, team=team, obj=team)
+        found = Membership.objects.select_for_update().filter(team=team, user=user).first()
+        role = wanted.get(slug)
+        if role is not None and found is None:
+            found = Membership.objects.create(team=team, user=user, role=role)
+            _audited("member.added", IDENTITY_PROVIDER, team, user, {"role": role})
+        elif role is not None and found.role != role:
+            try:
+                _keep_an_admin(team, found, role)
+            except Conflict:
+                role = found.role
+            else:
+                before, found.role = found.role, role
+                found.save(update_fields=["role", "updated_at"])
+                _audited(
+                    "member.role_changed",
+                    IDENTITY_PROVIDER,
+                    team,
+                    user,
+                    {"from": before, "to": role},
+                )
+        elif role is None and found is not None:
+            try:
+                _keep_an_admin(team, found, None)
+            except Conflict:
+                role = found.role
+            else:
+                found.delete()
+                _audited("member.removed", IDENTITY_PROVIDER, team, user, {"role": found.role})
+        if role is not None:
+            now[slug] = role
+    roles.forget(user)
+    return now
