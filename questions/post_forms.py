@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
+from questions.core import redaction
 from questions.core.numbers import whole_number
 from questions.engine.backends import DEFAULT as DEFAULT_BACKEND
 from questions.models import BatchRun
@@ -144,6 +145,42 @@ class StateLabelForm(LabelPlaceForm):
     answer = TextField(required=False)
 
 
+class IngestSettingsForm(forms.Form):
+    """How a set takes production states, as the production page's form sends it: sampling,
+    retention, the daily quota, and redaction (paths to drop and patterns to mask, one a line;
+    the built-ins ticked). Their bounds and whether a rule can work are the service's
+    (`services.ingest.ingest_configure`)."""
+
+    keep_one_in = WholeNumberField(digits=9, what="Keep 1 in N")
+    retention_days = WholeNumberField(digits=9, what="The retention")
+    daily_quota = WholeNumberField(digits=12, what="The daily quota")
+    drop = TextField(required=False)
+    mask = TextField(required=False)
+    builtins = forms.MultipleChoiceField(
+        required=False, choices=[(b, b) for b in redaction.BUILTINS]
+    )
+
+    @staticmethod
+    def _lines(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def clean_drop(self) -> list[str]:
+        return self._lines(self.cleaned_data["drop"])
+
+    def clean_mask(self) -> list[str]:
+        # a pattern's own spaces count: only the line's end is dropped
+        return [line.rstrip("\r") for line in self.cleaned_data["mask"].split("\n") if line.strip()]
+
+
+class LabellingSettingsForm(forms.Form):
+    """How a set is labelled: how many labels a state needs and whether labellers see the
+    model's answer before theirs. Which numbers it takes, and who may change it, are the
+    service's (`services.labels.labelling_configure`)."""
+
+    needed = WholeNumberField(digits=2, what="The number of labels a state needs")
+    show_model = forms.BooleanField(required=False)
+
+
 class DisputeSettleForm(forms.Form):
     """A reviewer's word on one disputed question of a state: the answer that settles it (the
     form value of one of its choices) or `ambiguous`. Which answers it takes, and who may say,
@@ -169,3 +206,22 @@ class MemberForm(forms.Form):
     username = TextField(max_length=150)
     role = TextField(required=False)
     remove = forms.BooleanField(required=False)
+
+
+class SuggestForm(forms.Form):
+    """Suggest rewordings: a question, the live backend that attributes and proves (blank:
+    the run's), how many candidates, the call limit; the service says what is out of range."""
+
+    question = TextField(required=False)
+    backend = TextField(required=False)
+    candidates = WholeNumberField(digits=3, what="The number of candidates", required=False)
+    max_calls = WholeNumberField(digits=6, what="The call limit", required=False)
+    into = TextField(required=False, empty_value="suggest")
+
+
+class SuggestionApplyForm(forms.Form):
+    """ "Use this": the candidate's number."""
+
+    candidate = WholeNumberField(
+        digits=3, what="The candidate", error_messages={"required": "Pick a candidate."}
+    )

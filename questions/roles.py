@@ -29,7 +29,7 @@ from questions.models import Membership, Team
 VIEWER, AUTHOR, REVIEWER, ADMIN = (r.value for r in Membership.Role)
 ROLES = (VIEWER, AUTHOR, REVIEWER, ADMIN)
 
-#: the groups of the console before teams: migration 0033 made them roles of the default team
+#: the groups of the console before teams: migration 0034 made them roles of the default team
 #: (both groups: admin), and the tests' factories still read them so
 AUTHORS = "authors"
 REVIEWERS = "reviewers"

@@ -11,7 +11,7 @@ from questions import roles, services
 
 _n = itertools.count(1)
 
-#: the role in the default team that the groups of the console before teams became (0033)
+#: the role in the default team that the groups of the console before teams became (0034)
 _ROLE_OF_GROUPS = {
     (): roles.VIEWER,
     (roles.AUTHORS,): roles.AUTHOR,

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,13 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 
-from questions import exports, services
-from questions.core import attribution, check, spec
+from questions import exports, roles, services
+from questions.core import attribution, check, ingest, spec
 from questions.models import BatchItem, BatchRun, QuestionSet, Version
+from questions.selectors.holdout import holdout_ids
 from questions.services import attribution as attribution_services
 from tests import factories
+from tests.providers import SUGGEST_DOC, SUGGEST_QID, SUGGEST_SAYS
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -84,6 +87,12 @@ MATRIX = [
     ("attribution", "post", "/sets/s/v1/attribution/start/", {AU, R, AD}, 200),
     ("attribution progress", "get", "/runs/{attribution}/attribution/", SIGNED_IN, 200),
     ("cancel attribution", "post", "/runs/{attribution}/attribution/cancel/", {AU, R, AD}, 200),
+    ("suggest form", "get", "/sets/sug/v1/suggest/?question=q0", SIGNED_IN, 200),
+    ("suggest plan", "post", "/sets/sug/v1/suggest/plan/", {AU, R, AD}, 200),
+    ("suggest", "post", "/sets/sug/v1/suggest/start/", {AU, R, AD}, 200),
+    ("suggestion page", "get", "/suggestions/{suggestion}/", SIGNED_IN, 200),
+    ("cancel suggestion", "post", "/suggestions/{suggestion}/cancel/", {AU, R, AD}, 200),
+    ("use suggestion", "post", "/suggestions/{suggestion}/apply/", {AU, AD}, 302),
     ("submit", "post", "/sets/s/v3/submit/", {AU, AD}, 302),
     ("keep", "post", "/sets/s/v3/keep/", {AU, AD}, 302),
     ("discard", "post", "/sets/s/v3/discard/", {AU, AD}, 302),
@@ -111,6 +120,9 @@ MATRIX = [
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
     ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
+    ("labelling settings", "post", "/sets/s/agreement/settings/", {R, AD}, 302),
+    ("production", "get", "/sets/s/production/", SIGNED_IN, 200),
+    ("ingest settings", "post", "/sets/s/production/settings/", {R, AD}, 302),
     ("save label", "post", "/sets/s/label/{state}/", {AU, AD}, 302),
     ("undo label", "post", "/sets/s/label/undo/", {AU, AD}, 302),
     ("hold state", "post", "/sets/s/label/{state}/hold/", {AU, AD}, 302),
@@ -178,6 +190,8 @@ POST_DATA = {
     "request changes": {"action": "request_changes", "note": "more words"},
     "comment": {"action": "comment", "note": "seen"},
     "move label": {"name": "staging", "version": "1"},
+    "labelling settings": {"needed": "2"},
+    "ingest settings": {"keep_one_in": "1", "retention_days": "30", "daily_quota": "1000"},
     "new set": {"name": "Other", "slug": "other"},
     "create token": {"name": "runtime"},
     "new state": {"name": "n2", "state": "1", "base_revision": "0"},
@@ -209,6 +223,9 @@ POST_DATA = {
     "try": {"try_backend": "typesafe", "try_against": "v1"},
     "attribution plan": {"state": "n", "question": "q0", "backend": "typesafe"},
     "attribution": {"state": "n", "question": "q0", "backend": "typesafe"},
+    "suggest plan": {"question": "q0"},
+    "suggest": {"question": "q0"},
+    "use suggestion": {"candidate": "1"},
     "check": {"document": "{}"},
     "start run": {"backend": "recorded"},
     "start control": {"version": "1", "kind": "shuffle", "count": "2", "backend": "typesafe"},
@@ -300,6 +317,7 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
         user=writer,
         enqueue=False,
     )
+    suggestion = suggestion_world(writer, checker)
     if live:
         author = Client()
         author.force_login(writer)
@@ -311,6 +329,7 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
         "finished": run.pk,
         "attribution": attributing.pk,
         "dispute": dispute.pk,
+        "suggestion": suggestion.pk,
     }
 
 
@@ -341,6 +360,75 @@ def make_other_team() -> dict[str, Any]:
     )
     services.api_token_create(name="default-runtime", user=factories.admin("default-admin"))
     return {"team": team, "members": members, "read": read, "ingest": ingest}
+
+
+def suggestion_world(writer, checker):
+    """A set `sug` (v1 approved, no open draft) whose last run missed `q0` on every labelled
+    state — a training state to draft from and a held-out one to prove on, whatever ids the
+    database hands out — and a finished suggestion for `q0` with one candidate to use."""
+    from questions.core import holdout
+    from questions.models import Suggestion
+
+    qs = factories.question_set("sug", owner=writer)
+    v1 = services.version_submit(version=factories.draft(qs), author=writer)
+    services.version_approve(version=v1, reviewer=checker, confirm_weak_evidence=True)
+    sides, i = set(), 0
+    while len(sides) < 2:
+        state = services.sample_state_create(
+            question_set=qs, name=f"u{i}", state={"n": i}, author=writer, expected={"q0": "o0"}
+        )
+        sides.add(holdout.held_out(qs.pk, state.pk, qs.holdout_share))
+        i += 1
+    run = BatchRun.objects.create(
+        question_set=qs, version=v1, backend="typesafe", model="m", status="done"
+    )
+    for state in qs.sample_states.all():
+        BatchItem.objects.create(
+            run=run,
+            sample_state=state.current_revision(),
+            status="answered",
+            answers={
+                "q0": {
+                    "type": "choice",
+                    "choice": "o1",
+                    "probabilities": {"o0": 0.0, "o1": 1.0, "other": 0.0},
+                    "confidence": 1.0,
+                }
+            },
+        )
+    services.run_summary_store(run)
+    before = v1.document["q0"]
+    after = {**before, "instructions": "Which one, as the state says?"}
+    return Suggestion.objects.create(
+        question_set=qs,
+        version=v1,
+        version_sha256=v1.sha256,
+        question="q0",
+        run=run,
+        backend="typesafe",
+        model="m",
+        draft_model="chat-m",
+        candidates_wanted=1,
+        max_calls=10,
+        status=Suggestion.Status.DONE,
+        plan_text=json.dumps(
+            {"before": before, "held_out": 1, "failing": ["u0"], "words": "a plan"}
+        ),
+        candidates_text=json.dumps(
+            [
+                {
+                    "number": 1,
+                    "status": "proven",
+                    "verdict": "not proven",
+                    "question": after,
+                    "why": "asks plainly",
+                    "reason": "",
+                    "lints": [],
+                    "proof": None,
+                }
+            ]
+        ),
+    )
 
 
 def body(response) -> bytes:
@@ -927,3 +1015,92 @@ def agreement_world(states: int = 12) -> dict[str, Any]:
     )
     labels.dispute_settle(sample=samples["s07"], question_id="desk", ambiguous=True, reviewer=rev)
     return {"set": qs, "run": run, "ann": ann, "bob": bob, "rev": rev, "samples": samples}
+
+
+def live_desk(choice, billing=0.8, shipping=0.1, other=0.1, confidence=0.7):
+    """A choice answer of the agreement document's desk, as production sends it."""
+    return {
+        "type": "choice",
+        "choice": choice,
+        "probabilities": {"billing": billing, "shipping": shipping, "other": other},
+        "confidence": confidence,
+    }
+
+
+def live_world():
+    """Set `live`: v1 of AGREEMENT_DOC approved under `production`, four labelled hand-made
+    states, and production states v1 answered: two labelled (one passes), one unlabelled
+    answered `other` (no labelled state expects it), one from another day."""
+    owner, boss = factories.author("ann"), factories.reviewer("rev")
+    qs = factories.question_set("live", owner=owner, doc=AGREEMENT_DOC)
+    for i, chosen in enumerate(("billing", "billing", "shipping", "shipping")):
+        services.sample_state_create(
+            question_set=qs,
+            name=f"hand{i}",
+            state={"n": i},
+            author=owner,
+            expected={"desk": chosen, "urgency": 1, "churn": False},
+        )
+    version = services.version_submit(version=qs.versions.open_draft(), author=owner)
+    services.version_approve(
+        version=version, reviewer=boss, label="production", confirm_weak_evidence=True
+    )
+    now = timezone.now()
+    rows = [
+        ({"n": 10}, live_desk("billing"), now),
+        ({"n": 11}, live_desk("shipping", 0.2, 0.7, 0.1), now),
+        ({"n": 12}, live_desk("other", 0.34, 0.33, 0.33, confidence=0.34), now),
+        ({"n": 13}, live_desk("billing"), now - timedelta(days=2)),
+    ]
+    _, raw = services.api_token_create(
+        name="app", user=roles.OPERATOR, scope="ingest", sets=["live"]
+    )
+    body = "\n".join(
+        json.dumps({"state": s, "answers": {"desk": a}, "version": 1, "at": at.isoformat()})
+        for s, a, at in rows
+    )
+    counts = services.states_ingest(
+        slug="live", body=body.encode(), media_type=ingest.NDJSON, by=roles.OPERATOR
+    )
+    assert counts.kept == 4
+    states = {s.state["n"]: s for s in qs.sample_states.filter(source="production")}
+    for n, answer in ((10, "billing"), (11, "billing")):
+        services.state_label(sample=states[n], question_id="desk", answer=answer, labeller=owner)
+    return qs, version, owner, boss, raw
+
+
+def add_suggest_state(qs, writer, i: int, desk: str) -> None:
+    services.sample_state_create(
+        question_set=qs,
+        name=f"s{i:03d}",
+        state={"n": i, "says": SUGGEST_SAYS[desk]},
+        author=writer,
+        expected={SUGGEST_QID: desk, "urgent": True},
+    )
+
+
+def suggestable_set(
+    provider, *, held: int = 8, trained: int = 3, states: int = 60, slug: str = "desks"
+):
+    """A set of `providers.SUGGEST_DOC` whose states say billing's or tech's words, added
+    until there are `states` and each desk has at least `held` labelled states on the held-out
+    side and `trained` on the training side (whatever ids the database hands out), and v1
+    approved on a finished run of them; the provider's record of requests starts again after
+    the run."""
+    writer = factories.author()
+    qs = factories.question_set(slug, owner=writer, doc=SUGGEST_DOC)
+    count = {desk: [0, 0] for desk in SUGGEST_SAYS}
+    i = 0
+    while i < states or any(h < held or t < trained for h, t in count.values()):
+        desk = list(SUGGEST_SAYS)[i % 2]
+        add_suggest_state(qs, writer, i, desk)
+        state = qs.sample_states.get(name=f"s{i:03d}")
+        count[desk][0 if state.pk in holdout_ids(qs) else 1] += 1
+        i += 1
+    v1 = services.version_submit(version=factories.draft(qs), author=writer)
+    run = services.batch_create(version=v1, backend="typesafe", user=writer, enqueue=False)
+    services.batch_execute(run.pk)
+    reviewer = factories.reviewer()
+    services.version_approve(version=v1, reviewer=reviewer, confirm_weak_evidence=True)
+    provider.requests.clear()
+    return qs, writer

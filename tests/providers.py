@@ -9,7 +9,9 @@ For webhooks: `Receiver` answers POSTs (over TLS too), `Listener` records every 
 can trickle its answer a byte at a time, `resolving` points the console's name lookups at a
 table, `work` runs django-tasks' database worker until a condition holds. `StandIn` is the local
 stand-in on a free port; the `provider_factory` fixture (conftest.py) starts any of them for a
-test, aims the console at it and stops it at the end."""
+test, aims the console at it and stops it at the end. For suggestions: `decides_or_drafts`
+answers both wires, reading `SUGGEST_DOC`'s words and drafting a better, a worse and an
+unchanged candidate."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from django.core.management import call_command
 
 from questions.core import spec
 from questions.dev import standin
+from questions.engine.backends import drafting
 
 KEY = "sk-test-4f9c2a7e1b"
 #: django-tasks' dummy backend: a run is queued and not worked (the test works it, or not)
@@ -825,3 +828,80 @@ class Gate:
 
     def open(self) -> None:
         self.opened.set()
+
+
+# --- suggestions: a model that reads the words, and a chat model that drafts three candidates --
+
+#: the question's id is addressing: it never reaches a model (an id no text holds)
+SUGGEST_QID = "q_route_7f"
+SUGGEST_DOC = {
+    "urgent": {"type": "noul", "instructions": "Is it urgent?"},
+    SUGGEST_QID: {
+        "type": "choice",
+        "instructions": "Which desk?",
+        "criteria": {"billing": "money", "tech": "bugs", "other": "anything else please"},
+    },
+}
+#: what the states of each desk say: billing's share only "please" with `other`, so v1 sends
+#: them there; tech's say what tech's description says
+SUGGEST_SAYS = {"billing": "refund please", "tech": "bugs"}
+#: the loopback drafter's candidates (`drafts_three`): truly better, truly worse, no different
+BETTER_WORDS = {"billing": "money or a refund", "tech": "bugs", "other": "anything else please"}
+WORSE_WORDS = {"billing": "money or bugs", "tech": "bugs", "other": "anything else please"}
+SAME_WORDS = dict(SUGGEST_DOC[SUGGEST_QID]["criteria"])
+DRAFT_REASONS = ("adds refund to billing", "gives billing the bugs", "asks politely")
+
+
+def decides_by_words(body: dict) -> dict:
+    """A model that reads the words: the option whose description shares most words with
+    what the state says wins (the first on a tie; the first when none shares one)."""
+    said = set(body["state"]["says"].split())
+    answers = {}
+    for qid, q in body["questions"].items():
+        if q["type"] != "choice":
+            answers[qid] = {"type": "noul", "noul": 0.7}
+            continue
+        names = list(q["criteria"])
+        shared = [len(said & set(str(q["criteria"][o] or "").split())) for o in names]
+        pick = names[shared.index(max(shared))]
+        rest = round(0.2 / (len(names) - 1), 4)
+        p = {o: 0.8 if o == pick else rest for o in names}
+        answers[qid] = {"type": "choice", "choice": pick, "probabilities": p, "confidence": 0.7}
+    return {"model": "reader-1", "answers": answers, "usage": {"input_tokens": 10}}
+
+
+def drafted_candidate(instructions: str, criteria: dict, why: str) -> dict:
+    return {"instructions": instructions, "criteria": criteria, "why": why}
+
+
+def drafts_three(body: dict) -> dict:
+    """A chat model that drafts the three candidates (as many as asked, the last repeated)."""
+    asked = drafting.read_request(body)["candidates"]
+    written = [
+        drafted_candidate("Which desk?", BETTER_WORDS, DRAFT_REASONS[0]),
+        drafted_candidate("Which desk?", WORSE_WORDS, DRAFT_REASONS[1]),
+        drafted_candidate("Which desk, please?", SAME_WORDS, DRAFT_REASONS[2]),
+    ]
+    content = {f"c{n}": written[min(n, 3) - 1] for n in range(1, asked + 1)}
+    return chat_answer(content)
+
+
+def chat_answer(content) -> dict:
+    """A chat completion whose message is `content` as JSON."""
+    return {
+        "id": "chatcmpl-loopback",
+        "model": "drafter-1",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": json.dumps(content)},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 200},
+    }
+
+
+def decides_or_drafts(body: dict) -> dict:
+    """One loopback server for both wires: typesafe's decisions, llm's drafting."""
+    return drafts_three(body) if drafting.is_drafting(body) else decides_by_words(body)

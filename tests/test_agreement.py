@@ -393,3 +393,22 @@ def test_the_scorecard_and_the_review_carry_the_summary_line(client):
     review = client.get("/sets/eyes/v1/review/").content.decode()
     assert f"<li><code>desk</code> {line}" in review
     assert "labels: 10 settled, 2 disputed, ordinal α " in review
+
+
+@pytest.mark.django_db
+def test_a_reviewer_sets_how_many_labels_a_state_needs_on_the_agreement_page(client):
+    owner, rev = factories.author("ann"), factories.reviewer("rev")
+    qs = factories.question_set("eyes", owner=owner, doc=AGREEMENT_DOC)
+    client.force_login(owner)
+    page = client.get("/sets/eyes/agreement/").content.decode()
+    assert "A state needs <strong>1</strong> label" in page and 'name="needed"' not in page
+    assert client.post("/sets/eyes/agreement/settings/", {"needed": "3"}).status_code == 403
+    client.force_login(rev)
+    answered = client.post("/sets/eyes/agreement/settings/", {"needed": "3"}, follow=True)
+    qs.refresh_from_db()
+    assert (qs.labels_needed, qs.labels_show_model) == (3, False)
+    assert "needs 3 labels now; labellers label blind." in answered.content.decode()
+    refused = client.post("/sets/eyes/agreement/settings/", {"needed": "9", "show_model": "on"})
+    qs.refresh_from_db()
+    assert refused.status_code == 422 and "1 to 5 labels" in refused.content.decode()
+    assert (qs.labels_needed, qs.labels_show_model) == (3, False)  # nothing changed

@@ -279,3 +279,31 @@ def test_two_runs_started_at_once_cannot_both_take_the_last_calls(provider, sett
     refused = [r for r in results if isinstance(r, budget.OverBudget)]
     assert (len(started), len(refused)) == (1, 3), results
     assert budget.team_spend(qs).in_flight == 3
+
+
+def test_a_suggestion_over_the_budget_is_refused_and_its_own_calls_are_never_refused(
+    provider_factory, settings
+):
+    from questions.services import suggestions
+    from questions.services.suggestion_work import suggestion_execute
+    from tests.helpers import suggestable_set
+    from tests.providers import SUGGEST_QID, decides_or_drafts
+
+    server = provider_factory(Provider(default=decides_or_drafts), key=KEY)
+    settings.LLM_API_KEY, settings.LLM_BASE_URL = KEY, server.url
+    qs, _ = suggestable_set(server)
+    plan = suggestions.suggestion_plan(
+        version=qs.versions.get(number=1), question=SUGGEST_QID, user=roles.OPERATOR
+    )
+    spent = budget.team_spend(qs).used  # the run the set's v1 was approved on
+    settings.DECISIONS_TEAM_DAILY_CALLS = spent + plan.calls - 1
+    with pytest.raises(budget.OverBudget, match=f"^This suggestion asks {plan.calls} provider"):
+        suggestions.suggestion_start(plan=plan, user=roles.OPERATOR, enqueue=False)
+    assert server.requests == []
+    settings.DECISIONS_TEAM_DAILY_CALLS = spent + plan.calls
+    made = suggestions.suggestion_start(plan=plan, user=roles.OPERATOR, enqueue=False)
+    assert budget.team_spend(qs).in_flight == plan.calls  # all of it, before a call is made
+    done = suggestion_execute(made.pk)
+    assert done.status == "done", done.stage
+    assert budget.team_spend(qs).in_flight == 0
+    assert len(server.requests) <= plan.calls

@@ -14,11 +14,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from questions import roles, services
-from questions.core import settling
-from questions.models import LabelSettlement
-from questions.selectors import disputes, scorecard
+from questions.core import settling, spec
+from questions.models import BatchItem, BatchRun, LabelSettlement
+from questions.selectors import disputes, runs, scorecard
 from questions.selectors.runs import run_report_and_misses
-from questions.services import labels
+from questions.services import gates, labels
 from tests import factories
 from tests.providers import run_cli, stand_in_serving
 
@@ -301,3 +301,48 @@ def test_an_ambiguous_state_is_left_out_of_the_pass_rates_and_counted_where_they
     assert scorecard.scorecard(qs)["ambiguous"] == {"desk": 1}
     code, out, _ = run_cli("scorecard", "--set", qs.slug)
     assert code == 0 and "ambiguous states left out of the pass rates: desk 1" in out
+
+
+def test_on_a_blind_set_a_labeller_sees_no_label_of_a_question_they_may_still_label(qs, people):
+    labels.labelling_configure(question_set=qs, user=people["rev"], needed=3)
+    _disputed(qs, people)  # two of the three labels: ann's and bob's, differing
+    cy = factories.author("cy")
+    seen = {
+        who: _client(user).get("/sets/eyes/disputes/").content.decode()
+        for who, user in (("cy", cy), ("ann", people["ann"]), ("rev", people["rev"]))
+    }
+    assert "hidden: this set is labelled blind" in seen["cy"]
+    assert "<td>ann</td>" not in seen["cy"] and "<strong>billing</strong>" not in seen["cy"]
+    assert "<td>bob</td><td><strong>shipping</strong>" in seen["ann"]  # she has labelled it
+    assert "<td>bob</td><td><strong>shipping</strong>" in seen["rev"]  # a reviewer settles
+    labels.labelling_configure(question_set=qs, user=people["rev"], show_model=True)
+    shown = _client(cy).get("/sets/eyes/disputes/").content.decode()
+    assert "<td>ann</td><td><strong>billing</strong>" in shown  # not blind any more
+
+
+def test_compare_the_review_and_the_gate_say_what_ambiguous_states_they_leave_out(qs, people):
+    sample = _disputed(qs, people)
+    labels.dispute_settle(sample=sample, question_id="desk", ambiguous=True, reviewer=people["rev"])
+    version = qs.versions.get()
+    run = BatchRun.objects.create(
+        question_set=qs,
+        version=version,
+        backend="recorded",
+        model="m",
+        status="done",
+        checked=1,
+        passed=1,
+    )
+    BatchItem.objects.create(
+        run=run,
+        sample_state=sample.current_revision(),
+        state=sample,
+        status="answered",
+        answers={"desk": {"type": "choice", "choice": "billing"}},
+    )
+    assert runs.overall(run, left_out=True).left_out == 1
+    compare = _client(people["rev"]).get(f"/sets/eyes/compare/?col=run:{run.pk}").content.decode()
+    assert "1 ambiguous left out" in compare
+    measured = gates.gate_measure(run, spec.parse(DOC, limits=spec.DEFAULT_LIMITS).questions)
+    assert measured.ambiguous == {"desk": 1} and measured.left_out == "1 ambiguous left out"
+    assert (measured.checked, measured.questions["desk"].labelled) == (0, 0)  # settled only

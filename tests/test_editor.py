@@ -298,8 +298,9 @@ def test_the_editor_pins_its_query_count_for_32_questions(author_client, django_
     version = draft_with(author_client, factories.document(32, options=255))
     url = editor_url(version)
     author_client.get(url)  # the session and the user are loaded once per request anyway
-    # session, user, version, groups, states, runs, the lints accepted on the set (it has warnings)
-    with django_assert_num_queries(7):
+    # session, user, version, groups, states, runs, the lints accepted on the set (it has warnings),
+    # the report of the version's last run (which questions it failed: "Suggest rewordings")
+    with django_assert_num_queries(8):
         response = author_client.get(url)
     assert response.status_code == 200
     assert response.content.decode().count('class="card ') == 32

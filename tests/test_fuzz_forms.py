@@ -60,6 +60,10 @@ READS = {
     "settle dispute": ("question", "answer", "ambiguous"),
     "save label": ("version", "question", "answer", "skipped"),
     "undo label": ("version", "skipped"),
+    "suggest plan": ("question", "backend", "candidates", "max_calls", "into"),
+    "suggest": ("question", "backend", "candidates", "max_calls", "into"),
+    "cancel suggestion": ("into",),
+    "use suggestion": ("candidate",),
 }
 #: The query parameters each GET route reads (the others get junk fields all the same).
 PARAMS = {
@@ -79,6 +83,8 @@ PARAMS = {
     "audit csv": ("user", "action", "set", "since", "until"),
     "audit jsonl": ("user", "action", "set", "since", "until"),
     "api export": ("version", "label"),
+    "suggest form": ("question", "into"),
+    "suggestion page": ("into",),
 }
 
 # Both lists come from the matrix, which has a row for every route of the URL configuration

@@ -336,6 +336,16 @@ def test_over_the_daily_quota_is_a_429_with_retry_after(client, shop):
     assert IngestDay.objects.get().received == 10
 
 
+def test_a_request_larger_than_the_whole_quota_is_a_413_not_a_wait(client, shop):
+    services.ingest_configure(question_set=shop[0], user=roles.OPERATOR, daily_quota=5)
+    response = post(client, shop[1], records(6))
+    assert response.status_code == 413 and "Retry-After" not in response
+    assert (
+        "holds 6 states" in response.json()["detail"] and "quota is 5" in response.json()["detail"]
+    )
+    assert stored() == 0 and not IngestDay.objects.filter(received__gt=0).exists()
+
+
 def test_the_quota_counts_what_was_received_kept_or_not(client, shop):
     services.ingest_configure(question_set=shop[0], user=roles.OPERATOR, daily_quota=4)
     assert post(client, shop[1], records(2)).status_code == 202

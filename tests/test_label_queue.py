@@ -236,3 +236,43 @@ def test_blind_progress_reads_the_labelled_states_and_counts_what_every_state_wo
         if '"expected"' in q["sql"] and "DISTINCT" not in q["sql"] and "COUNT(" not in q["sql"]
     ]
     assert every_state == []
+
+
+def test_a_key_press_moves_the_kept_counts_and_any_other_change_counts_again(client):
+    from django.core.cache import cache
+
+    from questions.selectors import settled
+    from tests.helpers import agreement_world
+
+    cache.clear()
+    world = agreement_world(states=8)
+    qs = world["set"]
+    services.labelling_configure(question_set=qs, user=world["rev"], needed=1)
+    qids = ["desk", "urgency", "churn"]
+
+    def counted():  # the oracle: every state's expected answers, read
+        rows = list(qs.sample_states.values_list("expected", flat=True))
+        return len(rows), {q: sum(q in (e or {}) for e in rows) for q in qids}
+
+    fresh = services.sample_state_create(
+        question_set=qs, name="new", state={"n": 99}, author=world["ann"]
+    )
+    assert settled.settled_counts(qs, qids) == counted()  # counted, then kept
+    with CaptureQueriesContext(connection) as seen:
+        labels.state_label(
+            sample=fresh, question_id="desk", answer="billing", labeller=world["ann"]
+        )
+        assert settled.settled_counts(qs, qids) == counted()
+    assert not [q for q in seen.captured_queries if "FILTER" in q["sql"]]  # moved, not counted
+    fresh.refresh_from_db()
+    services.sample_state_update(  # another path: the kept counts are read again
+        sample=fresh,
+        name="new",
+        state={"n": 99},
+        author=world["ann"],
+        base_revision=fresh.revision,
+        expected={"desk": "billing", "urgency": 1},
+    )
+    assert settled.settled_counts(qs, qids) == counted()
+    services.sample_state_delete(sample=fresh, author=world["ann"])
+    assert settled.settled_counts(qs, qids) == counted()

@@ -211,3 +211,35 @@ def test_only_reviewers_say_how_many_labels_and_within_bounds(qs, people):
     services.labelling_configure(question_set=qs, user=people["rev"], show_model=True)
     qs.refresh_from_db()
     assert (qs.labels_needed, qs.labels_show_model) == (1, True)
+
+
+def test_the_state_form_keeps_the_labelling_pages_rules_with_two_labels_needed():
+    from tests.helpers import agreement_world
+
+    world = agreement_world(states=8)
+    s00, s03 = world["samples"]["s00"], world["samples"]["s03"]
+    cy = factories.author("cy")
+
+    def save(sample, who, expected):
+        sample.refresh_from_db()
+        return services.sample_state_update(
+            sample=sample,
+            name=sample.name,
+            state=sample.state,
+            author=who,
+            base_revision=sample.revision,
+            expected=expected,
+        )
+
+    settled = dict(SampleState.objects.get(pk=s00.pk).expected)
+    with pytest.raises(Conflict, match="has the 2 labels it needs already"):
+        save(s00, cy, {**settled, "desk": "other"})
+    with pytest.raises(Conflict, match="has the 2 labels it needs already"):
+        save(s00, cy, {k: v for k, v in settled.items() if k != "desk"})  # cleared
+    with pytest.raises(Conflict, match="settled by a reviewer"):
+        save(s03, world["ann"], {**SampleState.objects.get(pk=s03.pk).expected, "desk": "other"})
+    # ann clears her own desk label: bob's stays, and one label settles nothing
+    kept = save(s00, world["ann"], {k: v for k, v in settled.items() if k != "desk"})
+    desk_labels = StateLabel.objects.filter(sample_state=s00, question_id="desk", current=True)
+    assert [label.labeller.username for label in desk_labels] == ["bob"]
+    assert "desk" not in kept.expected

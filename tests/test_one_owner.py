@@ -50,7 +50,7 @@ def test_no_template_restates_a_fact_the_code_owns(what, pattern):
         (
             "the baseline label",
             r'"production"',
-            ("questions/models/sets.py", "questions/models/states.py"),
+            ("questions/models/sets.py", "questions/core/ingest.py"),
         ),
         ("a digit check of its own", r"\.isdigit\(\)", ("questions/core/numbers.py",)),
         (

@@ -98,8 +98,9 @@ def test_page_queries_do_not_grow_with_states_versions_or_runs(client, provider)
         name: counted(client, url) for name, url in {**pages(large), **found_pages(large)}.items()
     }
     assert many == few
-    # compare reads one more than it did: the repeatability control its noise floor comes from
-    assert few["editor"] <= 8 and few["compare, 3 runs"] <= 15
+    # compare reads one more than it did: the repeatability control its noise floor comes from;
+    # and one more for every column at once: the ambiguous pairs each pass rate leaves out
+    assert few["editor"] <= 8 and few["compare, 3 runs"] <= 16
 
 
 def test_the_comparison_shows_a_page_of_states_and_loads_only_their_answers(

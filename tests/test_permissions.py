@@ -42,7 +42,12 @@ def matrix_world(django_db_setup, django_db_blocker):
     cell changes, the next never sees."""
     server = standin.serve_in_thread()  # the live backend the runners ask (on loopback)
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    live = override_settings(TYPESAFE_API_KEY="stand-in-key", TYPESAFE_BASE_URL=base)
+    live = override_settings(
+        TYPESAFE_API_KEY=standin.KEY,
+        TYPESAFE_BASE_URL=base,
+        LLM_API_KEY=standin.KEY,  # what suggestions draft through
+        LLM_BASE_URL=f"{base}/v1",
+    )
     with live, django_db_blocker.unblock(), transaction.atomic():
         users: dict = {}
         world = make_matrix_world(users)

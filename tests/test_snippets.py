@@ -21,11 +21,12 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import Client
 
-from questions import exports, services
-from questions.core import snippets, spec
+from questions import exports, roles, services
+from questions.core import ingest, snippets, spec
 from questions.dev import standin
-from questions.models import Version
+from questions.models import IngestDay, QuestionSet, SampleState, Version
 from tests import factories
+from tests.helpers import wait_for
 from tests.providers import (
     KEY,
     Provider,
@@ -369,3 +370,58 @@ def test_the_export_page_names_the_local_address_and_key_when_the_stand_in_is_on
         "TYPESAFE_API_KEY": standin.KEY,
         "TYPESAFE_BASE_URL": "http://127.0.0.1:8765",
     }
+
+
+# --- the report to the console ----------------------------------------------------------------
+
+
+def _unkept_rate(state) -> int:
+    """A sampling rate at which the console does not keep `state` (1 in N by its hash)."""
+    digest = spec.state_sha256(state)
+    return next(n for n in range(2, 100) if not ingest.sampled_in(digest, n))
+
+
+@pytest.fixture
+def reporting(local, live_server):
+    """The local stand-in's environment plus the console (a live server) and an ingest token
+    for set `t`, as the application would report with."""
+    _, raw = services.api_token_create(name="app", user=roles.OPERATOR, scope="ingest", sets=["t"])
+    return {**local.environment, "CONSOLE_URL": live_server.url, "CONSOLE_INGEST_TOKEN": raw}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", RUNTIME_SNIPPETS)
+def test_each_runtime_snippet_reports_its_decision_to_the_console(reporting, language, tmp_path):
+    printed, _ = run_snippet(language, snippet_of(language), reporting, tmp_path)
+    wait_for(
+        lambda: SampleState.objects.filter(source="production").exists(),
+        30,
+        f"the {language} snippet's report",
+    )
+    stored = SampleState.objects.get(source="production")
+    assert stored.state == snippets.PLACEHOLDER_STATE
+    assert stored.production_answers == json.loads(json.dumps(printed))
+    assert (stored.production_version, stored.production_label) == (1, "production")
+    assert stored.expected == {}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", ["python", RUNTIME_SNIPPETS[2]])
+def test_a_snippet_sends_no_report_the_console_would_not_keep(reporting, language, tmp_path):
+    rate = _unkept_rate(snippets.PLACEHOLDER_STATE)
+    services.ingest_configure(
+        question_set=QuestionSet.objects.get(), user=roles.OPERATOR, keep_one_in=rate
+    )
+    code = snippet_of(language)
+    assert f"1 state in {rate}, by the state's hash" in code
+    printed, _ = run_snippet(language, code, reporting, tmp_path)
+    assert printed == stand_in_answers()
+    assert not IngestDay.objects.exists()  # not sent at all: nothing received
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", RUNTIME_SNIPPETS)
+def test_a_console_that_refuses_or_is_gone_never_fails_the_decision(local, language, tmp_path):
+    gone = {**local.environment, "CONSOLE_URL": "http://127.0.0.1:9", "CONSOLE_INGEST_TOKEN": "x"}
+    printed, _ = run_snippet(language, snippet_of(language), gone, tmp_path)
+    assert printed == stand_in_answers()

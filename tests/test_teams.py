@@ -17,7 +17,7 @@ from questions import roles, services
 from questions.cli.commands import add_subcommands
 from questions.models import Membership, QuestionSet, Team, Version
 from tests import factories
-from tests.helpers import AD, AU, R, V, make_other_team, make_world, write
+from tests.helpers import AD, AU, R, V, make_other_team, make_world, suggestion_world, write
 from tests.providers import run_cli
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def test_the_migration_makes_the_groups_roles_of_the_default_team_and_back():
 
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes("questions")
-    before = [("questions", "0030_ingest_tokens_states")]
+    before = [("questions", "0032_suggestions")]
     users = get_user_model().objects
     try:
         executor.migrate(before)
@@ -366,6 +366,19 @@ CROSS_TEAM_COMMANDS = {
     ],
     "holdout": lambda d: ["holdout", "--set", "s", "--share", "30", "--user", d["admin"]],
     "token": lambda d: ["token", "--name", "x", "--team", "default", "--by", d["admin"]],
+    "suggest": lambda d: [
+        "suggest",
+        "--set",
+        "sug",
+        "--version",
+        "1",
+        "--question",
+        "q0",
+        "--apply",
+        "1",
+        "--user",
+        d["author"],
+    ],
     "team": lambda d: ["team", "--move-set", "s", "--to", "elsewhere", "--user", d["admin"]],
     "member": lambda d: [
         "member",
@@ -415,6 +428,9 @@ def test_the_cross_team_probes_pass_for_the_teams_own_members(tmp_path):
     """The control: run by members of the set's own team, no command answers 404 — so the
     other team's 404s come from the team, not from the probe."""
     make_world()
+    suggestion_world(
+        *get_user_model().objects.filter(username__in=("writer", "checker")).order_by("-username")
+    )
     other = make_other_team()
     for role in (AU, R, AD):
         factories.user(f"{role}-default", role=role)
@@ -428,6 +444,9 @@ def test_the_cross_team_probes_pass_for_the_teams_own_members(tmp_path):
 
 def test_a_member_of_another_team_gets_404_from_every_command(tmp_path, capsys):
     make_world()
+    suggestion_world(
+        *get_user_model().objects.filter(username__in=("writer", "checker")).order_by("-username")
+    )
     make_other_team()
     before = (Version.objects.count(), QuestionSet.objects.get(slug="s").team_id)
     refused = _run_probes(tmp_path, "elsewhere")

@@ -22,7 +22,7 @@ def add_parsers(sub: Any) -> None:
         description="Print, per question of the version SLUG's states are labelled for, how "
         "far its labellers agree: Cohen's κ with two labellers of a choice or a noul, "
         "Krippendorff's α with more (ordinal for a score question), each with its bootstrap "
-        "95%% interval and n; each labeller's and the model's agreement with the settled "
+        "95 % interval and n; each labeller's and the model's agreement with the settled "
         "answers (the model: the version's newest finished run, read with the labellers' "
         "statistic); and how many states are settled, disputed and ambiguous. Reads labels "
         "and recorded answers only.",

@@ -26,7 +26,7 @@ from questions.cli.base import (
 from questions.core import gate, snippets
 from questions.engine import backends
 from questions.engine.backends import recorded
-from questions.models import QuestionSet
+from questions.models import IngestSettings, QuestionSet
 from questions.services import Refusal
 from questions.services import gates as gate_services
 
@@ -99,7 +99,8 @@ def do_snippet(cli: Console, *, slug: str, label: str, language: str, json: bool
     if version is None:
         return cli.fail(_no_label(slug, label), as_json=json, status=404)
     export = exports.export_document(version)
-    cli.stdout.write(snippets.snippet(language, export, label), ending="")
+    keep_one_in = IngestSettings.of(version.question_set).keep_one_in
+    cli.stdout.write(snippets.snippet(language, export, label, keep_one_in), ending="")
     return EXIT_OK
 
 

@@ -22,6 +22,8 @@ from questions.models import BatchRun
 from questions.selectors import runs
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+#: `prove` and `suggest`: done, and nothing proven better (none worse, for `prove`)
+EXIT_NOT_PROVEN = 3
 
 Subject = TypeVar("Subject")
 Summary = TypeVar("Summary")
@@ -71,6 +73,16 @@ def execute(cli: Console, options: dict[str, Any]) -> int:
         else:
             cli.stderr.write(str(exc))
         return EXIT_UNUSABLE
+
+
+def bad_input(cli: Console, detail: str, *, as_json: bool, status: int = 400) -> int:
+    """Bad input where exit 1 means a verdict (`prove`, `suggest`): said in words (a JSON
+    object with --json), exit 2."""
+    if as_json:
+        cli.emit_json({"status": status, "detail": detail})
+    else:
+        cli.stderr.write(detail)
+    return EXIT_UNUSABLE
 
 
 def acting_user(username: str | None):

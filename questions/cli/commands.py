@@ -17,11 +17,13 @@ from questions.cli import (
     fetches,
     ingest,
     labels,
+    production,
     proofs,
     records,
     review,
     runs,
     scorecard,
+    suggestions,
     teams,
 )
 
@@ -39,8 +41,10 @@ GROUPS = (
     disputes,
     agreement,
     proofs,
+    suggestions,
     ingest,
     teams,
+    production,
     dev,
 )
 

@@ -8,13 +8,14 @@ from typing import Any
 
 from questions import roles, services
 from questions.cli.base import (
+    EXIT_NOT_PROVEN,
     EXIT_OK,
-    EXIT_UNUSABLE,
     Console,
     Unusable,
     acting_user,
     add_json,
     add_set,
+    bad_input,
     read_json_file,
 )
 from questions.core import controls, holdout, proof, spec, stats
@@ -23,8 +24,6 @@ from questions.models import QuestionSet, Version
 from questions.selectors.holdout import holdout_split
 from questions.services import proofs
 
-#: `prove`'s exit status beyond the shared ones: none worse, some not proven
-EXIT_NOT_PROVEN = 3
 #: `prove`'s exit status by the proof's verdict
 EXITS = {proof.BETTER: EXIT_OK, proof.WORSE: 1, proof.NOT_PROVEN: EXIT_NOT_PROVEN}
 
@@ -119,15 +118,6 @@ def do_holdout(
     return EXIT_OK
 
 
-def _bad(cli: Console, detail: str, *, as_json: bool, status: int = 400) -> int:
-    """Bad input: said in words (a JSON object with --json), exit 2 — exit 1 is `worse`."""
-    if as_json:
-        cli.emit_json({"status": status, "detail": detail})
-    else:
-        cli.stderr.write(detail)
-    return EXIT_UNUSABLE
-
-
 def do_prove(
     cli: Console,
     *,
@@ -143,7 +133,7 @@ def do_prove(
 ) -> int:
     version = Version.objects.of(slug, number).select_related("question_set").first()
     if version is None:
-        return _bad(cli, f"{slug} has no version {number}.", as_json=json, status=404)
+        return bad_input(cli, f"{slug} has no version {number}.", as_json=json, status=404)
     try:
         document = read_json_file(candidate)
         plan = proofs.proof_plan(
@@ -156,12 +146,12 @@ def do_prove(
             max_calls=max_calls,
         )
     except Unusable as exc:
-        return _bad(cli, str(exc), as_json=json)
+        return bad_input(cli, str(exc), as_json=json)
     except services.InvalidContent as exc:
         shown = "; ".join(f"{spec.shown_path(e.loc)}: {e.message}" for e in exc.errors[:5])
-        return _bad(cli, f"{candidate} is no valid question set: {shown}", as_json=json)
+        return bad_input(cli, f"{candidate} is no valid question set: {shown}", as_json=json)
     except services.Refusal as exc:
-        return _bad(cli, str(exc), as_json=json, status=exc.status)
+        return bad_input(cli, str(exc), as_json=json, status=exc.status)
     cli.stderr.write(f"proving {candidate} against {slug} v{number}: {plan.words()}")
     found = proofs.proof_run(plan=plan, user=roles.OPERATOR)
     if json:

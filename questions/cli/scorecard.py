@@ -20,7 +20,7 @@ def add_parsers(sub: Any) -> None:
         help="per version and question: pass rate with interval and n, controls, cost",
         description="Print SLUG's scorecard: one row per version (newest first, kept and "
         "approved marked), per question the pass rate of the version's latest finished full "
-        "run on the default backend with its 95%% interval and n, the shuffle control's "
+        "run on the default backend with its 95 % interval and n, the shuffle control's "
         "verdict and the order control's flip rate, the cost per 1,000 production calls, "
         "what this set's runs spent, and per question how many states a reviewer marked "
         "ambiguous (no pass rate counts them; --json: `ambiguous`).",

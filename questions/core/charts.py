@@ -347,3 +347,36 @@ def threshold_chart(title: str, points: list, chosen=None) -> SafeString:
         "</svg>"
     )
     return mark_safe("".join(parts))  # every text above is escaped or a number
+
+
+#: how many colours a share bar's segments take in turn (a value's place among its question's)
+SHARE_COLOURS = 6
+
+
+def share_bar(title: str, counts: list[tuple[str, int]], places: dict[str, int]) -> SafeString:
+    """One stacked bar the card's width: each (value, count) a segment as wide as its share, in
+    the colour of the value's place in `places` (its question's answers in declared order); the
+    counts and shares in the bar's description and each segment's title. Empty: a bare track."""
+    total = sum(n for _, n in counts)
+    parts = [
+        '<svg class="chart share" role="img" width="100%" height="1.1em" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        '<rect class="track" x="0" y="0" width="100%" height="1.1em" rx="3"/>',
+    ]
+    said, start = [], 0.0
+    for value, n in counts:
+        if not n:
+            continue
+        share = n / total
+        colour = places.get(value, 0) % SHARE_COLOURS
+        parts.append(
+            f'<rect class="share-part v{colour}" x="{100 * start:.2f}%" y="0" '
+            f'width="{100 * share:.2f}%" height="1.1em">'
+            f"<title>{escape(value)}: {n} ({share:.0%})</title></rect>"
+        )
+        said.append(f"{value} {n} ({share:.0%})")
+        start += share
+    desc = ", ".join(said) if said else "nothing"
+    parts.insert(1, f"<title>{escape(title)}</title><desc>{escape(desc)}</desc>")
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # every text above is escaped

@@ -314,6 +314,13 @@ def sides(segments: list[Segment]) -> tuple[str, str]:
     return before, after
 
 
+def word_diff(segments: list[Segment]) -> str:
+    """A change in one line of text, as `git diff --word-diff=plain` marks it: `[-gone-]` and
+    `{+new+}` in the words that stay."""
+    marks = {"equal": "{}", "delete": "[-{}-]", "insert": "{{+{}+}}"}
+    return "".join(marks[kind].format(text) for kind, text in segments)
+
+
 def as_json(result: DocumentDiff) -> dict[str, Any]:
     """The diff as `questions diff --json` prints it: a summary, whether the common questions
     moved, and every question with its changes (the text before and after each)."""

@@ -126,6 +126,14 @@ class Measured(stats.Rated):
     cost_calls: int = 0  # the calls the cost is the mean of
     price_per_million: float | None = None
     duration_s: float = 0.0
+    #: per question, the states a reviewer marked ambiguous: no pass rate counts them
+    ambiguous: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def left_out(self) -> str:
+        """The ambiguous states left out of the pass rates, in words ("" when none)."""
+        total = sum(self.ambiguous.values())
+        return f"{total} ambiguous left out" if total else ""
 
 
 @dataclass(frozen=True)
@@ -188,6 +196,7 @@ def _bound(name: str, limit: float, m: Measured) -> BoundResult:
         value = m.pass_rate
         detail = (
             f"pass rate {stats.rate_words(m.passed, m.checked)} of the labelled answers"
+            + (f" ({m.left_out})" if m.left_out else "")
             if value is not None
             else "nothing was checked: no labelled answer came back"
         )
@@ -310,6 +319,7 @@ def as_json(result: Result, about: dict[str, Any]) -> dict[str, Any]:
         "answered": m.states - len(m.unanswered),
         "pass_rate": m.pass_rate,
         "pass_rate_interval": stats.interval_list(m.passed, m.checked),
+        "ambiguous": dict(m.ambiguous),
         "bounds": [b.to_json() for b in result.bounds],
         "questions": {
             q.measure.question: {

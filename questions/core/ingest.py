@@ -24,6 +24,9 @@ from typing import Any, Final
 
 from questions.core import spec
 
+#: the source of a state the application sent (`SampleState.Source`), and the word its
+#: answers are said with ("production v3 said other")
+SOURCE: Final = "production"
 NDJSON: Final = "application/x-ndjson"
 JSON: Final = "application/json"
 MEDIA_TYPES: Final = (JSON, NDJSON)

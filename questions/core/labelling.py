@@ -8,9 +8,15 @@ recorded (never a new call):
   option, level or side of the threshold): a label settles which one is right;
 - **unsure** — the latest answer is of low confidence (a choice or a score below
   `LOW_CONFIDENCE`, a noul's P(true) within `UNSURE_MARGIN` of the threshold);
+- **gap** — production answered it with an option (a level, a side) that no labelled state
+  expects: the labelled states do not cover what live traffic gets;
+- **uniform** — production's answer was near uniform (the model did not really choose);
 - **control** — a control cannot judge the question for want of labels: the shuffle control
   needs `controls.FEW_ANSWERS` labelled states of a choice;
 - **unlabelled** — none of these, only no expected answer yet.
+
+Production's answer (what the application got, sent with the state) is one of the recorded
+answers: it disagrees with the current draft's run like any other.
 
 A state's rank is the sum of its questions' weights; its `reason` says the strongest ones in
 words. The views and the CLI only translate `rank`'s list.
@@ -23,16 +29,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from questions.core import controls, metrics, spec
+from questions.core import answers, controls, ingest, metrics, spec
 from questions.core.answers import NOUL_THRESHOLD
 
 #: a choice's or a score's answer below this confidence is "unsure"
 LOW_CONFIDENCE = 0.6
 #: a noul's P(true) this close to the threshold, or closer, is "unsure"
 UNSURE_MARGIN = 0.15
-DISAGREE, UNSURE, CONTROL, UNLABELLED = "disagree", "unsure", "control", "unlabelled"
+DISAGREE, GAP, UNIFORM, UNSURE = "disagree", "gap", "uniform", "unsure"
+CONTROL, UNLABELLED = "control", "unlabelled"
 #: how much each finding weighs in a state's rank
-WEIGHTS = {DISAGREE: 4.0, UNSURE: 2.0, CONTROL: 1.0, UNLABELLED: 0.5}
+WEIGHTS = {DISAGREE: 4.0, GAP: 3.0, UNIFORM: 2.5, UNSURE: 2.0, CONTROL: 1.0, UNLABELLED: 0.5}
+#: whose answers a `Reading` of production's carries
+PRODUCTION = ingest.SOURCE
 #: how many states a list holds unless asked for another number
 DEFAULT_LIMIT = 20
 
@@ -147,11 +156,30 @@ def questions_of(document: Any) -> list[Question]:
 
 @dataclass(frozen=True)
 class Reading:
-    """One recorded answer about a state: who gave it (e.g. "v2 typesafe"), to which question."""
+    """One recorded answer about a state: who gave it (e.g. "v2 typesafe", "production v3"),
+    to which question; `production` when the application sent it with the state."""
 
     source: str
     question: str
     answer: Mapping[str, Any]
+    production: bool = False
+
+
+def production_source(version: int | None) -> str:
+    """Who a production answer is from, in words: production and its version (v3), if told."""
+    return PRODUCTION if version is None else f"{PRODUCTION} v{version}"
+
+
+def near_uniform(qtype: str, answer: Mapping[str, Any]) -> bool:
+    """Whether an answer is near uniform (`answers.near_uniform`: every option within 0.05 of
+    1/n; a noul as its two sides), so the model did not really choose."""
+    if qtype == "noul":
+        p = float(answer["noul"])
+        return answers.near_uniform({"true": p, "false": 1 - p})
+    probabilities = answer.get("probabilities")
+    if not isinstance(probabilities, Mapping):
+        return False
+    return answers.near_uniform({k: float(v) for k, v in probabilities.items()})
 
 
 @dataclass
@@ -232,19 +260,61 @@ def unlocks(questions: Iterable[Question], counts: Mapping[str, int]) -> list[st
     return [w for q in questions if (w := unlock(q, counts.get(q.id, 0)))]
 
 
+def expected_values(
+    questions: Iterable[Question], expected: Iterable[Mapping[str, Any]]
+) -> dict[str, set[str]]:
+    """Per question, the answers labelled states expect, as `reading` says them ("billing",
+    "3", "true"): what production's answers are held against to find a gap."""
+    questions = list(questions)
+    out: dict[str, set[str]] = {q.id: set() for q in questions}
+    for labels in expected:
+        for q in questions:
+            value = labels.get(q.id, None)
+            if q.id in labels and metrics.expected_fits(q.type, value):
+                out[q.id].add(("true" if value else "false") if q.type == "noul" else str(value))
+    return out
+
+
+def _production_words(
+    q: Question, mine: list[Reading], known: Mapping[str, set[str]]
+) -> list[tuple[str, str]]:
+    """What production's answer to `q` tells: an answer no labelled state expects, a near
+    uniform one."""
+    words: list[tuple[str, str]] = []
+    for r in mine:
+        if not r.production:
+            continue
+        try:
+            value, uniform = reading(q.type, r.answer), near_uniform(q.type, r.answer)
+        except (KeyError, TypeError, ValueError):
+            continue  # production sent another shape: nothing to read
+        if value not in known.get(q.id, set()):
+            words.append(
+                (GAP, f"`{q.id}`: {r.source} said {value}, which no labelled state expects")
+            )
+        if uniform:
+            words.append((UNIFORM, f"`{q.id}`: {r.source}'s answer was near uniform"))
+        break
+    return words
+
+
 def rank(
     questions: Iterable[Question],
     states: Iterable[tuple[str, Mapping[str, Any]]],
     readings: Mapping[str, list[Reading]],
     *,
     limit: int | None = DEFAULT_LIMIT,
+    known: Mapping[str, set[str]] | None = None,
 ) -> list[Candidate]:
     """The states lacking an expected answer for some question, most telling first (ties by
     name). `states` is (name, expected answers); `readings` maps a state's name to its recorded
-    answers, newest first."""
+    answers, newest first, production's among them; `known` is per question the answers the
+    labelled states expect (`expected_values`), worked out from `states` when not given."""
     questions = list(questions)
     states = list(states)
     counts = label_counts(questions, (labels for _, labels in states))
+    if known is None:
+        known = expected_values(questions, (labels for _, labels in states))
     out = []
     for name, labels in states:
         missing = [
@@ -267,6 +337,7 @@ def rank(
             if len(said) > 1:
                 told = " vs ".join(f"{source}: {value}" for value, source in said.items())
                 words.append((DISAGREE, f"`{q.id}`: the answers disagree ({told})"))
+            words += _production_words(q, mine, known)
             if mine:
                 try:
                     low = unsure(q.type, mine[0].answer)

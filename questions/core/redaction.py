@@ -5,8 +5,10 @@ numbers (Luhn-checked) and IBANs (mod-97-checked) — on by default.
 `redact(value, rules)` walks a JSON value and returns a redacted copy and whether anything was
 taken out: a dropped path's key is removed; every string (object keys too) has each match of a
 mask replaced by `[masked]` and each built-in's match by its name in brackets (`[email]`,
-`[phone]`, `[card]`, `[iban]`); a JSON number that is a Luhn-valid card number of 13 to 19 digits
-becomes the string `[card]`. Nothing here keeps, returns or reports a value it replaced.
+`[phone]`, `[card]`, `[iban]`); a JSON number (whole, or with a zero fraction) that is a
+Luhn-valid card number of 13 to 19 digits becomes the string `[card]`; a key that a redaction
+makes equal to one the object has already is numbered (`[email] (2)`), so no value is lost.
+Nothing here keeps, returns or reports a value it replaced.
 
 A path is keys joined by dots (`customer.email`); `*` stands for any key, a number for that
 place of an array, and an array on the way is walked through when the path names no place in
@@ -36,10 +38,13 @@ MOST_RULES: Final = 50
 RULE_LIMIT: Final = 200
 
 _EMAIL = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-# 13 to 19 digits, single spaces or dashes between groups allowed, not inside a longer number
-_CARD = re.compile(r"(?<![\d.,])\d(?:[ -]?\d){12,18}(?![\d])")
-# two letters, two check digits, 11 to 30 letters or digits, in groups of four or not
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+# 13 to 19 digits, single spaces or dashes between groups allowed, not inside a longer number;
+# after a comma or full stop `_card` tells a list of cards from a number's fraction
+_CARD = re.compile(r"(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)")
+_DIGITS_BEFORE = re.compile(r"\d+$")
+# two letters, two check digits, 11 to 30 letters or digits, in groups of four or not; in
+# either case, as people type them (the mod-97 check reads letters in any case)
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])")
 # a leading +, then 8 to 15 digits with spaces, dots, dashes or a bracketed area code between
 _PHONE = re.compile(r"(?<![\w+])\+\d(?:[ .-]?\(?\d\)?){7,14}(?!\d)")
 
@@ -67,13 +72,32 @@ def iban_valid(text: str) -> bool:
     return int(number) % 97 == 1
 
 
+def _fraction(match: re.Match[str]) -> bool:
+    """Whether the digits matched follow a short number's decimal point or comma ("3.4111…"):
+    a fraction. After a number as long as a card ("4111…,4012…") they are the list's next."""
+    before = match.string[: match.start()]
+    if not before or before[-1] not in ".,":
+        return False
+    run = _DIGITS_BEFORE.search(before[:-1])
+    return run is not None and len(run.group()) < 13
+
+
 def _card(match: re.Match[str]) -> str:
     digits = re.sub(r"[ -]", "", match.group())
-    return f"[{CARD}]" if luhn(digits) else match.group()
+    return f"[{CARD}]" if luhn(digits) and not _fraction(match) else match.group()
 
 
 def _iban(match: re.Match[str]) -> str:
-    return f"[{IBAN}]" if iban_valid(match.group()) else match.group()
+    """The longest start of the match, ending at a group's end, that passes the mod-97 check
+    replaced by `[iban]` ("GB82 WEST 1234 5698 7654 32 today": the word after is no part of
+    it); the match as it was when none does."""
+    text = match.group()
+    ends = [i for i in range(len(text), 0, -1) if i == len(text) or text[i] == " "]
+    for end in ends:
+        head = text[:end]
+        if len(head.replace(" ", "")) >= 15 and iban_valid(head):
+            return f"[{IBAN}]{text[end:]}"
+    return text
 
 
 _REPLACE: Final = {
@@ -172,18 +196,37 @@ class _Walk:
             self.changed = True
         return out
 
-    def number(self, value: int) -> Any:
-        if CARD in self.rules.builtins and 10**12 <= abs(value) < 10**19 and luhn(str(abs(value))):
+    def number(self, value: int | float) -> Any:
+        """A card number sent as a JSON number — whole, or with a zero fraction
+        (`4111111111111111.0`) — becomes `[card]`; every other number stays."""
+        if isinstance(value, float):
+            if not value.is_integer():
+                return value
+            whole = int(value)
+        else:
+            whole = value
+        if CARD in self.rules.builtins and 10**12 <= abs(whole) < 10**19 and luhn(str(abs(whole))):
             self.changed = True
             return f"[{CARD}]"
         return value
 
+    def key(self, key: str, taken: dict[str, Any]) -> str:
+        """An object's key redacted; when it now reads as a key the object has already
+        (`{"a@x.com": 1, "b@y.com": 2}`), numbered so that no value is lost: `[email] (2)`."""
+        out = self.text(key)
+        if out not in taken:
+            return out
+        place = 2
+        while f"{out} ({place})" in taken:
+            place += 1
+        return f"{out} ({place})"
+
     def value(self, value: Any, paths: list[Path]) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, bool) or value is None or isinstance(value, float):
+        if isinstance(value, bool) or value is None:
             return value
-        if isinstance(value, int):
+        if isinstance(value, int | float):
             return self.number(value)
         if isinstance(value, list):
             return [
@@ -196,7 +239,7 @@ class _Walk:
                 if () in under:
                     self.changed = True
                     continue
-                out[self.text(key)] = self.value(item, under)
+                out[self.key(key, out)] = self.value(item, under)
             return out
         return value
 

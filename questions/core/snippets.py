@@ -7,6 +7,15 @@ and one that asks the provider directly through the official SDK (`typesafe-sdk`
 (`pinned_model`). Each prints the answers. `local_environment` is what points all of them at a
 local stand-in serving both the runtime's path and the provider's.
 
+The runtime's three (curl, Python, TypeScript) then report the decision — the state and the
+answers production got, with the version and label — to the console's `POST
+/api/sets/<slug>/states` when `CONSOLE_URL` and `CONSOLE_INGEST_TOKEN` are set: Python and
+TypeScript sample it first as the console does (1 state in the set's `keep_one_in`, by the
+state's hash: `ingest.sampled_in`), so only what the console keeps is sent; each sends it apart
+from the decision (a thread, a promise not awaited before the answers print, a background
+curl), with a timeout of `REPORT_TIMEOUT_SECONDS`, and drops it on any error: a report never
+slows or fails the application's call.
+
 The questions are embedded as the export's own JSON text (`export_text`'s form, author's order),
 never rebuilt: the curl body and the TypeScript body send those very bytes; Python parses them
 into dicts, which keep their order and values. One function, `snippet`, serves the command line
@@ -44,6 +53,10 @@ PLACEHOLDER_STATE = {"example": "Replace with the state your application decides
 CLIENT_TIMEOUT_SECONDS = 30
 
 RUNTIME_ENV = ("RUNTIME_URL", "RUNTIME_TOKEN")
+#: where a snippet reports its decisions to (the console) and with which ingest token
+REPORT_ENV = ("CONSOLE_URL", "CONSOLE_INGEST_TOKEN")
+#: how long a report may take before it is dropped: far below the decision's own timeout
+REPORT_TIMEOUT_SECONDS = 2
 #: what the SDK reads: the provider's key and, when set, its address
 SDK_ENV = ("TYPESAFE_API_KEY", "TYPESAFE_BASE_URL")
 
@@ -72,14 +85,18 @@ def local_environment(base_url: str, key: str) -> str:
     )
 
 
-def snippet(language: str, export: Mapping[str, Any], label: str | None = None) -> str:
+def snippet(
+    language: str, export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1
+) -> str:
     """The code, in `language` (one of LANGUAGES), that asks the questions of `export` (an
     export document, `exports.export_document`; `label` the label it was found by) about a
-    placeholder state and prints the answers. `UnknownLanguage` for any other language."""
+    placeholder state and prints the answers — and, for the runtime's, reports the decision to
+    the console, sampled 1 in `keep_one_in` (the set's rate). `UnknownLanguage` for any other
+    language."""
     writer = _WRITERS.get(language)
     if writer is None:
         raise UnknownLanguage(language)
-    return writer(export, label)
+    return writer(export, label, keep_one_in)
 
 
 def _about(export: Mapping[str, Any], label: str | None) -> str:
@@ -90,20 +107,68 @@ def _about(export: Mapping[str, Any], label: str | None) -> str:
     )
 
 
-def _curl(export: Mapping[str, Any], label: str | None = None) -> str:
+def _reported(export: Mapping[str, Any], label: str | None) -> dict[str, Any]:
+    """What a report names beside the state and the answers: the version and label asked (a
+    label only when the export was found by one)."""
+    return {"version": export["version"]} | ({"label": label} if label else {})
+
+
+def _report_comment(prefix: str, keep_one_in: int, sampled: bool) -> str:
+    sampling = (
+        f"Sampled here as the console samples: 1 state in {keep_one_in}, by the state's hash."
+        if sampled
+        else f"The console keeps 1 state in {keep_one_in}, by the state's hash."
+    )
+    lines = [
+        "Report the decision to the console — the state and the answers production got — so it",
+        "shows how this version does on live traffic. Off unless CONSOLE_URL and",
+        "CONSOLE_INGEST_TOKEN (an ingest token for this set) are set.",
+        sampling,
+        f"Sent apart from the decision, with a {REPORT_TIMEOUT_SECONDS}-second timeout, and "
+        "dropped on any error:",
+        "a report never slows or fails the decision.",
+    ]
+    return "".join(f"{prefix} {line}\n" for line in lines)
+
+
+def _curl(export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1) -> str:
     body = json.dumps(
         {"state": PLACEHOLDER_STATE, "questions": export["questions"]}, ensure_ascii=False, indent=2
     )
+    reported = json.dumps(_reported(export, label), ensure_ascii=False)
+    states = f"/api/sets/{export['question_set']}/states"
     return (
         f"# Ask the approved questions of {_about(export, label)}\n"
         "# through the runtime's POST /api/decisions and print its answer. Reads RUNTIME_URL and\n"
         "# RUNTIME_TOKEN from the environment; replace the state with your application's.\n"
+        "body=$(cat <<'JSON'\n"
+        f"{body}\n"
+        "JSON\n"
+        ")\n"
+        "response=$(printf '%s' \"$body\" | "
         f"curl -sS --fail-with-body --max-time {CLIENT_TIMEOUT_SECONDS} \\\n"
         '  -H "Authorization: Bearer $RUNTIME_TOKEN" \\\n'
         '  -H "Content-Type: application/json" \\\n'
-        "  --data-binary @- \"${RUNTIME_URL%/}/api/decisions\" <<'JSON'\n"
-        f"{body}\n"
-        "JSON\n"
+        '  --data-binary @- "${RUNTIME_URL%/}/api/decisions") || {\n'
+        '  status=$?; printf \'%s\\n\' "$response"; exit "$status"\n'
+        "}\n"
+        "printf '%s\\n' \"$response\"\n"
+        "\n"
+        + _report_comment("#", keep_one_in, sampled=False)
+        + "# Needs jq to put the report together.\n"
+        'if [ -n "$CONSOLE_URL" ] && [ -n "$CONSOLE_INGEST_TOKEN" ]; then\n'
+        "  if command -v jq >/dev/null; then\n"
+        '    jq -cn --argjson body "$body" --argjson response "$response" \\\n'
+        "      '{state: $body.state, answers: $response.answers, at: (now | todate)}\n"
+        f"       + {reported}' \\\n"
+        f"    | curl -sS --max-time {REPORT_TIMEOUT_SECONDS} -o /dev/null \\\n"
+        '      -H "Authorization: Bearer $CONSOLE_INGEST_TOKEN" \\\n'
+        '      -H "Content-Type: application/json" \\\n'
+        f'      --data-binary @- "${{CONSOLE_URL%/}}{states}" &\n'
+        "  else\n"
+        '    echo "Not reported to the console: it needs jq." >&2\n'
+        "  fi\n"
+        "fi\n"
     )
 
 
@@ -115,15 +180,19 @@ def _python_literal(text: str) -> str:
     return f'r"""{text}"""'
 
 
-def _python(export: Mapping[str, Any], label: str | None = None) -> str:
+def _python(export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1) -> str:
+    reported = _reported(export, label)
     return (
         f'"""Ask the approved questions of {_about(export, label)}\n'
         "through the runtime's POST /api/decisions and print the answers. Reads RUNTIME_URL and\n"
         'RUNTIME_TOKEN from the environment; needs httpx (pip install httpx)."""\n'
         "\n"
+        "import hashlib\n"
         "import json\n"
         "import os\n"
         "import sys\n"
+        "import threading\n"
+        "from datetime import datetime, timezone\n"
         "\n"
         "import httpx\n"
         "\n"
@@ -145,7 +214,49 @@ def _python(export: Mapping[str, Any], label: str | None = None) -> str:
         ")\n"
         "if response.is_error:\n"
         '    sys.exit(f"{response.status_code}: {response.text}")\n'
-        'print(json.dumps(response.json()["answers"], indent=2, ensure_ascii=False))\n'
+        'answers = response.json()["answers"]\n'
+        "print(json.dumps(answers, indent=2, ensure_ascii=False))\n"
+        "\n" + _report_comment("#", keep_one_in, sampled=True) + f"KEEP_ONE_IN = {keep_one_in}\n"
+        f"REPORTED = {reported!r}\n"
+        "\n"
+        "\n"
+        "def report(state, answers):\n"
+        '    """Send the decision to the console from a thread of its own (None: not sent)."""\n'
+        '    console = os.environ.get("CONSOLE_URL", "").rstrip("/")\n'
+        '    ingest_token = os.environ.get("CONSOLE_INGEST_TOKEN", "")\n'
+        "    if not (console and ingest_token):\n"
+        "        return None\n"
+        "    canonical = json.dumps(\n"
+        '        state, sort_keys=True, separators=(",", ":"), ensure_ascii=False\n'
+        "    ).encode()\n"
+        "    if int(hashlib.sha256(canonical).hexdigest()[:16], 16) % KEEP_ONE_IN:\n"
+        "        return None  # the console would not keep it\n"
+        "    record = {\n"
+        '        "state": state,\n'
+        '        "answers": answers,\n'
+        '        "at": datetime.now(timezone.utc).isoformat(),\n'
+        "        **REPORTED,\n"
+        "    }\n"
+        "\n"
+        "    def send():\n"
+        "        try:\n"
+        "            httpx.post(\n"
+        f'                f"{{console}}/api/sets/{export["question_set"]}/states",\n'
+        "                json=record,\n"
+        '                headers={"Authorization": f"Bearer {ingest_token}"},\n'
+        f"                timeout={REPORT_TIMEOUT_SECONDS},\n"
+        "            )\n"
+        "        except httpx.HTTPError:\n"
+        "            pass  # a report that cannot be sent is dropped; the decision stands\n"
+        "\n"
+        "    thread = threading.Thread(target=send, daemon=True)\n"
+        "    thread.start()\n"
+        "    return thread\n"
+        "\n"
+        "\n"
+        "reporting = report(STATE, answers)\n"
+        "if reporting is not None:  # a script that ends at once would cut it short\n"
+        f"    reporting.join({REPORT_TIMEOUT_SECONDS})\n"
     )
 
 
@@ -155,13 +266,15 @@ def _template_literal(text: str) -> str:
     return f"`{escaped}`"
 
 
-def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
+def _typescript(export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1) -> str:
     state = json.dumps(PLACEHOLDER_STATE, ensure_ascii=False)
+    reported = json.dumps(_reported(export, label), ensure_ascii=False)
     return (
         f"// Ask the approved questions of {_about(export, label)}\n"
         "// through the runtime's POST /api/decisions and print the answers. Reads RUNTIME_URL\n"
         "// and RUNTIME_TOKEN from the environment. An ES module with no type annotations to\n"
         "// strip: it runs under tsx, Deno, Bun, or Node 18+ (fetch built in) as decide.mjs.\n"
+        'import { createHash } from "node:crypto";\n'
         'import process from "node:process";\n'
         "\n"
         "// The questions map exactly as exported, sent as this text: an object literal would put\n"
@@ -188,7 +301,49 @@ def _typescript(export: Mapping[str, Any], label: str | None = None) -> str:
         "  console.error(`${response.status}: ${text}`);\n"
         "  process.exit(1);\n"
         "}\n"
-        "console.log(JSON.stringify(JSON.parse(text).answers, null, 2));\n"
+        "const answers = JSON.parse(text).answers;\n"
+        "\n"
+        + _report_comment("//", keep_one_in, sampled=True)
+        + f"const KEEP_ONE_IN = {keep_one_in}n;\n"
+        f"const REPORTED = {reported};\n"
+        "\n"
+        "// The state's canonical JSON (keys sorted, no spaces), as the console hashes it.\n"
+        "const canonical = (value) =>\n"
+        "  Array.isArray(value)\n"
+        '    ? `[${value.map(canonical).join(",")}]`\n'
+        '    : value !== null && typeof value === "object"\n'
+        "      ? `{${Object.keys(value)\n"
+        "          .sort()\n"
+        "          .map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`)\n"
+        '          .join(",")}}`\n'
+        "      : JSON.stringify(value);\n"
+        "\n"
+        "async function report(state, answers) {\n"
+        '  const consoleUrl = (process.env.CONSOLE_URL ?? "").replace(/\\/+$/, "");\n'
+        '  const ingestToken = process.env.CONSOLE_INGEST_TOKEN ?? "";\n'
+        "  if (!consoleUrl || !ingestToken) return;\n"
+        '  const hash = createHash("sha256").update(canonical(state)).digest("hex");\n'
+        "  if (BigInt(`0x${hash.slice(0, 16)}`) % KEEP_ONE_IN !== 0n) return; // not kept\n"
+        "  try {\n"
+        f"    await fetch(`${{consoleUrl}}/api/sets/{export['question_set']}/states`, {{\n"
+        '      method: "POST",\n'
+        "      headers: {\n"
+        "        Authorization: `Bearer ${ingestToken}`,\n"
+        '        "Content-Type": "application/json",\n'
+        "      },\n"
+        "      body: JSON.stringify({\n"
+        "        state, answers, at: new Date().toISOString(), ...REPORTED,\n"
+        "      }),\n"
+        f"      signal: AbortSignal.timeout({REPORT_TIMEOUT_SECONDS * 1000}),\n"
+        "    });\n"
+        "  } catch {\n"
+        "    // a report that cannot be sent is dropped; the decision stands\n"
+        "  }\n"
+        "}\n"
+        "\n"
+        "const reporting = report(state, answers); // not awaited before the answers print\n"
+        "console.log(JSON.stringify(answers, null, 2));\n"
+        "await reporting; // a script that ends at once would cut it short\n"
     )
 
 
@@ -211,7 +366,7 @@ def pinned_model(export: Mapping[str, Any]) -> tuple[str | None, str]:
     return frozen, f"{why}: the model frozen with the approval (model)"
 
 
-def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
+def _sdk(export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1) -> str:
     model, why = pinned_model(export)
     return (
         f'"""Ask the approved questions of {_about(export, label)}\n'
@@ -246,15 +401,17 @@ def _sdk(export: Mapping[str, Any], label: str | None = None) -> str:
 _WRITERS = {"curl": _curl, "python": _python, "typescript": _typescript, "sdk": _sdk}
 
 
-def snippets(export: Mapping[str, Any], label: str | None = None) -> list[dict[str, str]]:
+def snippets(
+    export: Mapping[str, Any], label: str | None = None, keep_one_in: int = 1
+) -> list[dict[str, str]]:
     """Every language's snippet of `export`, as the export page shows them: language, title,
-    file name, code."""
+    file name, code (reporting its decisions sampled 1 in `keep_one_in`)."""
     return [
         {
             "language": language,
             "title": TITLES[language],
             "file_name": FILE_NAMES[language],
-            "code": _WRITERS[language](export, label),
+            "code": _WRITERS[language](export, label, keep_one_in),
         }
         for language in LANGUAGES
     ]

@@ -288,10 +288,12 @@ class Rated:
 
 @dataclass(frozen=True)
 class Rate(Rated):
-    """`passed` of `checked`, its interval and its words: a run's overall figure."""
+    """`passed` of `checked`, its interval and its words: a run's overall figure; `left_out`
+    the question–state pairs a reviewer marked ambiguous, which no pass rate counts."""
 
     passed: int
     checked: int
+    left_out: int = 0
 
 
 def plural(n: int, word: str) -> str:

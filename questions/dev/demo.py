@@ -12,9 +12,10 @@ from django.test.utils import override_settings
 from django.urls import reverse
 
 from questions import roles, services
-from questions.dev import standin
-from questions.dev.demo_sets import SETS, SIDE_BY_SIDE
+from questions.dev import demo_production, standin
+from questions.dev.demo_sets import SETS, SIDE_BY_SIDE, SUGGESTED
 from questions.models import Label, QuestionSet
+from questions.services import suggestions
 
 PASSWORD = "demo"
 #: what `make run` sets DECISIONS__CUSTOM_BACKEND to, and what the demo's own runs use
@@ -40,6 +41,7 @@ def demo_load() -> list[str]:
         ):
             done, runs, side_by_side = _load_sets()
             finished = [services.batch_execute(run.pk) for run in [*runs, *side_by_side]]
+            done += _suggest([run.question_set.slug for run in runs])
     finally:
         server.shutdown()
         server.server_close()
@@ -51,7 +53,8 @@ def demo_load() -> list[str]:
         compare = reverse("set-compare", args=[side_by_side[0].question_set.slug])
         link = f"{settings.CONSOLE_PUBLIC_URL}{compare}?{columns}"
         done.append(f"side by side ({', '.join(SIDE_BY_SIDE)}): {link}")
-    return done + _promote(runs)
+    done += _promote(runs)
+    return done + demo_production.load(get_user_model().objects.get(username="author"))
 
 
 @transaction.atomic
@@ -116,6 +119,22 @@ def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
             f"{len(spec_['states'])} sample states)"
         )
     return done, runs, side_by_side
+
+
+def _suggest(loaded: list[str]) -> list[str]:
+    """Suggest rewordings of the demo's `SUGGESTED` question, drafted and proven by the
+    stand-in, when its set was loaded now: its editor card shows the candidates at once."""
+    slug, question = SUGGESTED
+    if slug not in loaded:
+        return []
+    version = QuestionSet.objects.get(slug=slug).versions.get(number=1)
+    plan = suggestions.suggestion_plan(version=version, question=question, user=roles.OPERATOR)
+    made = suggestions.suggestion_start(plan=plan, user=roles.OPERATOR, enqueue=False)
+    found = suggestions.suggestion_execute(made.pk)
+    verdicts = ", ".join(
+        f"{c['number']} {c.get('verdict') or c['status']}" for c in found.candidates
+    )
+    return [f"suggestion {found.pk} for {slug} v1 {question} ({found.status}): {verdicts}"]
 
 
 def _approve(runs: list[Any]) -> list[str]:

@@ -1,9 +1,12 @@
 """The demo's refund triage set: its questions and its labelled states (a few more waiting
-for a label), enough for the controls and the pass rates to say something."""
+for a label), enough for the controls and the pass rates to say something, and for a
+suggestion to be proven on the held-out ones (`demo_deliveries`)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from questions.dev.demo_deliveries import DELIVERY_STATES
 
 REFUND_TRIAGE: dict[str, Any] = {
     "desk": {
@@ -380,7 +383,10 @@ REFUND_STATES: list[dict[str, Any]] = [
         "expected": {"desk": desk, "urgency": urgency, "churn_risk": churn},
     }
     for name, channel, message, orders, desk, urgency, churn, tags in REFUNDS
-] + [  # not labelled yet: what the labelling page offers first
+]
+# deliveries and refund-only requests: what the demo's suggestion is drafted from and proven on
+REFUND_STATES += DELIVERY_STATES
+REFUND_STATES += [  # not labelled yet: what the labelling page offers first
     {"name": name, "tags": ["new"], "state": {"channel": channel, "message": message, "orders": n}}
     for name, channel, message, n in (
         ("refund or replace", "chat", "The blender leaks. Refund or a new one, either is fine.", 3),

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from questions.dev.demo_refunds import REFUND_STATES, REFUND_TRIAGE, REFUNDS
+from questions.dev.demo_refunds import REFUND_STATES, REFUND_TRIAGE
 
+#: the question the demo suggests rewordings of, on its set's approved v1 (drafted and proven by
+#: the stand-in when the demo loads: one candidate proven better, one refuted)
+SUGGESTED = ("refund-triage", "desk")
 #: seed 001's three tiers on one set: your own rules (`custom`, questions/dev/demo_rules.py), the
 #: stand-in in Jev's place (`typesafe`) and a chat model's (`llm`, the stand-in's chat wire)
 SIDE_BY_SIDE = ("custom", "typesafe", "llm")
@@ -266,8 +269,9 @@ SETS: list[dict[str, Any]] = [
         "slug": "refund-triage",
         "name": "Refund triage",
         "description": "Which desk takes a refund request, how soon, and whether the customer "
-        f"may leave: {len(REFUNDS)} labelled states, so the controls and the pass rates have "
-        "something to say, and a few new ones to label.",
+        f"may leave: {sum('expected' in s for s in REFUND_STATES)} labelled states, so the "
+        "controls, the pass rates and a suggestion's proof have something to say, and a few new "
+        "ones to label.",
         "versions": [REFUND_TRIAGE],
         "steps": ["approve"],
         "states": REFUND_STATES,

@@ -37,7 +37,9 @@ from typing import Any
 import zstandard
 
 from questions.core import check, spec
-from questions.engine.backends import llm
+from questions.dev import standin_drafts
+from questions.dev.standin_words import state_words, words
+from questions.engine.backends import drafting, llm
 
 MODEL = "local-stand-in (not Jev)"
 #: what the stand-in does, said once: the page banner, `GET /v1/models` and the docs say it so
@@ -77,62 +79,6 @@ CHAT_SHARPNESS = 2.5
 #: how much a noul's statement weighs (in overlap units): a state that holds all its words
 #: leans true by this much, one that holds none leans false by as much
 STATEMENT_WEIGHT = 1.0
-_FUNCTION_WORDS = """a about above after again all also am an and any are as at be been before being
-    below
-    between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers him his how i if in into is it its itself just me more
-    most my no nor not now of off on once only or other our ours out over own same she should
-    so some such than that the their theirs them then there these they this those through to
-    too under until up very was we were what when where which while who whom why will with
-    would you your yours s t d ll m re ve"""
-#: words that say nothing about which option fits (English function words)
-STOPWORDS: frozenset[str] = frozenset(_FUNCTION_WORDS.split())
-_WORD = re.compile(r"[^\W_]+")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_SUFFIXES = ("ing", "ed", "es", "s", "ly")
-_STEM_LENGTH = 6
-
-
-def _stem(word: str) -> str:
-    """Light stemming: a common suffix off, a final `e` off, at most six letters, so that
-    `invoice`/`invoices`, `upgrade`/`upgrading` and `fail`/`failing`/`failed` meet."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word[:_STEM_LENGTH]
-
-
-def words(text: str) -> frozenset[str]:
-    """The stemmed content words of a text (an id's too: `refund_request`, `refundRequest`)."""
-    found = set()
-    for raw in _WORD.findall(_CAMEL.sub(" ", text)):
-        word = raw.casefold()
-        if word not in STOPWORDS:
-            found.add(_stem(word))
-    return frozenset(found)
-
-
-def state_words(state: Any) -> frozenset[str]:
-    """The words of a state: every string and number in it (its keys are its shape, not what
-    it says)."""
-    texts: list[str] = []
-    pending = [state]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            texts.append(value)
-        elif isinstance(value, bool) or value is None:
-            continue
-        elif isinstance(value, int | float):
-            texts.append(str(value))
-        elif isinstance(value, dict):
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-    return words(" ".join(texts))
 
 
 @dataclass(frozen=True)
@@ -328,7 +274,10 @@ def respond(body: Any, salt: bytes = b"") -> tuple[int, dict[str, Any]]:
 
 def respond_chat(body: Any) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) for a chat completions request the `llm` wire built, as an
-    OpenAI-compatible endpoint would answer it: the reply to the response schema, as text."""
+    OpenAI-compatible endpoint would answer it: the reply to the response schema, as text. A
+    request for rewordings is drafted from the words (`standin_drafts`)."""
+    if drafting.is_drafting(body):
+        return standin_drafts.respond_draft(body, CHAT_MODEL)
     try:
         state, questions = llm.read_request(body)
     except ValueError as exc:

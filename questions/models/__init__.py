@@ -35,6 +35,7 @@ from questions.models.sets import (
     VersionQuerySet,
 )
 from questions.models.states import SampleState, SampleStateRevision
+from questions.models.suggestions import Suggestion
 from questions.models.teams import CallHold, Membership, Team
 from questions.models.tokens import APIToken, ExportFetch
 from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
@@ -67,6 +68,7 @@ __all__ = [
     "SampleState",
     "SampleStateRevision",
     "StateLabel",
+    "Suggestion",
     "Team",
     "Version",
     "VersionQuerySet",

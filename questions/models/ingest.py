@@ -43,6 +43,12 @@ class IngestSettings(models.Model):
         """The settings row of a set that has none yet (not saved)."""
         return cls(question_set=question_set)
 
+    @classmethod
+    def of(cls, question_set: QuestionSet) -> IngestSettings:
+        """A set's ingest settings: its row, or the defaults (not saved)."""
+        found = cls.objects.filter(question_set=question_set).first()
+        return found if found is not None else cls.defaults_for(question_set)
+
     @property
     def quota(self) -> int:
         """The daily quota in force: the set's, else the console's default."""

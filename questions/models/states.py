@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from questions.core import spec
+from questions.core import ingest, spec
 from questions.models.sets import (
     QuestionSet,
 )
@@ -21,7 +21,7 @@ class SampleState(models.Model):
 
     class Source(models.TextChoices):
         MANUAL = "manual", "manual"
-        PRODUCTION = "production", "production"
+        PRODUCTION = ingest.SOURCE, ingest.SOURCE
 
     question_set = models.ForeignKey(
         QuestionSet, on_delete=models.CASCADE, related_name="sample_states"
@@ -51,6 +51,9 @@ class SampleState(models.Model):
         indexes = [
             models.Index(fields=["question_set", "state_sha256"], name="state_content"),
             models.Index(fields=["question_set", "source", "observed_at"], name="state_source"),
+            # the fingerprint of a set's states (how many, the sum of their revisions) in one
+            # index read: what the labelling page's kept counts are checked against
+            models.Index(fields=["question_set", "revision"], name="state_revisions"),
         ]
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 
 class Team(models.Model):
-    #: the team every set of a one-team install belongs to (made by migration 0033, from the
+    #: the team every set of a one-team install belongs to (made by migration 0034, from the
     #: groups the console had before teams)
     DEFAULT = "default"
 

@@ -13,6 +13,7 @@ from typing import Any
 from questions.core import controls, metrics, stats
 from questions.selectors import runs
 from questions.selectors.comparison import Column, Row, Selection
+from questions.selectors.disputes import ambiguous_left_out
 
 
 @dataclass
@@ -25,6 +26,7 @@ class RunEvidence(stats.Rated):
     passed: int
     paired: dict[str, stats.Paired] | None = None  # "overall" and per question
     noise: controls.NoiseFloor | None = None
+    left_out: int = 0  # question–state pairs marked ambiguous: no pass rate counts them
 
     @property
     def overall(self) -> stats.Paired | None:
@@ -57,12 +59,14 @@ def evidence(columns: list[Column], noise: controls.NoiseFloor | None = None) ->
     two finished runs' verdicts are cached."""
     base = columns[0].run if columns else None
     found = []
+    left_out = ambiguous_left_out([c.run.pk for c in columns if c.run is not None])
     for i, column in enumerate(columns):
         figure = runs.overall(column.run)
         if figure is None:
             continue
         paired = runs.paired_verdicts(base, column.run) if i and base is not None else None
-        found.append(RunEvidence(column, figure.checked, figure.passed, paired, noise))
+        ambiguous = left_out.get(column.run.pk, 0)
+        found.append(RunEvidence(column, figure.checked, figure.passed, paired, noise, ambiguous))
     return found
 
 

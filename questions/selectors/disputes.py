@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef
 
+from questions import roles
 from questions.core import labelling, settling
 from questions.models import (
     BatchItem,
@@ -335,3 +336,36 @@ def ambiguous_counts(question_set: QuestionSet, *, run: BatchRun | None = None) 
         .annotate(n=Count("pk"))
         .values_list("question_id", "n")
     )
+
+
+def ambiguous_left_out(run_ids: list[int]) -> dict[int, int]:
+    """Per run of `run_ids`, how many question–state pairs of the states it asked a reviewer
+    marked ambiguous (`ambiguous_counts` added up), in one query for every run."""
+    return dict(
+        BatchItem.objects.filter(
+            run_id__in=run_ids,
+            variant=0,
+            state__settlements__outcome=settling.MARKED_AMBIGUOUS,
+        )
+        .order_by()
+        .values("run_id")
+        .annotate(n=Count("state__settlements"))
+        .values_list("run_id", "n")
+    )
+
+
+def blind_to(found: Disputes, question_set: QuestionSet, viewer: Any) -> set[str]:
+    """The rows (`Dispute.key`) whose labels `viewer` may not see yet: on a blind set (two or
+    more labels needed, the model not shown), a question still short of its labels that they
+    have not labelled themselves — they may label it still, and another's label would anchor
+    theirs. A reviewer (who settles) sees every row."""
+    if question_set.labels_needed < 2 or question_set.labels_show_model:
+        return set()
+    if roles.may_review(viewer, question_set):
+        return set()
+    name = viewer.get_username() if getattr(viewer, "pk", None) else None
+    return {
+        d.key
+        for d in found.disputed
+        if len(d.labels) < question_set.labels_needed and name not in {x.labeller for x in d.labels}
+    }

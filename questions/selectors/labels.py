@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from questions.core import check, labelling, metrics
@@ -27,6 +28,7 @@ from questions.models import (
     StateLabel,
     Version,
 )
+from questions.selectors import settled
 
 
 def labelling_version(question_set: QuestionSet, number: int | None = None) -> Version | None:
@@ -49,7 +51,8 @@ def label_readings(
 ) -> dict[str, list[labelling.Reading]]:
     """The answers recorded about each sample state of the set (by name; only `state`'s when
     given, read through the items' index by state), newest first: per version and backend the
-    latest run's real call (a control's variant 0), never a new one."""
+    latest run's real call (a control's variant 0), never a new one; then what production
+    answered, for a state the application sent (`production_readings`)."""
     rows = BatchItem.objects.filter(
         run__question_set=question_set, status=BatchItem.Status.ANSWERED, variant=0
     )
@@ -69,6 +72,51 @@ def label_readings(
                 out.setdefault(name, []).append(
                     labelling.Reading(f"v{number} {backend}", qid, answer)
                 )
+    states = question_set.sample_states.all() if state is None else [state]
+    for name, found in production_readings(states).items():
+        out.setdefault(name, []).extend(found)
+    return out
+
+
+def production_readings(states) -> dict[str, list[labelling.Reading]]:
+    """What production answered about each of `states` (a queryset, or states at hand) that
+    the application sent, by name: one `Reading` per question it answered, as it sent it."""
+    if isinstance(states, QuerySet):
+        states = states.filter(source=SampleState.Source.PRODUCTION).values_list(
+            "name", "production_version", "production_answers"
+        )
+        rows = states.iterator(chunk_size=500)
+    else:
+        rows = (
+            (s.name, s.production_version, s.production_answers)
+            for s in states
+            if s.source == SampleState.Source.PRODUCTION
+        )
+    out: dict[str, list[labelling.Reading]] = {}
+    for name, version, answers in rows:
+        source = labelling.production_source(version)
+        for qid, answer in (answers or {}).items():
+            if isinstance(answer, dict):
+                out.setdefault(name, []).append(
+                    labelling.Reading(source, qid, answer, production=True)
+                )
+    return out
+
+
+def expected_values(question_set: QuestionSet, version: Version) -> dict[str, set[str]]:
+    """Per question of `version`, the answers the set's labelled states expect
+    (`labelling.expected_values`), read by the database a question at a time (one distinct
+    value each), not state by state."""
+    out = {}
+    for q in labelling.questions_of(version.document):
+        field = KeyTransform(q.id, "expected")
+        values = (
+            question_set.sample_states.filter(expected__has_key=q.id)
+            .annotate(value=field)
+            .values_list("value", flat=True)
+            .distinct()
+        )
+        out.update(labelling.expected_values([q], ({q.id: v} for v in values)))
     return out
 
 
@@ -126,13 +174,16 @@ def label_queue(
     if len(out) < limit:  # the states added since the queue was built
         added = question_set.sample_states.filter(created_at__gt=queue.built_at)
         rows = added.exclude(pk__in=skip).order_by("name").values_list("pk", "name", "expected")
+        rows = list(rows[:QUEUE_WINDOW])
+        sent = production_readings(added.filter(pk__in=[pk for pk, _, _ in rows]))
         ranked = labelling.rank(
             questions,
-            [(name, expected or {}) for _, name, expected in rows[:QUEUE_WINDOW]],
-            {},
+            [(name, expected or {}) for _, name, expected in rows],
+            sent,  # the only answers a state added since the last run has
             limit=None,
+            known=expected_values(question_set, version) if sent else None,
         )
-        pks = {name: pk for pk, name, _ in rows[:QUEUE_WINDOW]}
+        pks = {name: pk for pk, name, _ in rows}
         fresh = [
             (pks[c.name], c.name, {}, c.questions, c.reasons) for c in ranked
         ]  # what they lack is ranked already: the expected answers are not asked again
@@ -279,13 +330,25 @@ def _one_state(question_set: QuestionSet, version: Version, labeller, pk: int) -
     row = question_set.sample_states.filter(pk=pk).values_list("pk", "name", "expected").first()
     if row is None:
         return []
-    entry = (
-        LabelQueueEntry.objects.filter(sample_state_id=pk, queue__question_set=question_set)
-        .values_list("questions", "reasons")
-        .first()
+    # by the state alone (it is the set's, read above; a set has one queue), in no order:
+    # the state's index finds its entry, where a join to the queue walks the whole queue
+    entry = next(
+        iter(
+            LabelQueueEntry.objects.filter(sample_state_id=pk)
+            .order_by()
+            .values_list("questions", "reasons")[:1]
+        ),
+        None,
     )
     if entry is None:
-        ranked = labelling.rank(labelling.questions_of(version.document), [row[1:]], {}, limit=1)
+        sent = production_readings(question_set.sample_states.filter(pk=pk))
+        ranked = labelling.rank(
+            labelling.questions_of(version.document),
+            [row[1:]],
+            sent,
+            limit=1,
+            known=expected_values(question_set, version) if sent else None,
+        )
         entry = (ranked[0].questions, ranked[0].reasons) if ranked else ([], [])
     by_id = {q.id: q for q in labelling.questions_of(version.document)}
     found = _still_open(question_set, labeller, by_id, [(*row, *entry)])
@@ -430,12 +493,8 @@ def read_progress(question_set: QuestionSet, version: Version, *, viewer=None) -
 
 def _settled_counts(question_set: QuestionSet, qids: list[str]) -> tuple[int, dict[str, int]]:
     """How many states the set holds, and per question how many hold an expected answer for
-    it: one aggregate query, no row read."""
-    counted = question_set.sample_states.aggregate(
-        states=Count("pk"),
-        **{f"q{i}": Count("pk", filter=Q(expected__has_key=q)) for i, q in enumerate(qids)},
-    )
-    return counted["states"], {q: counted[f"q{i}"] for i, q in enumerate(qids)}
+    it (`settled.settled_counts`: kept for the set's fingerprint, else one aggregate query)."""
+    return settled.settled_counts(question_set, qids)
 
 
 def _counted_progress(

@@ -12,7 +12,7 @@ from questions.core import check, controls, diff, spec
 from questions.engine import backends
 from questions.exports import approval_of
 from questions.models import BatchRun, Label, Version
-from questions.selectors import advice, control_reports, runs, sets
+from questions.selectors import advice, control_reports, runs, sets, suggestions
 from questions.selectors import lints as lint_reads
 from questions.selectors.agreement import label_summaries
 from questions.selectors.teams import visible_versions
@@ -53,7 +53,7 @@ def run_evidence(run: BatchRun | None) -> dict[str, Any] | None:
         return None
     counts = runs.run_counts(run)
     cost = run.items.exclude(decision=None).aggregate(cost=Avg("decision__cost"))["cost"]
-    figure = runs.overall(run)
+    figure = runs.overall(run, left_out=True)
     return {
         "run": run.pk,
         "run_obj": run,
@@ -136,8 +136,8 @@ def review_comparisons(
                 "why": why,
                 "run_before": base,
                 "run_after": this,
-                "figure_before": runs.overall(base),
-                "figure_after": runs.overall(this),
+                "figure_before": runs.overall(base, left_out=True),
+                "figure_after": runs.overall(this, left_out=True),
                 "overall": verdicts.get("overall"),
                 "questions": [(qid, p) for qid, p in verdicts.items() if qid != "overall"],
             }
@@ -250,6 +250,7 @@ def review_page(version: Version, *, full: bool = False) -> dict[str, Any]:
         "events": version.events.select_related("actor"),
         "labels": sets.labels_of(version.question_set),
         "evidence": evidence,
+        "made_from": suggestions.made_from(version),
         "label_agreement": label_summaries(version.question_set),
         "weak_basis": evidence if reference is baseline else {**evidence, "base": None},
         "advice": advice.review_curves(version),

@@ -15,6 +15,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from questions.core import deltas, metrics, stats
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, RunMove, RunPairing, RunReport, Version
+from questions.selectors.disputes import ambiguous_counts
 
 #: an item of a finished run that failed: it got no answer, or one of its answers missed the
 #: expected one (`BatchItem.misses`, which the run's summary counts with `metrics.passes`)
@@ -379,14 +380,18 @@ def paired_verdicts_computed(run_before: BatchRun, run_after: BatchRun) -> dict[
     )
 
 
-def overall(run: BatchRun | None) -> stats.Rate | None:
+def overall(run: BatchRun | None, *, left_out: bool = False) -> stats.Rate | None:
     """A run's overall figure, the one compare, the scorecard and the review page show: its
     pass rate over every question–state pair it checked against an expected answer (stored
     when it finished, `services.summaries`; nothing checked before), with its Wilson interval
-    and n. None without a run."""
+    and n; with `left_out`, how many of its states' questions a reviewer marked ambiguous (no
+    pass rate counts them; one query). None without a run."""
     if run is None:
         return None
-    return stats.Rate(run.passed or 0, run.checked or 0)
+    ambiguous = 0
+    if left_out:
+        ambiguous = sum(ambiguous_counts(run.question_set_id, run=run).values())
+    return stats.Rate(run.passed or 0, run.checked or 0, ambiguous)
 
 
 def with_overall(per_question: dict[str, stats.Paired]) -> dict[str, stats.Paired]:

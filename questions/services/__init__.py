@@ -10,6 +10,7 @@ status and a code (`errors`).
     lints      lint findings accepted with a reason
     tokens     the application's API tokens, their scopes and sets
     ingest     production states: a set's ingest settings, and taking a request of states
+    retention  production states deleted after a set's retention, unless labelled
     fetches    who fetched what: the export fetch log, counted per token, label and minute
     webhooks   change webhooks: endpoints per set, events, delivery by the task worker
     teams      teams, their members and roles, a set moved between teams
@@ -48,6 +49,7 @@ from questions.services.labels import (
     state_label_undo,
 )
 from questions.services.lints import NoSuchFinding, lint_accept
+from questions.services.retention import production_purge, production_purge_due
 from questions.services.reviews import (
     WeakEvidence,
     label_move,
@@ -151,6 +153,8 @@ __all__ = [
     "member_set",
     "open_draft",
     "pin_check",
+    "production_purge",
+    "production_purge_due",
     "question_set_create",
     "question_set_start",
     "reserve",

@@ -1,15 +1,16 @@
 """A team's daily budget of provider calls (`DECISIONS__TEAM_DAILY_CALLS`; 0, the default: no
 budget). Every step that starts provider work asks it first — a batch run of any kind (a run, a
 re-run, a try, a control, a drift run, an attribution, a gate's run: `batches._new_run`), a single
-ask (the preview, a live comparison column, `questions ask`: `decisions.decision_ask`) and a
-proof (`proofs.proof_run`) — and work that would pass it is refused before anything is sent,
-with the figures ("This run asks 1,200 provider calls; today's budget of payments has 340
-left …").
+ask (the preview, a live comparison column, `questions ask`: `decisions.decision_ask`), a
+proof (`proofs.proof_run`) and a suggestion (`suggestions.suggestion_start`) — and work that
+would pass it is refused before anything is sent, with the figures ("This run asks 1,200
+provider calls; today's budget of payments has 340 left …").
 
 What a day has spent is read from the records, so nothing drifts: the calls made since the day
 (UTC) began (each a `Decision` of a version of the team's sets, through a provider's wire), and
 those in flight — the states still pending or being asked in the team's queued and running
-batch runs, and the calls a process holds while it asks outside a run (`CallHold`). A cancelled
+batch runs, the calls its queued and running suggestions have still to make, and the calls a
+process holds while it asks outside a run (`CallHold`). A cancelled
 run's pending states stop counting at once; retries count as they are made. A team's row is
 locked while its budget is read and the new work recorded, so two starts at once cannot both
 take the last calls (on PostgreSQL; SQLite serialises writers anyway).
@@ -30,7 +31,7 @@ from django.utils import timezone
 
 from questions import roles
 from questions.engine import backends
-from questions.models import BatchItem, BatchRun, CallHold, Decision, Team
+from questions.models import BatchItem, BatchRun, CallHold, Decision, Suggestion, Team
 from questions.services.errors import ServiceError
 
 #: the wires that call a provider (the recorded replay and your own rules call none)
@@ -103,7 +104,13 @@ def team_spend(team: Any) -> Spend:
     held = CallHold.objects.filter(team_id=team_id, started_at__gte=since).aggregate(
         n=Sum("calls")
     )["n"]
-    return Spend(since.date(), made, pending + (held or 0), daily_limit())
+    suggesting = Suggestion.objects.filter(
+        question_set__team_id=team_id,
+        status__in=(Suggestion.Status.QUEUED, Suggestion.Status.RUNNING),
+        backend__in=PROVIDER_WIRES,
+        calls_planned__gt=F("calls_done"),
+    ).aggregate(n=Sum(F("calls_planned") - F("calls_done")))["n"]
+    return Spend(since.date(), made, pending + (held or 0) + (suggesting or 0), daily_limit())
 
 
 def refusal(what: str, calls: int, spend: Spend, team_slug: str) -> str:

@@ -22,6 +22,7 @@ from questions.engine.backends.recorded import RecordedBackend
 from questions.models import BatchItem, BatchRun, Decision, Version
 from questions.selectors import lints as lint_reads
 from questions.selectors import runs
+from questions.selectors.disputes import ambiguous_counts
 from questions.services.batch_execution import batch_execute
 from questions.services.batches import batch_create, labelled_for
 from questions.services.errors import Invalid
@@ -165,6 +166,7 @@ def gate_measure(run: BatchRun, questions: dict[str, spec.Question]) -> gate.Mea
         cost_calls=calls,
         price_per_million=price,
         duration_s=duration,
+        ambiguous=ambiguous_counts(run.question_set, run=run),
     )
 
 

@@ -87,8 +87,7 @@ class IngestCounts:
 
 def ingest_settings_of(question_set: QuestionSet) -> IngestSettings:
     """The set's ingest settings: its row, or the defaults (not saved)."""
-    found = IngestSettings.objects.filter(question_set=question_set).first()
-    return found if found is not None else IngestSettings.defaults_for(question_set)
+    return IngestSettings.of(question_set)
 
 
 def rules_of(found: IngestSettings) -> redaction.Rules:
@@ -271,7 +270,16 @@ def states_ingest(*, slug: str, body: bytes, media_type: str | None, by: Any) ->
 def _count_against_quota(question_set: QuestionSet, n: int, quota: int) -> None:
     """Add `n` to the set's count of today, or refuse (`OverQuota`) when that passes `quota`.
     One conditional UPDATE: it holds the day's row until the transaction ends, so two requests
-    of one set deduplicate and store one after the other."""
+    of one set deduplicate and store one after the other. A request larger than the whole
+    quota could never be taken, on any day: 413, not a 429 that says to wait."""
+    if n > quota:
+        raise BodyRefused(
+            f"This request holds {n:,} states; {question_set.slug}'s daily quota is {quota:,}, "
+            "so it could never be taken. Nothing was stored; send fewer states a request, or "
+            "raise the quota (manage.py questions ingest-config --daily-quota).",
+            status=413,
+            code="larger_than_quota",
+        )
     day = _today()
     IngestDay.objects.get_or_create(question_set=question_set, day=day)
     counted = IngestDay.objects.filter(

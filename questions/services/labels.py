@@ -32,6 +32,7 @@ from questions.models import (
     StateLabel,
 )
 from questions.selectors.labels import labelling_version, states_to_label
+from questions.selectors.settled import settled_counts_moved
 from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, NotAllowed, require
 
@@ -109,6 +110,7 @@ def _apply(sample: SampleState, question_id: str, author: Any) -> settling.Outco
 def _save_expected(sample: SampleState, expected: dict, author: Any) -> None:
     """`sample` (locked by the caller) with these settled answers: a new revision, history
     kept, by whoever's label or settlement changed them."""
+    settled_counts_moved(sample.question_set, sample.expected, expected)
     sample.expected = expected
     sample.revision += 1
     sample.save(update_fields=["expected", "revision", "updated_at"])
@@ -352,14 +354,24 @@ def direct_labels(sample: SampleState | None, before: dict, after: dict, author:
     added or changed becomes the author's label, one removed takes every current label of that
     question back (the author cleared it). Returns the expected answers to store: `after` with
     one label needed (the newest label settles), else what the labels now settle. `sample` is
-    None for a state not saved yet (`import_labels` records its labels once it is)."""
+    None for a state not saved yet (`import_labels` records its labels once it is).
+
+    With two or more labels needed the labelling page's rules hold here too: a question a
+    reviewer settled, or one with every label it needs from others, is refused (`Conflict`),
+    and clearing an answer takes back the author's own label only."""
     changed = [q for q, a in after.items() if q not in before or not _same(before[q], a)]
     removed = [q for q in before if q not in after]
     if sample is None or not getattr(author, "pk", None) or not (changed or removed):
         return after
-    StateLabel.objects.filter(sample_state=sample, question_id__in=removed, current=True).update(
-        current=False
+    needed = sample.question_set.labels_needed
+    if needed > 1:
+        _refuse_past_the_rules(sample, changed + removed, author, needed)
+    taken_back = StateLabel.objects.filter(
+        sample_state=sample, question_id__in=removed, current=True
     )
+    if needed > 1:
+        taken_back = taken_back.filter(labeller=author)
+    taken_back.update(current=False)
     StateLabel.objects.filter(
         sample_state=sample, question_id__in=changed, labeller=author, current=True
     ).update(current=False)
@@ -379,6 +391,23 @@ def direct_labels(sample: SampleState | None, before: dict, after: dict, author:
         else:
             settled.pop(qid, None)
     return settled
+
+
+def _refuse_past_the_rules(sample: SampleState, qids: list[str], author: Any, needed: int) -> None:
+    """`Conflict` for the first of `qids` the author may not label on `sample` as the
+    labelling page would refuse it: settled by a reviewer, or every needed label given by
+    others (the author has none of their own)."""
+    settled = set(
+        sample.settlements.filter(question_id__in=qids).values_list("question_id", flat=True)
+    )
+    for qid in qids:
+        if qid in settled:
+            raise Conflict(
+                f"{sample.name}: `{qid}` was settled by a reviewer; labels no longer change it."
+            )
+        labels = current_labels(sample, qid)
+        if all(x.labeller_id != author.pk for x in labels) and len(labels) >= needed:
+            raise Conflict(f"{sample.name}: `{qid}` has the {needed} labels it needs already.")
 
 
 def import_labels(samples: list[SampleState], author: Any) -> None:

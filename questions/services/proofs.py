@@ -19,6 +19,7 @@ Every rule of a proof is here, for the command line and any page alike:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,44 +210,69 @@ def proof_plan(
     return plan
 
 
-def _asked(
-    plan: ProofPlan, wordings: list[dict[str, Any]], user: Any, hold: budget.Hold
-) -> tuple[list[proof.Asked], int, list[str]]:
-    """Each held-out state asked in every wording (the calls held against the team's budget):
-    the pairs, how many calls failed, and the first failure's words."""
-    asked, failed, reasons = [], 0, []
-    for judged in plan.states:
-        answers = []
-        for questions in wordings:
-            outcome = decision_ask(
-                backend=plan.backend,
-                questions=questions,
-                state=judged.state.state,
-                user=user,
-                model=plan.model,
-                version=plan.version,
-                sample_state=judged.revision,
-                logged=False,  # one line for the proof, in proof_run
-                budgeted=True,  # held by proof_run
-            )
+#: told after each call a proof asks, with whether it was answered (a suggestion's progress)
+OnCall = Callable[[bool], None]
+
+
+def _ask(plan: ProofPlan, judged: Judged, questions: dict, user: Any) -> tuple[Any, str]:
+    """One call of a proof: the answers (None when it failed) and why it failed ("")."""
+    outcome = decision_ask(
+        backend=plan.backend,
+        questions=questions,
+        state=judged.state.state,
+        user=user,
+        model=plan.model,
+        version=plan.version,
+        sample_state=judged.revision,
+        logged=False,  # one line for the proof
+        budgeted=True,  # held by proof_before or proof_run
+    )
+    if outcome.error is not None:
+        return None, f"{outcome.error.status}: {outcome.error.detail}"
+    if outcome.checked is None:
+        return None, "no answer"
+    return outcome.checked.answers, ""
+
+
+def proof_before(
+    *, plan: ProofPlan, user: Any, on_call: OnCall | None = None, held: bool = False
+) -> dict[str, Any]:
+    """The version's answers to the changed questions about each held-out state of `plan`, by
+    state name (None where the call failed): what proofs of several candidates of the same
+    questions share (`proof_run`'s `before`), asked once."""
+    wording = {q: plan.before[q] for q in plan.changes.changed}
+    found = {}
+    with _held(plan, 0 if held else len(plan.states)) as hold:
+        for judged in plan.states:
+            found[judged.state.name], _ = _ask(plan, judged, wording, user)
             hold.spent()
-            if outcome.error is not None or outcome.checked is None:
-                failed += 1
-                if outcome.error is not None and not reasons:
-                    reasons.append(f"{outcome.error.status}: {outcome.error.detail}")
-                answers.append(None)
-            else:
-                answers.append(outcome.checked.answers)
-        expected = judged.state.expected or {}  # the settled answers
-        asked.append(proof.Asked(judged.state.name, expected, answers[0], answers[1], answers[2:]))
-    return asked, failed, reasons
+            if on_call:
+                on_call(found[judged.state.name] is not None)
+    return found
 
 
-def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
+def _held(plan: ProofPlan, calls: int) -> Any:
+    """The team's budget held for `calls` of the plan's (none when it replays)."""
+    counted = plan.live and budget.calls_through(plan.backend)
+    return budget_hold(
+        team=plan.version.question_set, calls=calls if counted else 0, what="This proof"
+    )
+
+
+def proof_run(
+    *,
+    plan: ProofPlan,
+    user: Any,
+    before: Mapping[str, Any] | None = None,
+    on_call: OnCall | None = None,
+    held: bool = False,
+) -> proof.Proof:
     """Ask what `plan` says, state by state, and judge the pairs. A call that fails leaves its
-    state out of the pairs (counted, with the first reason in the proof's notes). Refused
-    (`budget.OverBudget`) before anything is asked when its calls would pass the team's daily
-    budget."""
+    state out of the pairs (counted, with the first reason in the proof's notes). `before`: the
+    version's answers by state name, asked already (`proof_before`), which are not asked
+    again; `on_call` is told after each call. Refused (`budget.OverBudget`) before anything is
+    asked when its calls would pass the team's daily budget, unless they are `held` already (a
+    suggestion's, from its start)."""
     changed = plan.changes.changed
     choices = {q: plan.after[q] for q in plan.shuffled}
     wordings = [
@@ -258,17 +284,34 @@ def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
             if choices
         ),
     ]
-    with budget_hold(
-        team=plan.version.question_set,
-        calls=plan.calls if plan.live and budget.calls_through(plan.backend) else 0,
-        what="This proof",
-    ) as hold:
-        asked, failed, reasons = _asked(plan, wordings, user, hold)
+    given = sum(1 for j in plan.states if before is not None and j.state.name in before)
+    asked, made, failed, reasons = [], 0, 0, []
+    with _held(plan, 0 if held else plan.calls - given) as hold:
+        for judged in plan.states:
+            answers = []
+            for index, questions in enumerate(wordings):
+                if index == 0 and before is not None and judged.state.name in before:
+                    answers.append(before[judged.state.name])
+                    continue
+                made += 1
+                answered, reason = _ask(plan, judged, questions, user)
+                hold.spent()
+                if answered is None:
+                    failed += 1
+                    if reason and not reasons:
+                        reasons.append(reason)
+                answers.append(answered)
+                if on_call:
+                    on_call(answered is not None)
+            expected = judged.state.expected or {}  # the settled answers
+            asked.append(
+                proof.Asked(judged.state.name, expected, answers[0], answers[1], answers[2:])
+            )
     found = proof.Proof(
         questions=proof.judge(changed, plan.before, plan.after, asked, plan.threshold),
         changes=plan.changes,
         states=len(plan.states),
-        calls=plan.calls,
+        calls=made,
         failed_calls=failed,
         notes=list(plan.notes),
     )
@@ -278,13 +321,13 @@ def proof_run(*, plan: ProofPlan, user: Any) -> proof.Proof:
         plan.version.number,
         plan.backend,
         len(plan.states),
-        plan.calls,
+        made,
         failed,
         found.verdict,
     )
     if failed:
         found.notes.append(
-            f"{plural(failed, 'call')} of {plan.calls} failed; their states are left out "
+            f"{plural(failed, 'call')} of {made} failed; their states are left out "
             f"of the pairs (first: {reasons[0] if reasons else 'no answer'})"
         )
     return found

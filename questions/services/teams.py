@@ -28,7 +28,7 @@ CREATORS_ONLY = "Only the operator or a superuser creates a team."
 
 
 def team_default() -> Team:
-    """The team of a one-team install (migration 0033 made it; made again if it is gone)."""
+    """The team of a one-team install (migration 0034 made it; made again if it is gone)."""
     team, _ = Team.objects.get_or_create(slug=Team.DEFAULT, defaults={"name": "Default team"})
     return team
 

@@ -37,6 +37,7 @@ def set_disputes(request: HttpRequest, slug: str) -> HttpResponse:
             "disputed_total": found.disputed_total,
             "more": found.disputed_total - len(found.disputed),
             "can_settle": roles.may_review(request.user, question_set),
+            "blind_to": disputes.blind_to(found, question_set, request.user),
         },
     )
 

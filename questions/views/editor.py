@@ -20,6 +20,7 @@ from questions.engine import backends
 from questions.models import Version
 from questions.selectors import lints as lint_reads
 from questions.selectors import sets
+from questions.selectors import suggestions as suggestion_reads
 from questions.selectors.teams import visible_versions
 from questions.services import tries
 from questions.services.errors import require
@@ -113,6 +114,18 @@ def _checked(
     }
 
 
+def _suggestable(user: Any, version: Version, cards: list[forms.Card]) -> None:
+    """Give each card how many states its question missed in the version's last run: a card
+    with some offers "Suggest rewordings" (to those who may ask: it spends calls)."""
+    failing = (
+        suggestion_reads.failing_by_question(version)[1]
+        if roles.may_ask_live(user, version.question_set)
+        else {}
+    )
+    for card in cards:
+        card.failing = failing.get(card.id, 0)
+
+
 def _labelled(backend) -> dict:
     return {"name": backend.name, "live": backend.live, "label": tries.backend_label(backend)}
 
@@ -128,6 +141,7 @@ def _page(
     **extra,
 ) -> HttpResponse:
     question_set = version.question_set
+    _suggestable(request.user, version, cards)
     draft = (
         version
         if version.is_draft
@@ -206,6 +220,7 @@ def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpRespo
             content_type="text/plain; charset=utf-8",
         )
     card = forms.Card.from_question(key, qid, document[qid])
+    _suggestable(request.user, version, [card])
     context = {
         "set": version.question_set,
         "version": version,

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import roles, services
 from questions.core import diff
-from questions.models import Team, Version
+from questions.models import IngestSettings, QuestionSet, SampleState, Team, Version
 from questions.selectors import disputes, holdout, sets
 from questions.selectors.teams import several_teams, visible_sets, visible_versions
 from questions.views import whole_number
@@ -88,9 +88,8 @@ def set_create(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_GET
-def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(visible_sets(request.user).select_related("owner"), slug=slug)
+def _states_context(request: HttpRequest, question_set: QuestionSet) -> dict:
+    """The set page's list of states as the request finds them (its htmx partial's context)."""
     finding = {
         "name": request.GET.get("state_name", ""),
         "tag": request.GET.get("state_tag", ""),
@@ -105,7 +104,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     states = sets.sample_states_page(
         question_set, **finding, start=start_of(request, "states_from"), failing_in=last_run
     )
-    states_context = {
+    return {
         "set": question_set,
         "states": states.rows,
         "states_pager": pager(request, states, "states_from"),
@@ -116,7 +115,17 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "state_sources": sets.STATE_SOURCES,
         "failing_run": last_run,
         "can_author": roles.may_write(request.user, question_set),
+        # production's figures say their sampling rate and retention wherever they show
+        "ingest": IngestSettings.of(question_set)
+        if finding["source"] == SampleState.Source.PRODUCTION
+        else None,
     }
+
+
+@require_GET
+def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    question_set = get_object_or_404(visible_sets(request.user).select_related("owner"), slug=slug)
+    states_context = _states_context(request, question_set)
     if request.htmx and request.htmx.target == "state-rows":
         return render(request, "questions/set_detail.html#state-rows", states_context)
     versions = list(sets.versions_of(question_set))

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from questions import exports
 from questions.core import snippets
 from questions.dev import standin
+from questions.models import IngestSettings
 from questions.selectors.teams import visible_sets
 
 
@@ -25,6 +26,7 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
     if version is None:
         raise Http404("No such label on an approved version.")
     export = exports.export_document(version)
+    keep_one_in = IngestSettings.of(question_set).keep_one_in
     fetch_url = request.build_absolute_uri(reverse("api-export", args=[slug]) + f"?label={label}")
     # make run's stand-in serves the runtime's path too, where TYPESAFE_BASE_URL points
     local = settings.DECISIONS_STANDIN and {
@@ -41,7 +43,11 @@ def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
             "version": version,
             "export": export,
             "fetch_url": fetch_url,
-            "snippets": snippets.snippets(export, label),
+            "snippets": snippets.snippets(export, label, keep_one_in),
+            "keep_one_in": keep_one_in,
+            "report_env": snippets.REPORT_ENV,
+            "report_timeout": snippets.REPORT_TIMEOUT_SECONDS,
+            "console_url": request.build_absolute_uri("/").rstrip("/"),
             "runtime_env": snippets.RUNTIME_ENV,
             "local": local,
         },

@@ -45,6 +45,8 @@ def _pages() -> dict[str, list[str]]:
         "/sets/gestures/scorecard/",
         "/sets/gestures/agreement/",
         "/sets/refund-triage/agreement/",
+        "/sets/refund-triage/production/",  # the demo's live traffic
+        "/sets/gestures/production/",  # none yet
         "/sets/support-routing/v1/review/",
         "/sets/support-routing/compare/",  # the side-by-side runs: each option's moves
         "/sets/refund-triage/",

@@ -161,11 +161,15 @@ def test_the_answers_stay_in_view_beside_a_long_state(page, live_server, width, 
     assert overflow(page) <= 0
 
 
-def test_blind_the_state_shown_is_held_and_the_model_shows_after_the_label(page, live_server):
+@pytest.mark.parametrize(("width", "height"), WIDTHS, ids=lambda v: str(v))
+def test_blind_the_state_shown_is_held_and_the_model_shows_after_the_label(
+    page, live_server, width, height
+):
     writer, first = _world()
     services.labelling_configure(
         question_set=first.question_set, user=factories.reviewer("rev"), needed=2
     )
+    page.set_viewport_size({"width": width, "height": height})
     sign_in_user(page, live_server.url, writer)
     page.goto(f"{live_server.url}/sets/tri/label/")
     expect(page.locator("#label-hold")).to_contain_text("Held for you until")  # its POST
@@ -180,6 +184,8 @@ def test_blind_the_state_shown_is_held_and_the_model_shows_after_the_label(page,
     expect(page.locator(".label-progress")).to_contain_text("you 1 / 6")
     expect(page.locator("#label-hold")).to_contain_text("Held for you until")
     assert _expected(first) == {}  # one label of the two it needs
+    _in_view(page)
+    assert overflow(page) <= 0
 
 
 def test_a_csv_uploaded_on_the_set_page_imports_and_downloads_again(page, live_server, tmp_path):

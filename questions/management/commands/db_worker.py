@@ -3,7 +3,9 @@ worker died, and queues again the webhook deliveries whose task died with one.
 
 django_tasks_db's worker has no hook for its idle time, so this command wraps it: a thread looks
 for running batch runs whose heartbeat is older than `DECISIONS__BATCH_STALE_SECONDS` every few
-seconds and queues them again (`services.batch_sweep_stale`); the worker loop, this one or any
+seconds and queues them again (`services.batch_sweep_stale`), and about once an hour deletes the
+production states past their set's retention (`services.production_purge_due`); the worker
+loop, this one or any
 other sharing the database, then takes them over like any queued run. A stale run is taken
 over within about DECISIONS__BATCH_STALE_SECONDS + 5 s by an idle worker, with nobody opening
 a page.
@@ -55,6 +57,7 @@ class Command(db_worker.Command):
             return super().handle(*args, **options)
         queued: dict[int, float] = {}
         overdue: dict[int, float] = {}
+        purged: dict[str, float] = {}
 
         def sweep() -> None:
             try:
@@ -65,6 +68,10 @@ class Command(db_worker.Command):
                 services.webhook_sweep_overdue(overdue)
             except Exception:  # likewise
                 log.exception("looking for overdue webhook deliveries failed")
+            try:
+                services.production_purge_due(purged)
+            except Exception:  # likewise: the next hour's purge tries again
+                log.exception("deleting production states past their retention failed")
 
         batches.stopping.clear()
         plain, db_worker.Worker = db_worker.Worker, Worker  # the command builds the worker

@@ -1,4 +1,4 @@
-"""Every set and every API token belongs to a team (0033 gave the existing ones the default
+"""Every set and every API token belongs to a team (0034 gave the existing ones the default
 team); in a migration of its own, so PostgreSQL alters the tables after the updates committed."""
 
 import django.db.models.deletion
@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("questions", "0033_default_team")]
+    dependencies = [("questions", "0034_default_team")]
 
     operations = [
         migrations.AlterField(

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0034_teams_required"),
+        ("questions", "0035_teams_required"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

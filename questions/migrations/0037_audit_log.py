@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0035_call_holds"),
+        ("questions", "0036_call_holds"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -57,7 +57,7 @@ def to_groups(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0032_teams"),
+        ("questions", "0033_teams"),
         ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

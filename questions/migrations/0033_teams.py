@@ -1,5 +1,5 @@
-"""Teams and their members; a set and an API token belong to a team (filled in by 0033, then
-required by 0034), and a token may expire."""
+"""Teams and their members; a set and an API token belong to a team (filled in by 0034, then
+required by 0035), and a token may expire."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("questions", "0030_ingest_tokens_states"),
+        ("questions", "0032_suggestions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
