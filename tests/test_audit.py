@@ -148,6 +148,12 @@ def test_every_action_of_the_log_is_written_by_the_step_that_does_it(tmp_path, s
     services.states_ingest(
         slug="s", body=b'{"state": {"t": "x"}}', media_type=ingest.NDJSON, by=roles.OPERATOR
     )
+    services.production_purge(
+        question_set=qs,
+        user=checker,
+        older_than=timedelta(0),
+        now=datetime.now(UTC) + timedelta(seconds=1),
+    )
     services.set_move(question_set=qs, to=payments, user=roles.OPERATOR)
     done = {"version.approved", "version.submitted", "webhook.created", "run.started"}
     missing = set(ACTIONS) - _actions() - {"lint.accepted"}  # its own test, below

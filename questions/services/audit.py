@@ -54,6 +54,7 @@ ACTIONS = (
     "state.deleted",
     "states.imported",
     "states.ingested",
+    "states.purged",
     "state.labelled",
     "state.label_undone",
     "dispute.settled",

@@ -27,6 +27,7 @@ from questions.models import (
     SampleState,
     StateLabel,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require
 
 log = logging.getLogger("questions.ingest")
@@ -109,6 +110,12 @@ def production_purge(
         kept_in_runs=remaining.count() - kept_labelled,
     )
     if deleted:
+        audit_record(
+            action="states.purged",
+            actor=user,
+            question_set=question_set,
+            detail=purged.as_json(),
+        )
         log.info(
             "purge set=%s deleted=%d",
             question_set.slug,
