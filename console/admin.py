@@ -18,7 +18,7 @@ class SignInLockoutAdmin(AccessAttemptAdmin):
     """Failed sign-ins; deleting a row unlocks that user name and address at once."""
 
     def _reviewer(self, request: HttpRequest) -> bool:
-        return roles.may_review(request.user)
+        return roles.may_review(request.user, None)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self._reviewer(request) or super().has_module_permission(request)

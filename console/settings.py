@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from questions import editor_fields
 from questions.core.answers import DEFAULT_PRICE_PER_MILLION_INPUT_TOKENS
 from questions.core.spec import Limits
+from questions.core.sso import parse_group_roles
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -24,6 +25,14 @@ def _env(name: str, default: str = "") -> str:
     """One variable, stripped. The environment itself is never held in a setting: DEBUG error
     pages list every upper-case setting, and the environment holds the keys."""
     return os.environ.get(name, default).strip()
+
+
+def _origin(url: str) -> str:
+    """A URL's scheme, host and port (a CSP source)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _flag(name: str, default: bool = False) -> bool:
@@ -51,9 +60,9 @@ def _number(name: str, default: float, *, allow_zero: bool = False) -> float:
     return value
 
 
-def _count(name: str, default: int) -> int:
-    """A whole number from 1 (`_number`'s, without a fraction)."""
-    value = _number(name, default)
+def _count(name: str, default: int, *, allow_zero: bool = False) -> int:
+    """A whole number from 1 (from 0 with `allow_zero`; `_number`'s, without a fraction)."""
+    value = _number(name, default, allow_zero=allow_zero)
     if value != int(value):
         raise ImproperlyConfigured(f"{name} must be a whole number, not {_env(name)!r}")
     return int(value)
@@ -87,6 +96,11 @@ INSTALLED_APPS = [
     "console.apps.ConsoleConfig",  # after axes: its admin replaces axes' lockout page
     "django_htmx",
     "template_partials",
+    # single sign-on through OpenID Connect (console/sso.py); no local sign-up, no mail
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     # before django_tasks_db: its `db_worker` command is questions' own (which also takes over
     # batch runs whose worker died), and Django uses the first app that has a command
     "questions",
@@ -96,12 +110,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "console.logs.RequestLogMiddleware",
+    "console.origin.AuditOriginMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "console.limits.UploadLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -159,11 +175,62 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+#: local user names and passwords (off: the identity provider is the only way in)
+LOCAL_PASSWORDS = _flag("DJANGO_LOCAL_PASSWORDS", default=True)
 AUTHENTICATION_BACKENDS = [
     # first: it refuses a locked-out sign-in before a password is checked
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(
+        ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+        if LOCAL_PASSWORDS
+        else []
+    ),
+    # loads a signed-in session's user, checks no password (a sign-in through the identity
+    # provider, console/sso.py)
+    "console.sso.SignInBackend",
 ]
+
+# Single sign-on (console/sso.py, docs/operating.md "Sign in with your identity provider"):
+# django-allauth's OpenID Connect provider, configured by OIDC_ISSUER and the client's id and
+# secret; the group claim's groups map to team roles by OIDC_GROUP_ROLES.
+OIDC_ISSUER = _env("OIDC_ISSUER").rstrip("/")
+OIDC_CLIENT_ID = _env("OIDC_CLIENT_ID")
+OIDC_CLIENT_SECRET = _env("OIDC_CLIENT_SECRET")
+OIDC_SCOPES = (_env("OIDC_SCOPES") or "openid profile email groups").split()
+OIDC_PROVIDER_NAME = _env("OIDC_PROVIDER_NAME") or "your identity provider"
+OIDC_GROUPS_CLAIM = _env("OIDC_GROUPS_CLAIM") or "groups"
+try:
+    OIDC_GROUP_ROLES = parse_group_roles(_env("OIDC_GROUP_ROLES"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"OIDC_GROUP_ROLES: {exc}") from None
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET")
+SOCIALACCOUNT_PROVIDERS = (
+    {
+        "openid_connect": {
+            "OAUTH_PKCE_ENABLED": True,
+            "SCOPE": OIDC_SCOPES,
+            "APPS": [
+                {
+                    "provider_id": "idp",
+                    "name": OIDC_PROVIDER_NAME,
+                    "client_id": OIDC_CLIENT_ID,
+                    "secret": OIDC_CLIENT_SECRET,
+                    "settings": {"server_url": OIDC_ISSUER, "fetch_userinfo": True},
+                }
+            ],
+        }
+    }
+    if OIDC_ISSUER
+    else {}
+)
+SOCIALACCOUNT_ADAPTER = "console.sso.TeamsSocialAccountAdapter"
+ACCOUNT_ADAPTER = "console.sso.AccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_LOGIN_ON_GET = False  # a POST starts a sign-in: no sign-in by a link alone
+SOCIALACCOUNT_STORE_TOKENS = False
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "set-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -225,7 +292,8 @@ CONTENT_SECURITY_POLICY = {
         "connect-src": [SELF],
         "object-src": [NONE],
         "base-uri": [SELF],
-        "form-action": [SELF],
+        # the sign-in button's POST is answered with a redirect to the identity provider
+        "form-action": [SELF, *([_origin(OIDC_ISSUER)] if OIDC_ISSUER else [])],
         "frame-ancestors": [NONE],
     }
 }
@@ -298,6 +366,9 @@ DECISIONS_UPLOAD_MAX_ROWS = _count("DECISIONS__UPLOAD_MAX_ROWS", 20_000)
 DECISIONS_INGEST_MAX_LINES = _count("DECISIONS__INGEST_MAX_LINES", 1000)
 DECISIONS_INGEST_MAX_BYTES = _count("DECISIONS__INGEST_MAX_BYTES", 2**20)
 DECISIONS_INGEST_DAILY_QUOTA = _count("DECISIONS__INGEST_DAILY_QUOTA", 100_000)
+#: provider calls a team may make a day (UTC), those in flight counted: work that would pass it
+#: is refused before it starts (`services.budget`); 0, the default: no budget
+DECISIONS_TEAM_DAILY_CALLS = _count("DECISIONS__TEAM_DAILY_CALLS", 0, allow_zero=True)
 DECISIONS_TIMEOUT_SECONDS = _number("DECISIONS__TIMEOUT_SECONDS", 10.0)
 #: the most bytes of a provider's answer read, decoded; a larger one is refused as it arrives
 DECISIONS_ANSWER_MAX_BYTES = _count("DECISIONS__ANSWER_MAX_BYTES", 4 * 1024 * 1024)

@@ -14,4 +14,4 @@ class ConsoleAdminSite(admin.AdminSite):
 
     def has_permission(self, request: HttpRequest) -> bool:
         user = request.user
-        return user.is_active and (user.is_staff or roles.may_review(user))
+        return user.is_active and (user.is_staff or roles.may_review(user, None))

@@ -22,6 +22,8 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    # single sign-on: /accounts/oidc/<provider>/login/ and its callback (console/sso.py)
+    path("accounts/", include("allauth.socialaccount.providers.openid_connect.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("", include("questions.urls")),

@@ -3,22 +3,28 @@ everywhere; a draft's document is saved through `services.version_save`, like th
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 
 from questions import services
 from questions.core import spec
 from questions.models import (
+    AuditEntry,
     Decision,
     DecisionAnswer,
     LintAcceptance,
+    Membership,
     QuestionSet,
     ReviewEvent,
     SampleState,
     SampleStateRevision,
+    Team,
     Version,
 )
 from questions.services.errors import TEXT_LIMIT, Invalid, a_name, storable
+from questions.services.teams import team_default
 from questions.services.versions import check_slug
 
 
@@ -49,7 +55,15 @@ class QuestionSetForm(forms.ModelForm):
 
     class Meta:
         model = QuestionSet
-        fields = ("slug", "name", "description", "owner")
+        fields = ("team", "slug", "name", "description", "owner")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].required = False
+        self.fields["team"].help_text = "empty: the default team"
+
+    def clean_team(self) -> Team:
+        return self.cleaned_data.get("team") or team_default()
 
     @staticmethod
     def _ruled(rule, *args) -> str:
@@ -70,10 +84,43 @@ class QuestionSetForm(forms.ModelForm):
         )
 
 
+class MembershipInline(admin.TabularInline):
+    """A team's members, read only: roles change on the team's page or with `questions member`,
+    where the rules (one admin at least) and the audit log are."""
+
+    model = Membership
+    fields = ("user", "role", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """The audit log, read only: no row is changed nor deleted, here neither."""
+
+    list_display = ("at", "team", "actor_name", "action", "object_repr", "set_slug", "address")
+    list_filter = ("team", "action", "via")
+    search_fields = ("actor_name", "object_repr", "set_slug")
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Team)
+class TeamAdmin(ReadOnlyAdmin):
+    list_display = ("slug", "name", "created_at")
+    inlines = [MembershipInline]
+
+
 @admin.register(QuestionSet)
 class QuestionSetAdmin(admin.ModelAdmin):
     form = QuestionSetForm
-    list_display = ("slug", "name", "owner", "updated_at")
+    list_display = ("slug", "name", "team", "owner", "updated_at")
+    list_filter = ("team",)
     search_fields = ("slug", "name", "description")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [VersionInline]

@@ -7,7 +7,7 @@ from django.conf import settings
 from questions import roles
 from questions.dev import standin
 from questions.models import BatchRun, Label, QuestionSet
-from questions.services.versions import SLUG
+from questions.services.errors import SLUG
 
 RUN_DEFAULTS = {
     "concurrency": BatchRun.DEFAULT_CONCURRENCY,
@@ -24,8 +24,13 @@ def console(request) -> dict:
         "standin": settings.DECISIONS_STANDIN,
         "standin_how": standin.HOW_IT_ANSWERS,
         "api_key_env": settings.DECISIONS_API_KEY_ENV,
-        "can_manage_tokens": bool(user and user.is_authenticated and roles.may_manage_tokens(user)),
+        "can_manage_tokens": bool(
+            user and user.is_authenticated and roles.may_manage_tokens(user, None)
+        ),
+        "has_teams": bool(user and user.is_authenticated and roles.may_read(user, None)),
         "run_defaults": RUN_DEFAULTS,
+        "sso_name": settings.OIDC_PROVIDER_NAME if settings.SOCIALACCOUNT_PROVIDERS else "",
+        "local_passwords": settings.LOCAL_PASSWORDS,
         "label_rules": LABELS,
         "slug_rules": SLUGS,
     }

@@ -16,6 +16,7 @@ from django.shortcuts import render
 
 from questions.engine import backends
 from questions.models import QuestionSet
+from questions.selectors.teams import visible_sets
 from questions.services import NotAllowed, Refusal
 
 
@@ -52,9 +53,10 @@ class ServiceErrorMiddleware:
 
 
 def _set_of(request: HttpRequest) -> QuestionSet | None:
-    """The set the refused address is about (`/sets/<slug>/…`), if there is one."""
+    """The set the refused address is about (`/sets/<slug>/…`), if there is one the user sees
+    (another team's is not named: the refusal says no more than for a set that is not there)."""
     match = getattr(request, "resolver_match", None)
     slug = match.kwargs.get("slug") if match is not None else None
     if not isinstance(slug, str):
         return None
-    return QuestionSet.objects.filter(slug=slug).only("slug").first()
+    return visible_sets(request.user).filter(slug=slug).only("slug", "name").first()

@@ -200,6 +200,14 @@ class AttributionForm(forms.Form):
     into = TextField(required=False, empty_value="attribution")
 
 
+class MemberForm(forms.Form):
+    """A team's member given a role (`remove`: taken out of the team)."""
+
+    username = TextField(max_length=150)
+    role = TextField(required=False)
+    remove = forms.BooleanField(required=False)
+
+
 class SuggestForm(forms.Form):
     """Suggest rewordings: a question, the live backend that attributes and proves (blank:
     the run's), how many candidates, the call limit; the service says what is out of range."""

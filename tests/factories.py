@@ -6,27 +6,54 @@ import itertools
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from questions import roles, services
 
 _n = itertools.count(1)
 
+#: the role in the default team that the groups of the console before teams became (0034)
+_ROLE_OF_GROUPS = {
+    (): roles.VIEWER,
+    (roles.AUTHORS,): roles.AUTHOR,
+    (roles.REVIEWERS,): roles.REVIEWER,
+    (roles.AUTHORS, roles.REVIEWERS): roles.ADMIN,
+}
 
-def user(username: str | None = None, *, groups: tuple[str, ...] = (), password: str = "pw"):
+
+def user(
+    username: str | None = None,
+    *,
+    groups: tuple[str, ...] = (),
+    password: str = "pw",
+    role: str | None = None,
+    team=None,
+):
+    """A user with `role` in `team` (the default team when None); without a role, the role the
+    groups of before teams became there (none: a viewer, as every signed-in user read every
+    set before teams)."""
     username = username or f"user{next(_n)}"
     u = get_user_model().objects.create_user(username, password=password)
-    for name in groups:
-        u.groups.add(Group.objects.get_or_create(name=name)[0])
+    role = role or _ROLE_OF_GROUPS[tuple(sorted(groups))]
+    services.member_set(
+        team=team or services.team_default(), username=username, role=role, user=roles.OPERATOR
+    )
     return u
 
 
-def author(username: str | None = None):
-    return user(username, groups=(roles.AUTHORS,))
+def author(username: str | None = None, *, team=None):
+    return user(username, role=roles.AUTHOR, team=team)
 
 
-def reviewer(username: str | None = None):
-    return user(username, groups=(roles.REVIEWERS,))
+def reviewer(username: str | None = None, *, team=None):
+    return user(username, role=roles.REVIEWER, team=team)
+
+
+def admin(username: str | None = None, *, team=None):
+    return user(username, role=roles.ADMIN, team=team)
+
+
+def team(slug: str | None = None):
+    return services.team_create(slug=slug or f"team-{next(_n)}", user=roles.OPERATOR)
 
 
 def document(n: int = 1, options: int = 3) -> dict[str, Any]:
@@ -41,9 +68,9 @@ def document(n: int = 1, options: int = 3) -> dict[str, Any]:
     return doc
 
 
-def question_set(slug: str | None = None, *, owner=None, doc: dict | None = None):
-    owner = owner or author()
-    qs = services.question_set_create(slug=slug or f"set-{next(_n)}", owner=owner)
+def question_set(slug: str | None = None, *, owner=None, doc: dict | None = None, team=None):
+    owner = owner or author(team=team)
+    qs = services.question_set_create(slug=slug or f"set-{next(_n)}", owner=owner, team=team)
     services.version_create(question_set=qs, document=doc or document(), author=owner)
     return qs
 

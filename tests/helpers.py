@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
@@ -32,38 +31,43 @@ from tests.providers import SUGGEST_DOC, SUGGEST_QID, SUGGEST_SAYS
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
-ROLES = ("anonymous", "viewer", "author", "reviewer", "staff")
-A, V, AU, R, S = ROLES
+ROLES = ("anonymous", "viewer", "author", "reviewer", "admin")
+A, V, AU, R, AD = ROLES
 
-# (name, method, path template, roles allowed, what an allowed role gets). Everyone signed in
-# reads; authors write; reviewers review, label and manage tokens; both ask live backends and
-# comment; staff manage tokens; the API takes tokens only. Every route of the URL configuration
-# has a row (tests/test_permissions.py checks it), so a new route enters the matrix and the form
-# fuzzer together. With POST_DATA, every allowed cell succeeds: the status is the one a success
-# answers (a redirect after a change, a page or fragment otherwise).
-SIGNED_IN = {V, AU, R, S}
+# (name, method, path template, roles allowed, what an allowed role gets), the roles being those
+# of the default team, which owns the world's sets. Everyone signed in reads; authors write;
+# reviewers review, label and manage tokens; both ask live backends and comment; a team admin
+# does all of it and manages the team's members; the API takes tokens only. Every route of the
+# URL configuration has a row (tests/test_permissions.py checks it), so a new route enters the
+# matrix and the form fuzzer together. With POST_DATA, every allowed cell succeeds: the status
+# is the one a success answers (a redirect after a change, a page or fragment otherwise).
+SIGNED_IN = {V, AU, R, AD}
 EVERYONE = set(ROLES)
 MATRIX = [
     ("sign-in page", "get", "/accounts/login/", EVERYONE, 200),
     ("sign out", "post", "/accounts/logout/", EVERYONE, 302),
     ("password page", "get", "/accounts/password_change/", SIGNED_IN, 200),
     ("password changed", "get", "/accounts/password_change/done/", SIGNED_IN, 200),
+    # single sign-on: no identity provider is configured here, so there is none to start with
+    # (tests/test_sso.py signs in through a real one)
+    ("sso sign-in", "post", "/accounts/oidc/idp/login/", EVERYONE, 404),
+    ("sso callback", "get", "/accounts/oidc/idp/login/callback/", EVERYONE, 404),
     ("health", "get", "/healthz", EVERYONE, 200),
     ("sets", "get", "/", SIGNED_IN, 200),
     ("check page", "get", "/check/", SIGNED_IN, 200),
     ("check", "post", "/check/", SIGNED_IN, 200),
-    ("new set page", "get", "/sets/new/", {AU}, 200),
-    ("new set", "post", "/sets/new/", {AU}, 302),
+    ("new set page", "get", "/sets/new/", {AU, AD}, 200),
+    ("new set", "post", "/sets/new/", {AU, AD}, 302),
     ("set page", "get", "/sets/s/", SIGNED_IN, 200),
     ("history", "get", "/sets/s/history/", SIGNED_IN, 200),
     ("diff", "get", "/sets/s/diff/", SIGNED_IN, 200),
     ("editor", "get", "/sets/s/v3/", SIGNED_IN, 200),
-    ("save", "post", "/sets/s/v3/save/", {AU}, 302),
+    ("save", "post", "/sets/s/v3/save/", {AU, AD}, 302),
     ("validate", "post", "/sets/s/v3/validate/", SIGNED_IN, 200),
-    ("card", "get", "/sets/s/v3/card/", {AU}, 200),
+    ("card", "get", "/sets/s/v3/card/", {AU, AD}, 200),
     ("open card", "get", "/sets/s/v3/card/open/?card=k&id=q0", SIGNED_IN, 200),
     ("json view", "get", "/sets/s/v3/json/", SIGNED_IN, 200),
-    ("json replace", "post", "/sets/s/v3/json/", {AU}, 302),
+    ("json replace", "post", "/sets/s/v3/json/", {AU, AD}, 302),
     (
         "accept lint page",
         "get",
@@ -71,77 +75,83 @@ MATRIX = [
         SIGNED_IN,
         200,
     ),
-    ("accept lint", "post", "/sets/s/v3/lints/accept/", {AU}, 302),
+    ("accept lint", "post", "/sets/s/v3/lints/accept/", {AU}, 302),  # the set's authors only
     ("preview", "post", "/sets/s/v3/preview/", SIGNED_IN, 200),  # recordings are a read
-    ("live preview", "post", "/sets/s/v3/preview/", {AU, R}, 200),
-    ("try plan", "post", "/sets/s/v3/try/plan/", {AU, R}, 200),
-    ("try", "post", "/sets/s/v3/try/", {AU, R}, 200),
+    ("live preview", "post", "/sets/s/v3/preview/", {AU, R, AD}, 200),
+    ("try plan", "post", "/sets/s/v3/try/plan/", {AU, R, AD}, 200),
+    ("try", "post", "/sets/s/v3/try/", {AU, R, AD}, 200),
     ("try progress", "get", "/runs/{run}/try/", SIGNED_IN, 200),
-    ("cancel try", "post", "/runs/{run}/try/cancel/", {AU, R}, 200),
+    ("cancel try", "post", "/runs/{run}/try/cancel/", {AU, R, AD}, 200),
     ("attribution form", "get", "/sets/s/v1/attribution/?question=q0", SIGNED_IN, 200),
-    ("attribution plan", "post", "/sets/s/v1/attribution/plan/", {AU, R}, 200),
-    ("attribution", "post", "/sets/s/v1/attribution/start/", {AU, R}, 200),
+    ("attribution plan", "post", "/sets/s/v1/attribution/plan/", {AU, R, AD}, 200),
+    ("attribution", "post", "/sets/s/v1/attribution/start/", {AU, R, AD}, 200),
     ("attribution progress", "get", "/runs/{attribution}/attribution/", SIGNED_IN, 200),
-    ("cancel attribution", "post", "/runs/{attribution}/attribution/cancel/", {AU, R}, 200),
+    ("cancel attribution", "post", "/runs/{attribution}/attribution/cancel/", {AU, R, AD}, 200),
     ("suggest form", "get", "/sets/sug/v1/suggest/?question=q0", SIGNED_IN, 200),
-    ("suggest plan", "post", "/sets/sug/v1/suggest/plan/", {AU, R}, 200),
-    ("suggest", "post", "/sets/sug/v1/suggest/start/", {AU, R}, 200),
+    ("suggest plan", "post", "/sets/sug/v1/suggest/plan/", {AU, R, AD}, 200),
+    ("suggest", "post", "/sets/sug/v1/suggest/start/", {AU, R, AD}, 200),
     ("suggestion page", "get", "/suggestions/{suggestion}/", SIGNED_IN, 200),
-    ("cancel suggestion", "post", "/suggestions/{suggestion}/cancel/", {AU, R}, 200),
-    ("use suggestion", "post", "/suggestions/{suggestion}/apply/", {AU}, 302),
-    ("submit", "post", "/sets/s/v3/submit/", {AU}, 302),
-    ("keep", "post", "/sets/s/v3/keep/", {AU}, 302),
-    ("discard", "post", "/sets/s/v3/discard/", {AU}, 302),
-    ("new draft", "post", "/sets/done/v1/new-draft/", {AU}, 302),
+    ("cancel suggestion", "post", "/suggestions/{suggestion}/cancel/", {AU, R, AD}, 200),
+    ("use suggestion", "post", "/suggestions/{suggestion}/apply/", {AU, AD}, 302),
+    ("submit", "post", "/sets/s/v3/submit/", {AU, AD}, 302),
+    ("keep", "post", "/sets/s/v3/keep/", {AU, AD}, 302),
+    ("discard", "post", "/sets/s/v3/discard/", {AU, AD}, 302),
+    ("new draft", "post", "/sets/done/v1/new-draft/", {AU, AD}, 302),
     ("review page", "get", "/sets/s/v2/review/", SIGNED_IN, 200),
-    ("approve", "post", "/sets/s/v2/review/", {R}, 302),
-    ("request changes", "post", "/sets/s/v2/review/", {R}, 302),
-    ("comment", "post", "/sets/s/v2/review/", {AU, R}, 302),
-    ("move label", "post", "/sets/s/labels/", {R}, 302),
+    ("approve", "post", "/sets/s/v2/review/", {R, AD}, 302),
+    ("request changes", "post", "/sets/s/v2/review/", {R, AD}, 302),
+    ("comment", "post", "/sets/s/v2/review/", {AU, R, AD}, 302),
+    ("move label", "post", "/sets/s/labels/", {R, AD}, 302),
     ("label export", "get", "/sets/s/labels/production/export/", SIGNED_IN, 200),
     ("download export", "get", "/sets/s/v1/export.json", SIGNED_IN, 200),
     ("review queue", "get", "/reviews/", SIGNED_IN, 200),
-    ("tokens", "get", "/tokens/", {R, S}, 200),
-    ("create token", "post", "/tokens/", {R, S}, 200),
-    ("new state page", "get", "/sets/s/states/new/", {AU}, 200),
-    ("new state", "post", "/sets/s/states/new/", {AU}, 302),
+    ("tokens", "get", "/tokens/", {R, AD}, 200),
+    ("create token", "post", "/tokens/", {R, AD}, 200),
+    ("new state page", "get", "/sets/s/states/new/", {AU, AD}, 200),
+    ("new state", "post", "/sets/s/states/new/", {AU, AD}, 302),
     ("state page", "get", "/sets/s/states/{state}/", SIGNED_IN, 200),
-    ("save state", "post", "/sets/s/states/{state}/", {AU}, 302),
+    ("save state", "post", "/sets/s/states/{state}/", {AU, AD}, 302),
     ("state check", "post", "/sets/s/states/check/", SIGNED_IN, 200),
-    ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU}, 302),
-    ("delete state", "post", "/sets/s/states/{spare}/delete/", {AU}, 302),
+    ("duplicate state", "post", "/sets/s/states/{state}/duplicate/", {AU, AD}, 302),
+    ("delete state", "post", "/sets/s/states/{spare}/delete/", {AU, AD}, 302),
     ("state history", "get", "/sets/s/states/{state}/history/", SIGNED_IN, 200),
-    ("upload states", "post", "/sets/s/states/upload/", {AU}, 302),
+    ("upload states", "post", "/sets/s/states/upload/", {AU, AD}, 302),
     ("states csv", "get", "/sets/s/states.csv", SIGNED_IN, 200),
     ("states jsonl", "get", "/sets/s/states.jsonl", SIGNED_IN, 200),
     ("label page", "get", "/sets/s/label/", SIGNED_IN, 200),
     ("agreement", "get", "/sets/s/agreement/", SIGNED_IN, 200),
-    ("labelling settings", "post", "/sets/s/agreement/settings/", {R}, 302),
+    ("labelling settings", "post", "/sets/s/agreement/settings/", {R, AD}, 302),
     ("production", "get", "/sets/s/production/", SIGNED_IN, 200),
-    ("ingest settings", "post", "/sets/s/production/settings/", {R}, 302),
-    ("save label", "post", "/sets/s/label/{state}/", {AU}, 302),
-    ("undo label", "post", "/sets/s/label/undo/", {AU}, 302),
-    ("hold state", "post", "/sets/s/label/{state}/hold/", {AU}, 302),
+    ("ingest settings", "post", "/sets/s/production/settings/", {R, AD}, 302),
+    ("save label", "post", "/sets/s/label/{state}/", {AU, AD}, 302),
+    ("undo label", "post", "/sets/s/label/undo/", {AU, AD}, 302),
+    ("hold state", "post", "/sets/s/label/{state}/hold/", {AU, AD}, 302),
     ("disputes page", "get", "/sets/s/disputes/", SIGNED_IN, 200),
-    ("settle dispute", "post", "/sets/done/disputes/{dispute}/", {R}, 302),
-    ("start run", "post", "/sets/s/v1/runs/", {AU, R}, 302),
+    ("settle dispute", "post", "/sets/done/disputes/{dispute}/", {R, AD}, 302),
+    ("start run", "post", "/sets/s/v1/runs/", {AU, R, AD}, 302),
     ("run page", "get", "/runs/{run}/", SIGNED_IN, 200),
     ("run records", "get", "/runs/{finished}/records.jevl", SIGNED_IN, 200),
-    ("import records", "post", "/sets/s/records/", {AU}, 302),
-    ("cancel run", "post", "/runs/{run}/cancel/", {AU, R}, 302),
-    ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R}, 302),
+    ("import records", "post", "/sets/s/records/", {AU, AD}, 302),
+    ("cancel run", "post", "/runs/{run}/cancel/", {AU, R, AD}, 302),
+    ("rerun failed", "post", "/runs/{finished}/rerun-failed/", {AU, R, AD}, 302),
     ("controls page", "get", "/sets/s/controls/", SIGNED_IN, 200),
     ("scorecard", "get", "/sets/s/scorecard/", SIGNED_IN, 200),
-    ("start control", "post", "/sets/s/controls/start/", {AU, R}, 302),
-    ("start drift", "post", "/sets/s/drift/start/", {AU, R}, 302),
+    ("start control", "post", "/sets/s/controls/start/", {AU, R, AD}, 302),
+    ("start drift", "post", "/sets/s/drift/start/", {AU, R, AD}, 302),
     ("compare", "get", "/sets/s/compare/", SIGNED_IN, 200),
     ("advice page", "get", "/sets/s/v3/advice/", SIGNED_IN, 200),
-    ("save advice", "post", "/sets/s/v3/advice/", {AU}, 302),
-    ("webhooks", "get", "/sets/s/webhooks/", {R}, 200),
-    ("add webhook", "post", "/sets/s/webhooks/", {R}, 200),  # its secret, shown once
-    ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R}, 302),
-    ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R}, 302),
+    ("save advice", "post", "/sets/s/v3/advice/", {AU, AD}, 302),
+    ("webhooks", "get", "/sets/s/webhooks/", {R, AD}, 200),
+    ("add webhook", "post", "/sets/s/webhooks/", {R, AD}, 200),  # its secret, shown once
+    ("test webhook", "post", "/sets/s/webhooks/{hook}/test/", {R, AD}, 302),
+    ("delete webhook", "post", "/sets/s/webhooks/{hook}/delete/", {R, AD}, 302),
     ("schema", "get", "/schemas/question-set-1.json", EVERYONE, 200),
+    ("teams", "get", "/teams/", SIGNED_IN, 200),
+    ("team page", "get", "/teams/default/", SIGNED_IN, 200),
+    ("member save", "post", "/teams/default/members/", {AD}, 302),
+    ("audit page", "get", "/teams/default/audit/", {AD}, 200),
+    ("audit csv", "get", "/teams/default/audit.csv", {AD}, 200),
+    ("audit jsonl", "get", "/teams/default/audit.jsonl", {AD}, 200),
     ("api export", "get", "/api/sets/s/export.json?label=production", set(), 200),
     ("api states", "post", "/api/sets/s/states", set(), 202),
 ]
@@ -231,6 +241,7 @@ POST_DATA = {
     "save label": {"version": "1", "question": "q0", "answer": "o0"},
     "undo label": {"version": "1"},
     "settle dispute": {"question": "q0", "answer": "o0"},
+    "member save": {"username": "viewer-user", "role": "author"},
 }
 
 
@@ -322,6 +333,35 @@ def make_matrix_world(users: dict[str, Any], *, live: bool = True) -> dict[str, 
     }
 
 
+#: the second team of the cross-team probes, and the roles its members hold there
+OTHER_TEAM = "elsewhere"
+OUTSIDERS = (V, AU, R, AD)
+
+
+def make_other_team() -> dict[str, Any]:
+    """A second team beside the matrix world's (whose sets, runs and tokens are the default
+    team's): a set of its own with an approved version, a member per role (`<role>-elsewhere`),
+    a read and an ingest token of its own; and a token of the default team named
+    `default-runtime`, whose name no page of the other team may show."""
+    team = factories.team(OTHER_TEAM)
+    members = {
+        role: factories.user(f"{role}-elsewhere", role=role, team=team) for role in OUTSIDERS
+    }
+    theirs = factories.question_set("theirs", owner=members[AU], team=team)
+    services.version_approve(
+        version=services.version_submit(version=factories.draft(theirs), author=members[AU]),
+        reviewer=members[R],
+        confirm_weak_evidence=True,
+        label="production",
+    )
+    _, read = services.api_token_create(name="elsewhere-runtime", user=members[AD], team=team)
+    _, ingest = services.api_token_create(
+        name="elsewhere-ingest", user=members[AD], team=team, scope="ingest", sets=["theirs"]
+    )
+    services.api_token_create(name="default-runtime", user=factories.admin("default-admin"))
+    return {"team": team, "members": members, "read": read, "ingest": ingest}
+
+
 def suggestion_world(writer, checker):
     """A set `sug` (v1 approved, no open draft) whose last run missed `q0` on every labelled
     state — a training state to draft from and a held-out one to prove on, whatever ids the
@@ -404,7 +444,7 @@ def user_for(role: str):
         V: lambda: factories.user(f"{role}-user"),
         AU: lambda: factories.author(f"{role}-user"),
         R: lambda: factories.reviewer(f"{role}-user"),
-        S: lambda: get_user_model().objects.create_user(f"{role}-user", is_staff=True),
+        AD: lambda: factories.admin(f"{role}-user"),
     }[role]()
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from questions import services
+from questions import roles, services
 from questions.core import settling
 from questions.models import LabelReservation, SampleState, StateLabel
 from questions.services import labels
@@ -149,7 +149,9 @@ def test_a_dispute_is_settled_by_a_reviewer_who_did_not_label_it(qs, people):
 
 def test_a_reviewer_who_labelled_may_settle_when_no_other_reviewer_exists(qs, people):
     services.labelling_configure(question_set=qs, user=people["rev"], needed=2)
-    people["rev"].groups.add(*people["ann"].groups.all())  # the one reviewer labels too
+    services.member_set(  # the one reviewer labels too: an admin of the team
+        team=qs.team, username="rev", role=roles.ADMIN, user=roles.OPERATOR
+    )
     people["rev"] = type(people["rev"]).objects.get(pk=people["rev"].pk)
     sample = _state(qs, people)
     _label(sample, "desk", "billing", people["rev"])

@@ -1,25 +1,33 @@
-"""Who may do what, on every route of the URL configuration: anonymous, viewer, author,
-reviewer, staff. An allowed cell gets the status its success answers; a refused one is sent to
-sign in (anonymous) or answered 403 (the API: 401, a session is not a token)."""
+"""Who may do what, on every route of the URL configuration: anonymous, and a viewer, author,
+reviewer and admin of the team that owns the world's sets. An allowed cell gets the status its
+success answers; a refused one is sent to sign in (anonymous) or answered 403 (the API: 401, a
+session is not a token). And a second team: its members, whatever their role there, get 404 on
+every route that names the first team's set, run, state, webhook or team (the API: with their
+own team's token), and no page of theirs shows anything of the first team."""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import pytest
 from django.contrib.messages import WARNING, get_messages
 from django.db import transaction
 from django.test import Client, override_settings
+from django.urls import resolve
 
 from questions.dev import standin
 from questions.models import Version
 from tests.helpers import (
     AU,
     MATRIX,
+    OUTSIDERS,
     POST_DATA,
     ROLES,
     A,
     R,
     body,
     make_matrix_world,
+    make_other_team,
     route_of,
     routes,
 )
@@ -43,7 +51,8 @@ def matrix_world(django_db_setup, django_db_blocker):
     with live, django_db_blocker.unblock(), transaction.atomic():
         users: dict = {}
         world = make_matrix_world(users)
-        yield world, users
+        other = make_other_team()
+        yield world, users, other
         transaction.set_rollback(True)
     server.shutdown()
     server.server_close()
@@ -70,7 +79,7 @@ def test_every_route_has_a_row_in_the_matrix():
     ("name", "method", "path", "allowed", "done"), MATRIX, ids=[row[0] for row in MATRIX]
 )
 def test_permission_matrix(matrix_world, role, name, method, path, allowed, done):
-    world, users = matrix_world
+    world, users, _ = matrix_world
     client = signed_in(users, role)
     url = path.format(**world)
     data = POST_DATA.get(name, {})
@@ -84,7 +93,8 @@ def test_permission_matrix(matrix_world, role, name, method, path, allowed, done
         # done: the status its success answers, and no word of a refusal beside it
         said = [m.message for m in get_messages(response.wsgi_request) if m.level >= WARNING]
         assert (code, said) == (done, []), (role, name, response.content[:300])
-        assert b'class="message error"' not in body(response), name
+        if not name.startswith("sso "):  # no identity provider here: its pages are a 404
+            assert b'class="message error"' not in body(response), name
         assert not login_redirect or name == "sign out", (role, name)  # signed out: sign in
     elif name.startswith("api "):
         assert code == 401, (role, code)  # a session is not a token
@@ -97,7 +107,7 @@ def test_permission_matrix(matrix_world, role, name, method, path, allowed, done
 @pytest.mark.slow
 @pytest.mark.parametrize("number", [1, 2])
 def test_a_version_that_is_not_a_draft_changes_through_no_path(matrix_world, number):
-    _, users = matrix_world
+    _, users, _ = matrix_world
     client = signed_in(users, AU)
     version = Version.objects.get(question_set__slug="s", number=number)
     before = (version.document_text, version.revision, version.status)
@@ -117,3 +127,63 @@ def test_a_version_that_is_not_a_draft_changes_through_no_path(matrix_world, num
     assert after == before[:2]
     if number == 1:
         assert version.status == "approved"
+
+
+def _names_an_object(path: str) -> bool:
+    """Whether a matrix path names a set, version, run, state, webhook or team (its route has
+    arguments): all of them the first team's."""
+    return bool(resolve(path.split("?")[0].format_map(defaultdict(lambda: 1))).kwargs)
+
+
+def _first_teams_marks(world) -> list[bytes]:
+    """What of the first team a page could show: its sets' and team's addresses, its runs'
+    addresses, its token's and team's names."""
+    runs = [f"/runs/{world[k]}/".encode() for k in ("run", "finished", "attribution")]
+    return [
+        b"/sets/s/",
+        b"/sets/done/",
+        b"/teams/default/",
+        b"Default team",
+        b"default-runtime",
+        *runs,
+    ]
+
+
+def _probe(client: Client, method: str, url: str, data: dict, headers: dict):
+    with transaction.atomic():  # what a probe changes (its own team's new set), no other sees
+        for value in data.values():
+            if hasattr(value, "seek"):
+                value.seek(0)
+        response = (
+            client.post(url, data, **headers) if method == "post" else client.get(url, **headers)
+        )
+        transaction.set_rollback(True)
+    return response
+
+
+@pytest.mark.slow
+def test_a_member_of_another_team_learns_nothing_of_this_one(matrix_world, capsys):
+    world, _, other = matrix_world
+    marks = _first_teams_marks(world)
+    probes, leaks = 0, []
+    for name, method, path, _, _ in MATRIX:
+        url, named = path.format(**world), _names_an_object(path)
+        for role in OUTSIDERS:
+            client = Client()
+            client.force_login(other["members"][role])
+            variants = [{}, {"HTTP_HX_REQUEST": "true"}] if method == "get" else [{}]
+            if name.startswith("api "):  # their own team's token of the scope the route takes
+                token = other["ingest"] if name == "api states" else other["read"]
+                variants = [{"HTTP_AUTHORIZATION": f"Bearer {token}"}]
+            for headers in variants:
+                response = _probe(client, method, url, POST_DATA.get(name, {}), headers)
+                probes += 1
+                # a page may say the address asked for (the 404 page does): that is no leak
+                seen = body(response).replace(url.split("?")[0].encode(), b"")
+                code, shown = response.status_code, [m for m in marks if m in seen]
+                if shown or code >= 500 or (named and code != 404) or (not named and code == 404):
+                    leaks.append((name, role, bool(headers), code, shown))
+    with capsys.disabled():
+        print(f"\ncross-team probes: {len(leaks)} leaks of {probes} probes", *leaks, sep="\n")
+    assert leaks == []
+    assert probes > 4 * len(MATRIX)

@@ -87,8 +87,10 @@ def test_changes_requested_then_the_author_continues_in_a_new_draft(team):
 
 def test_nobody_approves_their_own_version(team, settings):
     writer, _, qs = team
-    writer.groups.add(*factories.reviewer().groups.all())  # the writer reviews too
-    writer = type(writer).objects.get(pk=writer.pk)  # a fresh user: roles cache the groups
+    services.member_set(  # the writer reviews too: an admin of the team
+        team=qs.team, username=writer.username, role=roles.ADMIN, user=roles.OPERATOR
+    )
+    writer = type(writer).objects.get(pk=writer.pk)  # a fresh user: roles cache the roles
     version = submitted(qs, writer)
     with pytest.raises(services.NotAllowed, match="a second person approves it"):
         services.version_approve(confirm_weak_evidence=True, version=version, reviewer=writer)
@@ -476,9 +478,9 @@ def test_cli_submit_approve_export_with_the_uis_rules(team, tmp_path):
     code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "writer")
     assert code == 1 and "Only reviewers" in err
     factories.reviewer("writer-who-reviews")
-    from django.contrib.auth.models import Group, User
-
-    User.objects.get(username="writer").groups.add(Group.objects.get(name="reviewers"))
+    services.member_set(  # the writer reviews too: an admin of the team
+        team=services.team_default(), username="writer", role=roles.ADMIN, user=roles.OPERATOR
+    )
     code, _, err = run("approve", "--set", "routing", "--version", "1", "--user", "writer")
     assert code == 1 and "a second person approves it" in err
     code, out, _ = run(

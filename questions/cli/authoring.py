@@ -83,6 +83,7 @@ def add_parsers(sub: Any) -> None:
         "superuser.",
     )
     _file_into_set(imp)
+    imp.add_argument("--team", metavar="T", help="a new set's team (default: the default team)")
     imp.set_defaults(handler=do_import)
 
     states = sub.add_parser(
@@ -223,11 +224,21 @@ def _summary(
     return f"valid: {line}"
 
 
-def do_import(cli: Console, *, file: str, slug: str, user: str | None, json: bool, **_: Any) -> int:
+def do_import(
+    cli: Console,
+    *,
+    file: str,
+    slug: str,
+    user: str | None,
+    json: bool,
+    team: str | None = None,
+    **_: Any,
+) -> int:
     value = read_json_file(file)
     author = acting_user(user)
+    into = services.team_named(team, user=author) if team else None
     try:
-        version = services.version_import(slug=slug, value=value, author=author)
+        version = services.version_import(slug=slug, value=value, author=author, team=into)
     except services.InvalidContent as exc:
         if json:
             cli.emit_json(

@@ -24,6 +24,7 @@ from questions.cli import (
     runs,
     scorecard,
     suggestions,
+    teams,
 )
 
 GROUPS = (
@@ -42,6 +43,7 @@ GROUPS = (
     proofs,
     suggestions,
     ingest,
+    teams,
     production,
     dev,
 )

@@ -5,6 +5,8 @@ document the runtime fetches and its API tokens, and show what changed between t
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +66,30 @@ def add_parsers(sub: Any) -> None:
         "token",
         help="create an API token for the application (printed once, alone on stdout), or "
         "revoke the tokens of a name",
-        description="A read token (the default) fetches exports: of the sets named with "
-        "--set, or of every set when none is named. An ingest token posts production states "
-        "(POST /api/sets/SLUG/states), to the sets named with --set only (one at least), and "
-        "fetches nothing.",
-        epilog="--revoke NAME revokes every active token of that name and prints their "
-        "prefixes (exit 1 when there is none).",
+        description="A token belongs to a team (--team; default: the default team) and "
+        "reaches that team's sets only. A read token (the default) fetches exports: of the "
+        "team's sets named with --set, or of every set of the team when none is named. An "
+        "ingest token posts production states (POST /api/sets/SLUG/states), to the sets named "
+        "with --set only (one at least), and fetches nothing. --expires 90d makes it stop "
+        "working 90 days from now.",
+        epilog="--revoke NAME revokes every active token of that name (of --team, when given) "
+        "and prints their prefixes (exit 1 when there is none). --list prints the tokens of "
+        "--team (or of every team): scope, sets, when made, last used and when they expire.",
     )
     token_action = token.add_mutually_exclusive_group(required=True)
     token_action.add_argument("--name", help="a new token for NAME")
     token_action.add_argument(
         "--revoke", metavar="NAME", help="revoke every active token named NAME"
+    )
+    token_action.add_argument("--list", action="store_true", dest="listing", help="list the tokens")
+    token.add_argument("--team", metavar="T", help="the token's team (default: the default team)")
+    token.add_argument(
+        "--expires",
+        metavar="DAYS",
+        help="how long it works: Nd days (e.g. 90d); default: until revoked",
+    )
+    token.add_argument(
+        "--by", metavar="A", help="the team admin who makes or revokes it (default: the operator)"
     )
     token.add_argument(
         "--scope",
@@ -90,7 +105,7 @@ def add_parsers(sub: Any) -> None:
         metavar="SLUG",
         help="a set the token is for (again for more); an ingest token names one at least",
     )
-    add_json(token, "with --revoke, print JSON")
+    add_json(token, "print JSON (a new token: with its prefix, team and expiry)")
     token.set_defaults(handler=do_token)
 
     label = sub.add_parser(
@@ -222,26 +237,85 @@ def do_token(
     json: bool,
     scope: str = token_services.READ,
     sets: list[str] | None = None,
+    team: str | None = None,
+    expires: str | None = None,
+    by: str | None = None,
+    listing: bool = False,
     **_: Any,
 ) -> int:
+    actor = acting_user(by) if by else roles.OPERATOR
+    into = services.team_named(team, user=actor) if team else None
+    if listing:
+        return _token_list(cli, into, actor, json)
     if revoke is not None:
-        return _token_revoke(cli, revoke, json)
+        return _token_revoke(cli, revoke, into, actor, json)
+    lasting = _days(expires) if expires else None
     try:
-        _, raw = services.api_token_create(
-            name=name, user=roles.OPERATOR, scope=scope, sets=sets or []
+        token, raw = services.api_token_create(
+            name=name, user=actor, scope=scope, sets=sets or [], team=into, expires_in=lasting
         )
     except services.ServiceError as exc:
         raise Unusable(str(exc)) from exc
-    cli.stdout.write(raw)
+    if json:
+        cli.emit_json({**_token_json(token), "token": raw})
+    else:
+        cli.stdout.write(raw)
     return EXIT_OK
 
 
-def _token_revoke(cli: Console, name: str, as_json: bool) -> int:
-    tokens = list(APIToken.objects.filter(name=name.strip(), revoked_at__isnull=True))
+def _days(text: str) -> timedelta:
+    """`90d` as 90 days; `Unusable` for anything else."""
+    found = re.fullmatch(r"([0-9]{1,5})d", text.strip())
+    if found is None:
+        raise Unusable(f"--expires takes a number of days such as 90d, not {text[:20]!r}")
+    return timedelta(days=int(found.group(1)))
+
+
+def _token_json(token: APIToken) -> dict[str, Any]:
+    def when(moment: Any) -> str | None:
+        return moment.isoformat() if moment else None
+
+    return {
+        "name": token.name,
+        "prefix": f"{token.prefix}…",
+        "team": token.team.slug,
+        "scope": token.scope,
+        "sets": sorted(qs.slug for qs in token.question_sets.all()),
+        "created_at": when(token.created_at),
+        "last_used_at": when(token.last_used_at),
+        "expires_at": when(token.expires_at),
+        "revoked_at": when(token.revoked_at),
+        "active": token.active,
+    }
+
+
+def _token_list(cli: Console, team: Any, actor: Any, as_json: bool) -> int:
+    tokens = APIToken.objects.select_related("team").prefetch_related("question_sets")
+    if team is not None:
+        tokens = tokens.filter(team=team)
+    rows = [_token_json(t) for t in tokens if roles.may_manage_tokens(actor, t)]
+    if as_json:
+        cli.emit_json(rows)
+        return EXIT_OK
+    for r in rows:
+        state = "active" if r["active"] else ("revoked" if r["revoked_at"] else "expired")
+        cli.stdout.write(
+            f"{r['team']}/{r['name']} {r['prefix']} {r['scope']} sets: "
+            f"{', '.join(r['sets']) or 'every set of the team'}; last used "
+            f"{r['last_used_at'] or 'never'}; expires {r['expires_at'] or 'never'}; {state}"
+        )
+    return EXIT_OK
+
+
+def _token_revoke(cli: Console, name: str, team: Any, actor: Any, as_json: bool) -> int:
+    tokens = APIToken.objects.filter(name=name.strip(), revoked_at__isnull=True)
+    if team is not None:
+        tokens = tokens.filter(team=team)
+    tokens = [t for t in tokens if roles.may_read(actor, t)]
     if not tokens:
         return cli.fail(f"There is no active token named {name!r}.", as_json=as_json, status=404)
     for token in tokens:
-        services.api_token_revoke(token=token, user=roles.OPERATOR)
+        services.api_token_revoke(token=token, user=actor)
     prefixes = [f"{t.prefix}…" for t in tokens]
     if as_json:
         cli.emit_json({"revoked": len(tokens), "name": name, "prefixes": prefixes})

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import transaction
 from django.test.utils import override_settings
 from django.urls import reverse
@@ -65,16 +64,17 @@ def _load_sets() -> tuple[list[str], list[Any], list[Any]]:
     through `side_by_side`'s backends."""
     done = []
     side_by_side = []
-    authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
-    reviewers, _ = Group.objects.get_or_create(name=roles.REVIEWERS)
     user_model = get_user_model()
     users = {}
-    for username, group in (("author", authors), ("reviewer", reviewers)):
+    team = services.team_default()
+    for username, role in (("author", roles.AUTHOR), ("reviewer", roles.REVIEWER)):
         user = user_model.objects.filter(username=username).first()
         if user is None:
             user = user_model.objects.create_user(username, password=PASSWORD)
             done.append(f"user {username} (password {PASSWORD})")
-        user.groups.add(group)
+        if roles.role_in(user, team) is None:
+            services.member_set(team=team, username=username, role=role, user=roles.OPERATOR)
+            roles.forget(user)
         users[username] = user
     runs = []
     for spec_ in SETS:

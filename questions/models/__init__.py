@@ -1,12 +1,13 @@
 """Persistence only, a module per domain (sets and versions, states, decisions, tokens and
-fetches, production ingest, runs, webhooks); every model is imported here, so Django finds them
-all. Every write goes through `questions/services/`.
+fetches, production ingest, runs, webhooks, teams, the audit log); every model is imported
+here, so Django finds them all. Every write goes through `questions/services/`.
 
 Documents and states are kept as JSON *text*: PostgreSQL's jsonb would reorder a choice's
 options (declared order is what the author wrote and what the charts show), and a JSONField
 stores a JSON `null` state as SQL NULL. Text keeps both exactly.
 """
 
+from questions.models.audit import AppendOnly, AuditEntry
 from questions.models.decisions import Decision, DecisionAnswer
 from questions.models.ingest import IngestDay, IngestSettings
 from questions.models.labels import (
@@ -35,13 +36,17 @@ from questions.models.sets import (
 )
 from questions.models.states import SampleState, SampleStateRevision
 from questions.models.suggestions import Suggestion
+from questions.models.teams import CallHold, Membership, Team
 from questions.models.tokens import APIToken, ExportFetch
 from questions.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 
 __all__ = [
     "APIToken",
+    "AppendOnly",
+    "AuditEntry",
     "BatchItem",
     "BatchRun",
+    "CallHold",
     "Decision",
     "DecisionAnswer",
     "ExportFetch",
@@ -54,6 +59,7 @@ __all__ = [
     "LabelReservation",
     "LabelSettlement",
     "LintAcceptance",
+    "Membership",
     "QuestionSet",
     "ReviewEvent",
     "RunMove",
@@ -63,6 +69,7 @@ __all__ = [
     "SampleStateRevision",
     "StateLabel",
     "Suggestion",
+    "Team",
     "Version",
     "VersionQuerySet",
     "Webhook",

@@ -53,6 +53,7 @@ class Decision(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["created_at"], name="decision_made_at")]  # a day's calls
 
     def __str__(self) -> str:
         return f"{self.backend} {self.status} {self.created_at:%Y-%m-%d %H:%M}"

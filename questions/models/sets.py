@@ -11,9 +11,18 @@ from django.db.models import Q
 from django.urls import reverse
 
 from questions.core import holdout, spec
+from questions.models.teams import Team
+
+
+class QuestionSetQuerySet(models.QuerySet):
+    def in_teams(self, teams: Any) -> QuestionSetQuerySet:
+        """The sets of `teams` (team ids: a list or a query of them; None: of every team)."""
+        return self if teams is None else self.filter(team__in=teams)
 
 
 class QuestionSet(models.Model):
+    #: the team that owns the set: its members read and change it by their role there
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="question_sets")
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -32,6 +41,8 @@ class QuestionSet(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = QuestionSetQuerySet.as_manager()
+
     class Meta:
         ordering = ["-updated_at"]
 
@@ -44,6 +55,10 @@ class QuestionSet(models.Model):
 
 class VersionQuerySet(models.QuerySet):
     """The lookups of versions the console asks for (Bennett: the ORM carries the vocabulary)."""
+
+    def in_teams(self, teams: Any) -> VersionQuerySet:
+        """The versions of the sets of `teams` (team ids; None: of every team)."""
+        return self if teams is None else self.filter(question_set__team__in=teams)
 
     def of(self, slug: str, number: int) -> VersionQuerySet:
         """Version `number` of the set `slug`."""

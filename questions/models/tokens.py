@@ -4,22 +4,26 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from questions.models.sets import (
     QuestionSet,
     Version,
 )
+from questions.models.teams import Team
 
 
 class APIToken(models.Model):
-    """A bearer token of the application; only its SHA-256 is stored. Its scope says what it
-    does: `read` fetches exports (of the sets it names; none named: of every set), `ingest`
-    posts production states (to the sets it names, and only those)."""
+    """A bearer token of the application; only its SHA-256 is stored. It belongs to a team and
+    reaches only that team's sets. Its scope says what it does: `read` fetches exports (of the
+    sets it names; none named: of every set of its team), `ingest` posts production states (to
+    the sets it names, and only those). It may expire."""
 
     class Scope(models.TextChoices):
         READ = "read", "read: fetch exports"
         INGEST = "ingest", "ingest: post production states"
 
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="api_tokens")
     name = models.CharField(max_length=100)
     scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.READ)
     question_sets = models.ManyToManyField(QuestionSet, blank=True, related_name="api_tokens")
@@ -31,6 +35,8 @@ class APIToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    #: when it stops working (None: never)
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -40,7 +46,11 @@ class APIToken(models.Model):
 
     @property
     def active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.expired
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
 class ExportFetch(models.Model):

@@ -285,14 +285,14 @@ def _open_column(
     if live and not ask_live:  # a page: read the recordings; asking is a POST (`ask_column`)
         column.version, column.backend = version, backend
         column.replay = backends.RecordedBackend(backend).name
-        if not roles.may_ask_live(user):
+        if not roles.may_ask_live(user, question_set):
             column.hint = services.LIVE_ASKERS_ONLY
         elif not single:
             column.hint = "Pick one state to ask it live (one call, recorded)."
         else:
             column.askable = True
         return column
-    if live and not roles.may_ask_live(user):
+    if live and not roles.may_ask_live(user, question_set):
         column.problem = services.LIVE_ASKERS_ONLY
         return column
     if live and not single:

@@ -361,7 +361,7 @@ def blind_to(found: Disputes, question_set: QuestionSet, viewer: Any) -> set[str
     theirs. A reviewer (who settles) sees every row."""
     if question_set.labels_needed < 2 or question_set.labels_show_model:
         return set()
-    if roles.may_review(viewer):
+    if roles.may_review(viewer, question_set):
         return set()
     name = viewer.get_username() if getattr(viewer, "pk", None) else None
     return {

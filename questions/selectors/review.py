@@ -15,11 +15,14 @@ from questions.models import BatchRun, Label, Version
 from questions.selectors import advice, control_reports, runs, sets, suggestions
 from questions.selectors import lints as lint_reads
 from questions.selectors.agreement import label_summaries
+from questions.selectors.teams import visible_versions
 
 
-def review_queue() -> QuerySet[Version]:
+def review_queue(user: Any) -> QuerySet[Version]:
+    """The versions in review of the teams `user` reads, oldest first."""
     return (
-        Version.objects.filter(status=Version.Status.IN_REVIEW)
+        visible_versions(user)
+        .filter(status=Version.Status.IN_REVIEW)
         .select_related("question_set", "author")
         .order_by("updated_at")
     )

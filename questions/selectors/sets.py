@@ -34,15 +34,16 @@ from questions.models import (
 )
 from questions.selectors.holdout import holdout_ids, holdout_mark
 from questions.selectors.runs import FAILING_ITEM
+from questions.selectors.teams import visible_sets
 
 
-def question_sets(search: str = "") -> QuerySet[QuestionSet]:
+def question_sets(search: str = "", *, user: Any) -> QuerySet[QuestionSet]:
     """Sets with their newest version's number and status, the version under `production`,
     how many versions wait for review and the checked and passed pairs of the latest finished
     plain run that checked any — not a control's, a drift's or a gate's; a failed run checks
     nothing: the set list keeps the earlier figure — (`last_checked`, `last_passed`,
     `last_run_id`), last edited first; those whose slug, name or description holds `search`,
-    when given."""
+    when given; of the teams `user` reads only."""
     newest = Version.objects.filter(question_set=OuterRef("pk")).order_by("-number")
     production = Label.objects.filter(question_set=OuterRef("pk"), name=Label.BASELINE)
     waiting = (
@@ -55,14 +56,18 @@ def question_sets(search: str = "") -> QuerySet[QuestionSet]:
     last_run = BatchRun.objects.filter(
         question_set=OuterRef("pk"), kind=BatchRun.PLAIN, checked__gt=0
     ).order_by("-finished_at", "-pk")
-    sets = QuestionSet.objects.select_related("owner").annotate(
-        newest_number=Subquery(newest.values("number")[:1]),
-        newest_status=Subquery(newest.values("status")[:1]),
-        production_number=Subquery(production.values("version__number")[:1]),
-        in_review=Coalesce(Subquery(waiting), 0),
-        last_checked=Subquery(last_run.values("checked")[:1]),
-        last_passed=Subquery(last_run.values("passed")[:1]),
-        last_run_id=Subquery(last_run.values("pk")[:1]),
+    sets = (
+        visible_sets(user)
+        .select_related("owner", "team")
+        .annotate(
+            newest_number=Subquery(newest.values("number")[:1]),
+            newest_status=Subquery(newest.values("status")[:1]),
+            production_number=Subquery(production.values("version__number")[:1]),
+            in_review=Coalesce(Subquery(waiting), 0),
+            last_checked=Subquery(last_run.values("checked")[:1]),
+            last_passed=Subquery(last_run.values("passed")[:1]),
+            last_run_id=Subquery(last_run.values("pk")[:1]),
+        )
     )
     if "\x00" in search:
         return QuestionSet.objects.none()  # no set's text holds a NUL character
@@ -110,11 +115,11 @@ SETS_PAGE = 50
 STATES_PAGE = 50
 
 
-def question_sets_page(search: str = "", start: int = 0) -> Window:
-    """A page of `question_sets(search)`; counted without the annotations."""
-    sets = question_sets(search)
+def question_sets_page(search: str = "", start: int = 0, *, user: Any) -> Window:
+    """A page of `question_sets(search, user=user)`; counted without the annotations."""
+    sets = question_sets(search, user=user)
     plain = QuestionSet.objects.filter(pk__in=sets.values("pk")) if search.strip() else None
-    total = (plain if plain is not None else QuestionSet.objects).count()
+    total = (plain if plain is not None else visible_sets(user)).count()
     return window(sets, start, SETS_PAGE, total=total)
 
 

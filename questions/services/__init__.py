@@ -13,6 +13,7 @@ status and a code (`errors`).
     retention  production states deleted after a set's retention, unless labelled
     fetches    who fetched what: the export fetch log, counted per token, label and minute
     webhooks   change webhooks: endpoints per set, events, delivery by the task worker
+    teams      teams, their members and roles, a set moved between teams
     batches    batch runs: create, re-run the failed states, cancel, execute (the task), take over
 """
 
@@ -68,6 +69,14 @@ from questions.services.states import (
     sample_states_import,
 )
 from questions.services.summaries import store_summary as run_summary_store
+from questions.services.teams import (
+    member_remove,
+    member_set,
+    set_move,
+    team_create,
+    team_default,
+    team_named,
+)
 from questions.services.tokens import (
     api_token_authenticate,
     api_token_create,
@@ -140,6 +149,8 @@ __all__ = [
     "label_move",
     "labelling_configure",
     "lint_accept",
+    "member_remove",
+    "member_set",
     "open_draft",
     "pin_check",
     "production_purge",
@@ -153,9 +164,13 @@ __all__ = [
     "sample_state_duplicate",
     "sample_state_update",
     "sample_states_import",
+    "set_move",
     "state_label",
     "state_label_undo",
     "states_ingest",
+    "team_create",
+    "team_default",
+    "team_named",
     "version_approve",
     "version_comment",
     "version_create",

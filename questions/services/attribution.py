@@ -80,7 +80,7 @@ def attribution_plan(
     """What attributing `question` (None: every question) of `version` on the sample state
     named `state` asks through `backend`. `NotFound` names a state or question the set does not
     have; `Invalid` a replaying backend (it answers only what was asked before)."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     chosen = _runnable(backend)
     if not chosen.live:
         raise Invalid(

@@ -137,7 +137,9 @@ class _Execution:
         self.variants: dict[int, dict[str, spec.Question]] = {}  # `_questions`
         self.started = time.monotonic()
         try:
-            chosen = decision_backend(backend=run.backend, user=self.user, model=run.model)
+            chosen = decision_backend(
+                backend=run.backend, user=self.user, model=run.model, on=run.question_set
+            )
         except Refusal as exc:  # e.g. the run's author may no longer ask: each state says so
             chosen = backends.Outcome(
                 backend=run.backend,

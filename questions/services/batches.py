@@ -30,10 +30,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from questions import roles
-from questions.core import check, spec
+from questions.core import attribution, check, gate, spec
 from questions.engine import backends
 from questions.models import BatchItem, BatchRun, SampleStateRevision, Version
+from questions.services import budget
+from questions.services.audit import audit_record
 from questions.services.batch_execution import batch_run_task, is_stale, task_widths
+from questions.services.budget import budget_reserve
 from questions.services.errors import (
     Conflict,
     Invalid,
@@ -78,7 +81,7 @@ def batch_create(
     `questions.services.tries`, which names its `baseline`). With `labelled`, only the states
     that expect an answer of one of the version's questions (a gate's, `services.gates`).
     `sample_states` names the states to run in place of the set's (an attribution: one state)."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     chosen = _runnable(backend)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid(f"Concurrency is 1 to {MAX_CONCURRENCY}, not {concurrency}.")
@@ -152,7 +155,7 @@ def batch_rerun_failed(*, run: BatchRun, user: Any, enqueue: bool = True) -> Bat
     the very sample-state revisions that failed in it (not their current revisions: the new run
     answers what the first one could not). It points back at `run` (`rerun_of`). `Conflict`
     while `run` has not finished; `Invalid` when no state of it failed."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=run.question_set)
     if not run.finished:
         raise Conflict(
             f"Run {run.pk} is still {run.status}; re-run its failed states once it has finished."
@@ -194,8 +197,15 @@ def _new_run(
     **fields: Any,
 ) -> BatchRun:
     """A queued run with an item per revision (per revision and variant: a control), enqueued
-    for a worker after the commit."""
+    for a worker after the commit; refused first when its calls would pass the team's daily
+    budget (`budget.OverBudget`)."""
     with transaction.atomic():
+        if budget.calls_through(fields["backend"]):
+            budget_reserve(
+                team=version.question_set,
+                calls=len(revisions) * variants,
+                what=_what(fields.get("kind", "run"), fields.get("live_questions")),
+            )
         run = BatchRun.objects.create(
             question_set=version.question_set,
             version=version,
@@ -207,9 +217,40 @@ def _new_run(
             for r in revisions
             for v in range(variants)
         )
+        audit_record(
+            action="run.started",
+            actor=user,
+            obj=run,
+            question_set=version.question_set,
+            detail={
+                "kind": run.kind,
+                "backend": run.backend,
+                "version": version.number,
+                "states": len(revisions),
+                "calls": len(revisions) * variants,
+            },
+        )
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run))
     return run
+
+
+#: a drift run's kind (`services.controls`)
+DRIFT = "drift"
+
+#: what a refusal calls a run of each kind (a control's kind is one of `core.controls.KINDS`)
+RUN_WORDS = {
+    "run": "This run",
+    attribution.KIND: "This attribution",
+    gate.KIND: "This gate's run",
+    DRIFT: "This drift run",
+}
+
+
+def _what(kind: str, live_questions: list[str] | None) -> str:
+    if kind == "run" and live_questions is not None:
+        return "This try"
+    return RUN_WORDS.get(kind, "This control")
 
 
 def _enqueue(run: BatchRun) -> None:
@@ -220,8 +261,9 @@ def _enqueue(run: BatchRun) -> None:
 
 def batch_cancel(*, run: BatchRun, user: Any) -> BatchRun:
     """Ask the run to stop: no new state is asked; calls in flight finish and are kept."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=run.question_set)
     if not run.finished:
+        audit_record(action="run.cancelled", actor=user, obj=run, question_set=run.question_set)
         BatchRun.objects.filter(pk=run.pk).update(cancel_requested=True)
         # still queued in the database (`run` may be older: a worker may have taken it since,
         # and then its executor ends it, with what its calls in flight bring back)

@@ -13,13 +13,13 @@ from questions.models import BatchRun, Version
 from questions.services.batches import (
     DEFAULT_CONCURRENCY,
     DEFAULT_THRESHOLD,
+    DRIFT,
     RUNNERS_ONLY,
     batch_create,
 )
 from questions.services.errors import Conflict, Invalid, model_name, require
 from questions.services.versions import limits
 
-DRIFT = "drift"
 MAX_SEED = 2**31 - 1
 
 
@@ -38,7 +38,7 @@ def control_create(
 ) -> BatchRun:
     """A control run of `version`: every sample state asked once per variant (the questions as
     written, then `count` shuffles or orders; or `count` calls in all for repeatability)."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     if kind not in controls.KINDS:
         raise Invalid(f"Unknown control {kind!r}; one of {', '.join(controls.KINDS)}.")
     least = 2 if kind == controls.REPEAT else 1
@@ -78,7 +78,7 @@ def invariance_create(
     """An invariance and coherence control of `version` (`questions.invariance`): every sample
     state asked as written, with its ids renamed, its questions reordered, its nouls negated,
     its choices' first option cloned and each question alone."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     parsed = check.validate(version.document, limits=limits(), lints=False).document
     if parsed is None:
         raise Invalid(f"Version {version.number} is invalid: fix it before a control asks it.")
@@ -128,7 +128,7 @@ def drift_create(
     """A drift run: the approved `version` re-asked about its states on `model`, set against
     the last run on the approved model (`drift_baseline`), through the same backend, threshold
     and concurrency unless told otherwise."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     if version.status != Version.Status.APPROVED:
         raise Invalid(f"Version {version.number} is not approved: drift compares production.")
     model = model_name(model)

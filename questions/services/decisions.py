@@ -18,7 +18,7 @@ from questions.core import check, spec
 from questions.engine import backends
 from questions.engine.backends import Outcome
 from questions.models import Decision, DecisionAnswer, SampleStateRevision, Version
-from questions.services import bulk
+from questions.services import budget, bulk
 from questions.services.errors import Invalid, model_name, require
 from questions.services.versions import limits
 
@@ -47,13 +47,17 @@ def decision_ask(
     version: Version | None = None,
     sample_state: SampleStateRevision | None = None,
     logged: bool = True,
+    budgeted: bool = False,
 ) -> Outcome:
     """Ask the questions of `document` (any form) — or the parsed `questions` — about `state`
     through `backend`. An unknown backend, an invalid document or state, or a backend that is
-    not configured sends nothing. `NotAllowed` when `user` may not ask a live backend. Every
-    call that went out is recorded, whatever its outcome; with `logged` off (one of many calls
-    that log one line together) only a failed call is logged."""
-    chosen = decision_backend(backend=backend, user=user, model=model)
+    not configured sends nothing; nor does a provider's call that would pass the daily budget
+    of `version`'s team (a 429 outcome with the figures; `budgeted`: the caller holds the call
+    already, as a proof does). `NotAllowed` when `user` may not ask a live backend. Every call
+    that went out is recorded, whatever its outcome; with `logged` off (one of many calls that
+    log one line together) only a failed call is logged."""
+    on = version.question_set if version is not None else None
+    chosen = decision_backend(backend=backend, user=user, model=model, on=on)
     if isinstance(chosen, Outcome):
         return chosen
     chosen, model = chosen
@@ -68,25 +72,31 @@ def decision_ask(
     if refused:
         return refused
     ask = backends.Ask(questions=questions, state=state, model=model)
-    outcome = decision_conclude(chosen.ask(ask), ask, logged=logged)
-    if outcome.request_body is not None:
-        outcome.decision_id = decision_record(
-            outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
-        )
+    counted = on is not None and not budgeted and budget.calls_through(backend)
+    try:
+        with budget.budget_hold(team=on, calls=1 if counted else 0, what="This ask"):
+            outcome = decision_conclude(chosen.ask(ask), ask, logged=logged)
+            if outcome.request_body is not None:
+                outcome.decision_id = decision_record(
+                    outcome=outcome, ask=ask, user=user, version=version, sample_state=sample_state
+                )
+    except budget.OverBudget as exc:
+        return _refused(backend, model, exc.status, str(exc))
     return outcome
 
 
 def decision_backend(
-    *, backend: str, user: Any, model: str | None
+    *, backend: str, user: Any, model: str | None, on: Any
 ) -> tuple[backends.Backend, str] | Outcome:
     """The backend and model an ask goes through, or the refused outcome (nothing is sent).
-    `NotAllowed` when `user` may not ask a live backend."""
+    `NotAllowed` when `user` may not ask a live backend in the team of `on` (a set; None: in
+    any team)."""
     try:
         chosen = backends.get(backend)
     except backends.DecisionError as exc:
         return _refused(backend, model or "", exc.status, exc.detail)
     if chosen.live:
-        require(user, roles.may_ask_live, LIVE_ASKERS_ONLY)
+        require(user, roles.may_ask_live, LIVE_ASKERS_ONLY, on=on)
     try:
         return chosen, model_name(model or chosen.default_model())
     except Invalid as exc:

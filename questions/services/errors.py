@@ -18,6 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.utils.text import slugify
+
+from questions import roles
+from questions.models import Team
 
 
 class Refusal(Exception):
@@ -119,7 +123,46 @@ def model_name(model: str) -> str:
     return model
 
 
-def require(actor: Any, allowed: Callable[[Any], bool], message: str) -> None:
-    """Refuse with `NotAllowed(message)` unless `allowed(actor)` (a predicate of `roles`)."""
-    if not allowed(actor):
+def require(actor: Any, allowed: Callable[[Any, Any], bool], message: str, *, on: Any) -> None:
+    """Refuse unless `allowed(actor, on)` (a predicate of `roles`; `on` is the team the step
+    acts in, or what belongs to it: a set, a token; None: any team): `NotFound` when `on` is of
+    a team `actor` is no member of — one learns nothing of another team's sets, not even that
+    they exist —, else `NotAllowed(message)`."""
+    if on is not None and not roles.may_read(actor, on):
+        raise NotFound(unseen(on))
+    if not allowed(actor, on):
         raise NotAllowed(message)
+
+
+def unseen(on: Any) -> str:
+    """What a refusal says of something the actor may not see: what it says when it is not
+    there at all."""
+    slug = getattr(on, "slug", None) or getattr(getattr(on, "question_set", None), "slug", None)
+    if slug is not None and not isinstance(on, Team):
+        return f"There is no set {slug}."
+    if isinstance(on, Team):
+        return f"There is no team {on.slug}."
+    return "There is no such thing."
+
+
+#: what a set's slug may be (an HTML `pattern` reads it too: the `-` is escaped for its `v` flag)
+SLUG = re.compile(r"[a-z0-9_\-]+")
+
+
+def check_slug(slug: str, what: str = "set") -> str:
+    """`slug` when it can name a set (or a team: `what`): lower-case letters, digits, `-` and
+    `_`, at most 64; otherwise `Invalid`, with a slug that would do. Nothing is changed
+    silently."""
+    slug = (slug or "").strip()
+    if not slug:
+        raise Invalid(f"A {what} needs a slug: lower-case letters, digits, hyphens or underscores.")
+    limit = Team._meta.get_field("slug").max_length
+    if len(slug) > limit:
+        raise Invalid(f"A slug has at most {limit} characters; this one has {len(slug)}.")
+    if not SLUG.fullmatch(slug):
+        suggestion = slugify(slug)[:limit]
+        hint = f"; {suggestion!r} would do" if suggestion else ""
+        raise Invalid(
+            f"A slug is lower-case letters, digits, hyphens and underscores, not {slug!r}{hint}."
+        )
+    return slug

@@ -26,13 +26,14 @@ from questions.models import (
     SampleStateRevision,
 )
 from questions.services import bulk
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, NotAllowed, NotFound, ServiceError, require
 from questions.services.tokens import INGEST, Bearer, api_token_permit
 from questions.services.versions import document_text, limits
 
 log = logging.getLogger("questions.ingest")
 
-SETTINGS_ONLY = "Only reviewers and staff change how a set takes production states."
+SETTINGS_ONLY = "Only reviewers and admins change how a set takes production states."
 TOKEN_ONLY = "Production states come with an ingest token (or from the server's command line)."
 
 #: what a production state is called: this and the first characters of its content's hash
@@ -122,7 +123,7 @@ def ingest_configure(
 ) -> IngestSettings:
     """Change how a set takes production states; what is left out (None) stays as it is. A
     drop path or mask pattern that cannot work is refused, naming it, and nothing changes."""
-    require(user, roles.may_review, SETTINGS_ONLY)
+    require(user, roles.may_review, SETTINGS_ONLY, on=question_set)
     found, _ = IngestSettings.objects.select_for_update().get_or_create(question_set=question_set)
     if keep_one_in is not None:
         found.keep_one_in = _bounded(keep_one_in, "keep_one_in", MOST_KEEP_ONE_IN)
@@ -141,6 +142,13 @@ def ingest_configure(
     except redaction.RuleError as exc:
         raise Invalid(f"{str(exc)[:1].upper()}{str(exc)[1:]}.", code="redaction_rule") from None
     found.save()
+    audit_record(
+        action="set.settings_changed",
+        actor=user,
+        obj=question_set,
+        question_set=question_set,
+        detail={"ingest": ingest_settings_json(found)},
+    )
     return found
 
 
@@ -244,6 +252,13 @@ def states_ingest(*, slug: str, body: bytes, media_type: str | None, by: Any) ->
         _count_against_quota(question_set, len(records), found.quota)
         fresh = _new_states(question_set, prepared)
         _store(question_set, fresh)
+        if fresh:  # a request that stored nothing changed nothing
+            audit_record(
+                action="states.ingested",
+                actor=f"token {by.id}" if isinstance(by, Bearer) else by,
+                question_set=question_set,
+                detail={"received": len(records), "kept": len(fresh)},
+            )
     counts = IngestCounts(
         received=len(records),
         kept=len(fresh),

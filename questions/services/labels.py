@@ -33,6 +33,7 @@ from questions.models import (
 )
 from questions.selectors.labels import labelling_version, states_to_label
 from questions.selectors.settled import settled_counts_moved
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, NotAllowed, require
 
 #: how long a state is held for the labeller it was handed to
@@ -138,7 +139,7 @@ def state_label(
     """Give `labeller`'s answer to one question of `sample` (replacing their own earlier one).
     Refused when the question is settled by a reviewer, when it has every label it needs from
     others, or when its last needed label is held for another labeller."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=sample.question_set)
     if labeller is roles.OPERATOR:
         raise Invalid("A label is a person's: name the labeller (--user).")
     sample = (
@@ -176,6 +177,13 @@ def state_label(
     LabelReservation.objects.filter(sample_state=sample, labeller=labeller).delete()
     outcome = _apply(sample, question.id, labeller)
     sample.refresh_from_db()
+    audit_record(
+        action="state.labelled",
+        actor=labeller,
+        obj=sample,
+        question_set=sample.question_set,
+        detail={"question": question.id},
+    )
     return LabelSaved(label, sample, outcome)
 
 
@@ -183,7 +191,7 @@ def state_label(
 def state_label_undo(*, question_set: QuestionSet, labeller: Any) -> StateLabel | None:
     """Take back `labeller`'s newest label on the set (their answer before it, if they gave
     one, is theirs again): the undo a reload keeps. None when they have nothing to undo."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=question_set)
     newest = (
         StateLabel.objects.select_for_update()
         .filter(sample_state__question_set=question_set, labeller=labeller, current=True)
@@ -214,13 +222,20 @@ def state_label_undo(*, question_set: QuestionSet, labeller: Any) -> StateLabel 
         StateLabel.objects.filter(pk=before.pk).update(current=True)
     _apply(sample, newest.question_id, labeller)
     newest.refresh_from_db()
+    audit_record(
+        action="state.label_undone",
+        actor=labeller,
+        obj=sample,
+        question_set=question_set,
+        detail={"question": newest.question_id},
+    )
     return newest
 
 
 def _may_settle(sample: SampleState, question_id: str, reviewer: Any) -> None:
     """A reviewer settles; never one of the state's labellers while a reviewer who is not one
     exists."""
-    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    require(reviewer, roles.may_review, REVIEWERS_ONLY, on=sample.question_set)
     if reviewer is roles.OPERATOR:
         raise Invalid("A settlement is a reviewer's: name them (--user).")
     labellers = set(
@@ -228,8 +243,11 @@ def _may_settle(sample: SampleState, question_id: str, reviewer: Any) -> None:
             "labeller_id", flat=True
         )
     )
+    reviewing = [r for r in roles.ROLES if roles.REVIEW in roles.RIGHTS[r]]
     reviewers = get_user_model().objects.filter(
-        Q(groups__name=roles.REVIEWERS) | Q(is_superuser=True), is_active=True
+        Q(memberships__team=sample.question_set.team_id, memberships__role__in=reviewing)
+        | Q(is_superuser=True),
+        is_active=True,
     )
     if reviewer.pk in labellers and reviewers.exclude(pk__in=labellers).exists():
         raise NotAllowed(
@@ -266,6 +284,13 @@ def dispute_settle(
             "reviewer": reviewer,
         },
     )
+    audit_record(
+        action="dispute.settled",
+        actor=reviewer,
+        obj=sample,
+        question_set=sample.question_set,
+        detail={"question": question.id, "ambiguous": ambiguous},
+    )
     return _apply(sample, question.id, reviewer)
 
 
@@ -273,7 +298,7 @@ def reserve(*, sample: SampleState, labeller: Any) -> LabelReservation | None:
     """Hold `sample` for `labeller` for `RESERVATION_MINUTES` (their hold on another state of
     the set ends). None when labels are not shared out (one label needed) or it is another's.
     Only a labeller (an author) holds a state."""
-    require(labeller, roles.may_write, LABELLERS_ONLY)
+    require(labeller, roles.may_write, LABELLERS_ONLY, on=sample.question_set)
     if sample.question_set.labels_needed <= 1 or not getattr(labeller, "pk", None):
         return None
     with transaction.atomic():
@@ -301,7 +326,7 @@ def labelling_configure(
     """How many labels a state needs and whether labellers see the model's answer first.
     Answers already settled stay settled; a question with fewer labels than the new number
     asks for more (the queue offers it) and settles again when its next label comes."""
-    require(user, roles.may_review, SETTINGS_ONLY)
+    require(user, roles.may_review, SETTINGS_ONLY, on=question_set)
     fields = []
     if needed is not None:
         refusal = settling.needed_refusal(needed)
@@ -314,6 +339,13 @@ def labelling_configure(
         fields.append("labels_show_model")
     if fields:
         question_set.save(update_fields=[*fields, "updated_at"])
+        audit_record(
+            action="set.settings_changed",
+            actor=user,
+            obj=question_set,
+            question_set=question_set,
+            detail={"labels_needed": needed, "labels_show_model": show_model},
+        )
     return question_set
 
 

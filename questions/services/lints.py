@@ -19,6 +19,7 @@ from questions import roles
 from questions.core import check
 from questions.models import LintAcceptance, ReviewEvent, Version
 from questions.selectors import lints as lint_reads
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import WRITERS_ONLY
 
@@ -32,7 +33,7 @@ def authors_the_set(user: Any, version: Version) -> bool:
     one of its versions; the operator and a superuser are."""
     if user is roles.OPERATOR or getattr(user, "is_superuser", False):
         return True
-    if not roles.may_write(user):
+    if not roles.may_write(user, version.question_set):
         return False
     question_set = version.question_set
     if question_set.owner_id == user.pk:
@@ -80,7 +81,7 @@ def lint_accept(
     `NotAllowed` unless `actor` authors the set; `Invalid` without a reason or with a longer
     one; `NoSuchFinding` when the saved document has no such open warning (or several, and no
     `path` says which); `Conflict` when it is accepted already."""
-    require(actor, roles.may_write, WRITERS_ONLY)
+    require(actor, roles.may_write, WRITERS_ONLY, on=version.question_set)
     if not authors_the_set(actor, version):
         raise NotAllowed(
             f"Only the authors of {version.question_set.slug} accept its lints: its owner, "
@@ -122,4 +123,11 @@ def lint_accept(
     )
     acceptance.full_clean()
     acceptance.save()
+    audit_record(
+        action="lint.accepted",
+        actor=actor,
+        obj=version,
+        question_set=version.question_set,
+        detail={"question": question, "code": code, "path": finding.path},
+    )
     return acceptance

@@ -29,7 +29,10 @@ from questions.core.stats import plural
 from questions.engine import backends
 from questions.models import QuestionSet, Version
 from questions.selectors.holdout import Judged, held_out_labelled, holdout_split
+from questions.services import budget
+from questions.services.audit import audit_record
 from questions.services.batches import DEFAULT_THRESHOLD
+from questions.services.budget import budget_hold
 from questions.services.decisions import decision_ask, decision_backend
 from questions.services.errors import Invalid, require
 from questions.services.tries import cost_per_question
@@ -50,13 +53,21 @@ def holdout_configure(*, question_set: QuestionSet, user: Any, share: Any) -> Qu
     """Set the share of `question_set`'s states held out for proofs (whole percent). Each
     state's side follows from its id (`holdout.held_out`): raising the share only moves states
     from training into the held-out side."""
-    require(user, roles.may_review, SHARE_REVIEWERS_ONLY)
+    require(user, roles.may_review, SHARE_REVIEWERS_ONLY, on=question_set)
     refusal = holdout.share_refusal(share)
     if refusal:
         raise Invalid(refusal, code="holdout_share")
     if share != question_set.holdout_share:
+        before = question_set.holdout_share
         question_set.holdout_share = share
         question_set.save(update_fields=["holdout_share", "updated_at"])
+        audit_record(
+            action="set.settings_changed",
+            actor=user,
+            obj=question_set,
+            question_set=question_set,
+            detail={"holdout_share": {"from": before, "to": share}},
+        )
     return question_set
 
 
@@ -148,7 +159,7 @@ def proof_plan(
         raise Invalid(f"A proof asks 0 to {controls.MAX_VARIANTS} shuffles, not {shuffles}.")
     if max_calls < 1:
         raise Invalid(f"A proof's call limit is at least 1, not {max_calls}.")
-    chosen = decision_backend(backend=backend, user=user, model=model)
+    chosen = decision_backend(backend=backend, user=user, model=model, on=version.question_set)
     if isinstance(chosen, backends.Outcome):
         raise Invalid(chosen.error.detail, code="unknown_backend")
     chosen, model = chosen
@@ -214,6 +225,7 @@ def _ask(plan: ProofPlan, judged: Judged, questions: dict, user: Any) -> tuple[A
         version=plan.version,
         sample_state=judged.revision,
         logged=False,  # one line for the proof
+        budgeted=True,  # held by proof_before or proof_run
     )
     if outcome.error is not None:
         return None, f"{outcome.error.status}: {outcome.error.detail}"
@@ -222,17 +234,29 @@ def _ask(plan: ProofPlan, judged: Judged, questions: dict, user: Any) -> tuple[A
     return outcome.checked.answers, ""
 
 
-def proof_before(*, plan: ProofPlan, user: Any, on_call: OnCall | None = None) -> dict[str, Any]:
+def proof_before(
+    *, plan: ProofPlan, user: Any, on_call: OnCall | None = None, held: bool = False
+) -> dict[str, Any]:
     """The version's answers to the changed questions about each held-out state of `plan`, by
     state name (None where the call failed): what proofs of several candidates of the same
     questions share (`proof_run`'s `before`), asked once."""
     wording = {q: plan.before[q] for q in plan.changes.changed}
     found = {}
-    for judged in plan.states:
-        found[judged.state.name], _ = _ask(plan, judged, wording, user)
-        if on_call:
-            on_call(found[judged.state.name] is not None)
+    with _held(plan, 0 if held else len(plan.states)) as hold:
+        for judged in plan.states:
+            found[judged.state.name], _ = _ask(plan, judged, wording, user)
+            hold.spent()
+            if on_call:
+                on_call(found[judged.state.name] is not None)
     return found
+
+
+def _held(plan: ProofPlan, calls: int) -> Any:
+    """The team's budget held for `calls` of the plan's (none when it replays)."""
+    counted = plan.live and budget.calls_through(plan.backend)
+    return budget_hold(
+        team=plan.version.question_set, calls=calls if counted else 0, what="This proof"
+    )
 
 
 def proof_run(
@@ -241,11 +265,14 @@ def proof_run(
     user: Any,
     before: Mapping[str, Any] | None = None,
     on_call: OnCall | None = None,
+    held: bool = False,
 ) -> proof.Proof:
     """Ask what `plan` says, state by state, and judge the pairs. A call that fails leaves its
     state out of the pairs (counted, with the first reason in the proof's notes). `before`: the
     version's answers by state name, asked already (`proof_before`), which are not asked
-    again; `on_call` is told after each call."""
+    again; `on_call` is told after each call. Refused (`budget.OverBudget`) before anything is
+    asked when its calls would pass the team's daily budget, unless they are `held` already (a
+    suggestion's, from its start)."""
     changed = plan.changes.changed
     choices = {q: plan.after[q] for q in plan.shuffled}
     wordings = [
@@ -257,24 +284,29 @@ def proof_run(
             if choices
         ),
     ]
+    given = sum(1 for j in plan.states if before is not None and j.state.name in before)
     asked, made, failed, reasons = [], 0, 0, []
-    for judged in plan.states:
-        answers = []
-        for index, questions in enumerate(wordings):
-            if index == 0 and before is not None and judged.state.name in before:
-                answers.append(before[judged.state.name])
-                continue
-            made += 1
-            answered, reason = _ask(plan, judged, questions, user)
-            if answered is None:
-                failed += 1
-                if reason and not reasons:
-                    reasons.append(reason)
-            answers.append(answered)
-            if on_call:
-                on_call(answered is not None)
-        expected = judged.state.expected or {}  # the settled answers
-        asked.append(proof.Asked(judged.state.name, expected, answers[0], answers[1], answers[2:]))
+    with _held(plan, 0 if held else plan.calls - given) as hold:
+        for judged in plan.states:
+            answers = []
+            for index, questions in enumerate(wordings):
+                if index == 0 and before is not None and judged.state.name in before:
+                    answers.append(before[judged.state.name])
+                    continue
+                made += 1
+                answered, reason = _ask(plan, judged, questions, user)
+                hold.spent()
+                if answered is None:
+                    failed += 1
+                    if reason and not reasons:
+                        reasons.append(reason)
+                answers.append(answered)
+                if on_call:
+                    on_call(answered is not None)
+            expected = judged.state.expected or {}  # the settled answers
+            asked.append(
+                proof.Asked(judged.state.name, expected, answers[0], answers[1], answers[2:])
+            )
     found = proof.Proof(
         questions=proof.judge(changed, plan.before, plan.after, asked, plan.threshold),
         changes=plan.changes,

@@ -32,6 +32,7 @@ from questions.models import (
     SampleStateRevision,
     Version,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require
 from questions.services.versions import limits
 
@@ -152,7 +153,7 @@ def records_import(
     questions) is skipped, never doubled. `Invalid` names the first bad line, or the lines
     whose questions are no version of the set; then nothing is imported. `NotAllowed` unless
     `user` is an author; `Invalid` when there is no file (`lines` None)."""
-    require(user, roles.may_write, AUTHORS_ONLY)
+    require(user, roles.may_write, AUTHORS_ONLY, on=question_set)
     if lines is None:
         raise Invalid("Choose a .jevl file of records to import.", code="no_file")
     versions: dict[str, Version] = {}
@@ -186,6 +187,13 @@ def records_import(
         if unmatched:
             raise Invalid(_unmatched(question_set, unmatched), code="no_version")
         _store(question_set, pending, user, report)
+        if report.imported:  # a file of nothing new changed nothing
+            audit_record(
+                action="records.imported",
+                actor=user,
+                question_set=question_set,
+                detail=report.to_json(),
+            )
     return report
 
 

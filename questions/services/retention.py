@@ -27,6 +27,7 @@ from questions.models import (
     SampleState,
     StateLabel,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require
 
 log = logging.getLogger("questions.ingest")
@@ -83,7 +84,7 @@ def production_purge(
     """Delete `question_set`'s production states that production answered more than
     `older_than` ago (the set's retention when None) and that nobody labelled and no run
     asked about; in chunks, so a large purge holds no lock for long."""
-    require(user, roles.may_review, PURGE_ONLY)
+    require(user, roles.may_review, PURGE_ONLY, on=question_set)
     if older_than is None:
         older_than = timedelta(days=IngestSettings.of(question_set).retention_days)
     if older_than < timedelta(0):
@@ -109,6 +110,12 @@ def production_purge(
         kept_in_runs=remaining.count() - kept_labelled,
     )
     if deleted:
+        audit_record(
+            action="states.purged",
+            actor=user,
+            question_set=question_set,
+            detail=purged.as_json(),
+        )
         log.info(
             "purge set=%s deleted=%d",
             question_set.slug,

@@ -20,6 +20,7 @@ from questions.dev import standin
 from questions.engine import webhooks
 from questions.models import BatchRun, Decision, Label, LabelMove, QuestionSet, ReviewEvent, Version
 from questions.selectors import review, runs
+from questions.services.audit import audit_record
 from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, NotAllowed, require, storable
 from questions.services.versions import _lock_set, move, require_valid
 from questions.services.webhooks import webhook_event
@@ -114,7 +115,7 @@ def version_approve(
     single-person teams are allowed — and may point a label at it in the same step. A version
     with weak evidence (`weak_evidence`) is refused with `WeakEvidence` unless the reviewer
     confirms it (`confirm_weak_evidence`); the confirmation and its reason open the note."""
-    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    require(reviewer, roles.may_review, REVIEWERS_ONLY, on=version.question_set)
     storable(note, "The note", TEXT_LIMIT)
     locked = _in_review(version)
     if not settings.DECISIONS_ALLOW_SELF_APPROVAL and wrote(reviewer, locked):
@@ -154,7 +155,7 @@ def version_approve(
 def version_request_changes(*, version: Version, reviewer: Any, note: str) -> Version:
     """A reviewer sends a submitted version back with a note; its author continues in a new
     draft from it."""
-    require(reviewer, roles.may_review, REVIEWERS_ONLY)
+    require(reviewer, roles.may_review, REVIEWERS_ONLY, on=version.question_set)
     if not note.strip():
         raise Invalid("Say what should change: the note is what the author works from.")
     storable(note, "The note", TEXT_LIMIT)
@@ -170,13 +171,22 @@ def version_request_changes(*, version: Version, reviewer: Any, note: str) -> Ve
 
 def version_comment(*, version: Version, actor: Any, note: str) -> ReviewEvent:
     """A note on a version's record, by an author or a reviewer."""
-    require(actor, roles.may_comment, "Only authors and reviewers comment on a review.")
+    require(
+        actor,
+        roles.may_comment,
+        "Only authors and reviewers comment on a review.",
+        on=version.question_set,
+    )
     if not note.strip():
         raise Invalid("A comment needs words.")
     storable(note, "The comment", TEXT_LIMIT)
-    return ReviewEvent.objects.create(
+    event = ReviewEvent.objects.create(
         version=version, kind=ReviewEvent.Kind.COMMENTED, actor=actor, note=note.strip()
     )
+    audit_record(
+        action="version.commented", actor=actor, obj=version, question_set=version.question_set
+    )
+    return event
 
 
 @transaction.atomic
@@ -190,7 +200,7 @@ def label_move(
 ) -> Label:
     """Point a label at an approved version of the set; every move is logged. Rollback is a
     move back."""
-    require(actor, roles.may_review, REVIEWERS_ONLY)
+    require(actor, roles.may_review, REVIEWERS_ONLY, on=question_set)
     if not LABEL_NAME.match(name or ""):
         raise Invalid(f"A label name is 1 to 36 of a-z, 0-9, _ . - (got {name!r}).")
     storable(note, "The note", TEXT_LIMIT)
@@ -218,6 +228,17 @@ def label_move(
         to_version=version,
         actor=actor,
         note=note,
+    )
+    audit_record(
+        action="label.moved",
+        actor=actor,
+        obj=label,
+        question_set=question_set,
+        detail={
+            "label": name,
+            "from": previous.number if previous else None,
+            "to": version.number,
+        },
     )
     webhook_event(
         webhooks.LABEL_MOVED,

@@ -16,6 +16,7 @@ from questions.core import labelling, spec, state_files
 from questions.models import BatchItem, QuestionSet, SampleState, SampleStateRevision
 from questions.selectors.labels import labelling_version
 from questions.services import labels as per_labeller
+from questions.services.audit import audit_record
 from questions.services.errors import Conflict, Invalid, ServiceError, a_name, require, storable
 from questions.services.versions import (
     WRITERS_ONLY,
@@ -79,7 +80,7 @@ def sample_state_create(
     tags: Iterable[str] | None = None,
 ) -> SampleState:
     """A new sample state of `question_set`, with its first revision."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=question_set)
     name, text, expected, tags = _clean_state_fields(
         name=name, state=state, expected=expected, tags=tags
     )
@@ -97,6 +98,7 @@ def sample_state_create(
     if sample.expected:
         sample.save(update_fields=["expected"])
     _record_state_revision(sample, author)
+    audit_record(action="state.created", actor=author, obj=sample, question_set=question_set)
     return sample
 
 
@@ -112,7 +114,7 @@ def sample_state_update(
     tags: Iterable[str] | None = None,
 ) -> SampleState:
     """Edit a sample state; refused (`StaleRevision`) when it changed since `base_revision`."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     locked = SampleState.objects.select_for_update().get(pk=sample.pk)
     if locked.revision != base_revision:
         raise StaleRevision(locked.revision, base_revision, what=f"Sample state {locked.name}")
@@ -145,6 +147,13 @@ def sample_state_update(
         ]
     )
     _record_state_revision(locked, author)
+    audit_record(
+        action="state.changed",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"revision": locked.revision},
+    )
     return locked
 
 
@@ -170,7 +179,7 @@ def sample_state_duplicate(*, sample: SampleState, author: Any) -> SampleState:
 def sample_state_delete(*, sample: SampleState, author: Any) -> None:
     """Delete a sample state and its history — unless a batch run asked it: a run keeps the
     exact content it ran on, so that state stays."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     runs = BatchItem.objects.filter(sample_state__sample_state=sample).values("run").distinct()
     if runs.exists():
         raise Conflict(
@@ -178,6 +187,7 @@ def sample_state_delete(*, sample: SampleState, author: Any) -> None:
             "the exact content they ran on; it cannot be deleted. Rename it or change its tags "
             "instead."
         )
+    audit_record(action="state.deleted", actor=author, obj=sample, question_set=sample.question_set)
     sample.delete()
 
 
@@ -274,7 +284,7 @@ def sample_states_import(
     anything the state is saved as a new revision (`sample_state_update`, history kept),
     otherwise it is a duplicate too. An item named as an existing state with other content is
     refused (a file never overwrites what a state says)."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=question_set)
     if not items:
         raise Invalid("the file holds no records")
     if len(items) > settings.DECISIONS_UPLOAD_MAX_ROWS:
@@ -362,4 +372,14 @@ def sample_states_import(
             chunk = SampleState.objects.bulk_create(pending[start : start + IMPORT_CHUNK])
             per_labeller.import_labels(chunk, author)
             SampleStateRevision.objects.bulk_create([_revision_of(s, author) for s in chunk])
+        audit_record(
+            action="states.imported",
+            actor=author,
+            question_set=question_set,
+            detail={
+                "added": len(report.added),
+                "relabelled": len(report.relabelled),
+                "duplicates": len(report.duplicates),
+            },
+        )
     return report

@@ -266,7 +266,7 @@ def suggestion_plan(
     does not have; `Invalid` when nothing failed on the training side, no held-out state could
     prove a candidate, the backend is not live, or the plan is above `max_calls`;
     `NotConfigured` (503) when the `llm` wire or the backend is not configured."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     if not 1 <= candidates <= rewording.MAX_CANDIDATES:
         raise Invalid(f"A suggestion drafts 1 to {rewording.MAX_CANDIDATES} candidates.")
     if not 0 <= shuffles <= controls.MAX_VARIANTS:

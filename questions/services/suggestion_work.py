@@ -228,6 +228,7 @@ def _asked(
         version=plan.version,
         sample_state=trained.revision,
         logged=False,
+        budgeted=True,  # the suggestion's calls count as in flight from its start
     )
     answered = outcome.checked.answers if outcome.error is None and outcome.checked else None
     progress.call(answered is not None)
@@ -317,7 +318,7 @@ def _prove(
     progress.stage(
         f"asking v{plan.version.number}'s words about {plural(len(first.states), 'held-out state')}"
     )
-    before = proofs.proof_before(plan=first, user=user, on_call=progress.call)
+    before = proofs.proof_before(plan=first, user=user, on_call=progress.call, held=True)
     for i, candidate in enumerate(provable):
         progress.stage(
             f"proving candidate {candidate['number']} ({i + 1} of {len(provable)}) on "
@@ -328,6 +329,7 @@ def _prove(
             user=user,
             before=before,
             on_call=progress.call,
+            held=True,  # the suggestion's calls count as in flight from its start
         )
         judged = found.questions[plan.qid]
         candidate["proof"] = {

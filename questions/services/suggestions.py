@@ -32,7 +32,10 @@ from django.utils import timezone
 from questions import roles
 from questions.core import rewording
 from questions.models import ReviewEvent, Suggestion, Version
+from questions.services import budget
+from questions.services.audit import audit_record
 from questions.services.batches import RUNNERS_ONLY
+from questions.services.budget import budget_reserve
 from questions.services.errors import Conflict, Invalid, NotFound, require
 from questions.services.suggestion_plans import (
     DEFAULT_MAX_CALLS,
@@ -52,8 +55,17 @@ from questions.services.versions import (
 
 
 def suggestion_start(*, plan: SuggestPlan, user: Any, enqueue: bool = True) -> Suggestion:
-    """Record the planned suggestion and queue it for a worker (after the commit)."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    """Record the planned suggestion and queue it for a worker (after the commit); refused
+    first (`budget.OverBudget`) when its calls would pass the team's daily budget: its calls
+    count as in flight until it ends."""
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=plan.version.question_set)
+    with transaction.atomic():
+        if budget.calls_through(plan.backend):
+            budget_reserve(team=plan.version.question_set, calls=plan.calls, what="This suggestion")
+        return _started(plan, user, enqueue)
+
+
+def _started(plan: SuggestPlan, user: Any, enqueue: bool) -> Suggestion:
     suggestion = Suggestion.objects.create(
         question_set=plan.version.question_set,
         version=plan.version,
@@ -71,6 +83,13 @@ def suggestion_start(*, plan: SuggestPlan, user: Any, enqueue: bool = True) -> S
         stage="queued",
         created_by=user if getattr(user, "pk", None) else None,
     )
+    audit_record(
+        action="run.started",
+        actor=user,
+        obj=suggestion,
+        question_set=plan.version.question_set,
+        detail={"kind": "suggestion", "question": plan.qid, "calls": plan.calls},
+    )
     if enqueue:
         pk = suggestion.pk
         transaction.on_commit(lambda: suggestion_task.enqueue(pk))
@@ -79,7 +98,14 @@ def suggestion_start(*, plan: SuggestPlan, user: Any, enqueue: bool = True) -> S
 
 def suggestion_cancel(*, suggestion: Suggestion, user: Any) -> Suggestion:
     """Ask a suggestion to stop after the call it is making; what is proven stays."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=suggestion.version.question_set)
+    if not suggestion.finished:
+        audit_record(
+            action="run.cancelled",
+            actor=user,
+            obj=suggestion,
+            question_set=suggestion.version.question_set,
+        )
     if suggestion.status == Suggestion.Status.QUEUED:
         Suggestion.objects.filter(pk=suggestion.pk, status=Suggestion.Status.QUEUED).update(
             status=Suggestion.Status.CANCELLED,
@@ -111,7 +137,7 @@ def suggestion_apply(*, suggestion: Suggestion, number: int, author: Any) -> Ver
     where it came from on its record. From a version that is the set's open draft, that draft
     is kept as it is (the words the candidate was proven against) and the new draft continues
     from it; from any other version the set must have no open draft (`DraftExists`)."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=suggestion.version.question_set)
     suggestion = Suggestion.objects.select_for_update().get(pk=suggestion.pk)
     candidate = suggestion.candidate(number)
     if candidate is None:

@@ -95,7 +95,7 @@ def try_plan(
     """What trying `document` (the editor's questions, saved or not) across the sample states
     would ask. `against` is "" (the last finished run on `backend`) or "v<N>" (a version).
     `Invalid` when the document is invalid or no state is there to try."""
-    require(user, roles.may_ask_live, RUNNERS_ONLY)
+    require(user, roles.may_ask_live, RUNNERS_ONLY, on=version.question_set)
     chosen = _runnable(backend)
     result = check.validate(document, limits=limits(), lints=False)
     if result.document is None:

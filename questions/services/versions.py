@@ -8,18 +8,26 @@ with `StaleRevision`, and nothing is written.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.utils.text import slugify
 
 from questions import roles
 from questions.core import check, spec
-from questions.models import QuestionSet, ReviewEvent, Version
-from questions.services.errors import TEXT_LIMIT, Conflict, Invalid, a_name, require, storable
+from questions.models import QuestionSet, ReviewEvent, Team, Version
+from questions.services.audit import audit_record
+from questions.services.errors import (
+    TEXT_LIMIT,
+    Conflict,
+    Invalid,
+    a_name,
+    check_slug,
+    require,
+    storable,
+)
+from questions.services.teams import team_default
 
 WRITERS_ONLY = "Only authors change question sets."
 
@@ -82,16 +90,19 @@ def limits() -> spec.Limits:
 
 @transaction.atomic
 def question_set_create(
-    *, slug: str, name: str = "", description: str = "", owner: Any
+    *, slug: str, name: str = "", description: str = "", owner: Any, team: Team | None = None
 ) -> QuestionSet:
-    """A new, empty question set owned by `owner`."""
-    require(owner, roles.may_write, WRITERS_ONLY)
+    """A new, empty question set owned by `owner`, of `team` (None: the default team)."""
+    team = team or team_default()
+    require(owner, roles.may_write, WRITERS_ONLY, on=team)
     a_name(name, "The set's name")
     storable(description, "The set's description", TEXT_LIMIT)
     slug = check_slug(slug)
     if QuestionSet.objects.filter(slug=slug).exists():
         raise Conflict(f"A set called {slug} exists already.")
-    question_set = QuestionSet(slug=slug, name=name or slug, description=description, owner=owner)
+    question_set = QuestionSet(
+        slug=slug, name=name or slug, description=description, owner=owner, team=team
+    )
     try:
         question_set.full_clean()
     except ValidationError as exc:
@@ -101,29 +112,8 @@ def question_set_create(
             question_set.save()
     except IntegrityError as exc:
         raise Conflict(f"A set called {slug} exists already.") from exc
+    audit_record(action="set.created", actor=owner, obj=question_set, question_set=question_set)
     return question_set
-
-
-#: what a set's slug may be (an HTML `pattern` reads it too: the `-` is escaped for its `v` flag)
-SLUG = re.compile(r"[a-z0-9_\-]+")
-
-
-def check_slug(slug: str) -> str:
-    """`slug` when it can name a set (lower-case letters, digits, `-` and `_`, at most 64);
-    otherwise `Invalid`, with a slug that would do. Nothing is changed silently."""
-    slug = (slug or "").strip()
-    if not slug:
-        raise Invalid("A set needs a slug: lower-case letters, digits, hyphens or underscores.")
-    limit = QuestionSet._meta.get_field("slug").max_length
-    if len(slug) > limit:
-        raise Invalid(f"A slug has at most {limit} characters; this one has {len(slug)}.")
-    if not SLUG.fullmatch(slug):
-        suggestion = slugify(slug)[:limit]
-        hint = f"; {suggestion!r} would do" if suggestion else ""
-        raise Invalid(
-            f"A slug is lower-case letters, digits, hyphens and underscores, not {slug!r}{hint}."
-        )
-    return slug
 
 
 STARTER_DOCUMENT: dict[str, Any] = {
@@ -137,10 +127,12 @@ STARTER_DOCUMENT: dict[str, Any] = {
 
 @transaction.atomic
 def question_set_start(
-    *, slug: str, name: str = "", description: str = "", owner: Any
+    *, slug: str, name: str = "", description: str = "", owner: Any, team: Team | None = None
 ) -> QuestionSet:
     """A new set with a first draft to write in (a starter choice), both or neither."""
-    question_set = question_set_create(slug=slug, name=name, description=description, owner=owner)
+    question_set = question_set_create(
+        slug=slug, name=name, description=description, owner=owner, team=team
+    )
     version_create(
         question_set=question_set, document=STARTER_DOCUMENT, author=owner, note="new set"
     )
@@ -184,7 +176,7 @@ def version_create(
     """A new draft holding `document` (a questions map) and its `advice`, if any. Refused while
     the set has an open draft. The document may be work in progress; validity is checked on
     submission."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=question_set)
     locked = _lock_set(question_set)
     draft = open_draft(locked)
     if draft is not None:
@@ -211,6 +203,13 @@ def version_create(
         version=version, kind=ReviewEvent.Kind.CREATED, actor=author, note=note
     )
     locked.save(update_fields=["updated_at"])
+    audit_record(
+        action="version.created",
+        actor=author,
+        obj=version,
+        question_set=locked,
+        detail={"from": parent.number if parent else None, "note": note[:200]},
+    )
     return version
 
 
@@ -237,7 +236,7 @@ def version_save(
 ) -> Version:
     """Save a draft's document. Refused unless the version is a draft and `base_revision` is
     its current revision; on refusal nothing is written."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=version.question_set)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
@@ -252,6 +251,13 @@ def version_save(
     locked.save(update_fields=["document_text", "sha256", "revision", "updated_at"])
     _record_edit(locked, author)
     QuestionSet.objects.filter(pk=locked.question_set_id).update(updated_at=locked.updated_at)
+    audit_record(
+        action="version.saved",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"revision": locked.revision},
+    )
     return locked
 
 
@@ -275,7 +281,7 @@ def _record_edit(version: Version, author: Any) -> None:
 def version_submit(*, version: Version, author: Any, note: str = "") -> Version:
     """A draft, or a kept version, goes to review and freezes. Only a valid document is
     submitted, by an author."""
-    require(author, roles.may_write, "Only authors submit a draft.")
+    require(author, roles.may_write, "Only authors submit a draft.", on=version.question_set)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if locked.status not in (Version.Status.DRAFT, Version.Status.KEPT):
         raise NotADraft(locked)
@@ -289,7 +295,7 @@ def version_keep(*, version: Version, author: Any, note: str = "") -> Version:
     opens; returns the new draft. A kept version is asked, run and compared like any other and
     may go to review later; nothing is sent for review by keeping. The set still has exactly
     one draft that changes, so "which text is being edited" keeps one answer."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=version.question_set)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
@@ -323,7 +329,7 @@ def version_set_advice(*, version: Version, advice: Any, author: Any) -> Version
     """Set a draft's advisory thresholds (`{}` or None clears them): advice for questions of the
     draft, a noul's `threshold` and a choice's `min_confidence` in 0..1. Refused unless the
     version is a draft and its questions are valid; on refusal nothing is written."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=version.question_set)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
@@ -335,38 +341,74 @@ def version_set_advice(*, version: Version, advice: Any, author: Any) -> Version
         raise InvalidContent("advice", errors)
     locked.advice_text = advice_text(advice)
     locked.save(update_fields=["advice_text", "updated_at"])
+    audit_record(
+        action="version.saved",
+        actor=author,
+        obj=locked,
+        question_set=locked.question_set,
+        detail={"advice": bool(advice)},
+    )
     return locked
 
 
+#: the audit log's action for each step of the workflow
+MOVED = {
+    ReviewEvent.Kind.SUBMITTED: "version.submitted",
+    ReviewEvent.Kind.KEPT: "version.kept",
+    ReviewEvent.Kind.APPROVED: "version.approved",
+    ReviewEvent.Kind.CHANGES_REQUESTED: "version.changes_requested",
+}
+
+
 def move(version: Version, status: str, kind: str, actor: Any, note: str) -> Version:
-    """One step of the workflow: the new status, and its event on the record."""
+    """One step of the workflow: the new status, and its event on the record and the log."""
+    before = version.status
     version.status = status
     version.save(update_fields=["status", "updated_at"])
     ReviewEvent.objects.create(version=version, kind=kind, actor=actor, note=note)
+    audit_record(
+        action=MOVED[kind],
+        actor=actor,
+        obj=version,
+        question_set=version.question_set,
+        detail={"from": before, "to": status},
+    )
     return version
 
 
 @transaction.atomic
 def version_discard(*, version: Version, author: Any) -> None:
     """Delete an open draft (its number is not reused)."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    require(author, roles.may_write, WRITERS_ONLY, on=version.question_set)
     locked = Version.objects.select_for_update().select_related("question_set").get(pk=version.pk)
     if not locked.is_draft:
         raise NotADraft(locked)
+    audit_record(
+        action="version.discarded", actor=author, obj=locked, question_set=locked.question_set
+    )
     locked.delete()
 
 
-def version_import(*, slug: str, value: Any, author: Any, name: str = "") -> Version:
+def version_import(
+    *, slug: str, value: Any, author: Any, name: str = "", team: Team | None = None
+) -> Version:
     """A new draft from a document in any form (bare map, request body, export); the set is
-    created when new. Invalid input changes nothing."""
-    require(author, roles.may_write, WRITERS_ONLY)
+    created when new, in `team` (None: the default team). Invalid input changes nothing;
+    `Conflict` when the set exists in another team than the one named."""
+    existing = QuestionSet.objects.filter(slug=check_slug(slug)).first()
+    require(author, roles.may_write, WRITERS_ONLY, on=existing or team or team_default())
+    if existing is not None and team is not None and existing.team_id != team.pk:
+        raise Conflict(
+            f"{slug} belongs to team {existing.team.slug}, not {team.slug}; move it with "
+            f"questions team --move-set {slug} --to {team.slug}."
+        )
     result = check.validate(value, limits=limits())
     if result.document is None:
         raise InvalidContent("document", result.errors)
     with transaction.atomic():
-        question_set = QuestionSet.objects.filter(slug=check_slug(slug)).first()
+        question_set = QuestionSet.objects.filter(slug=slug).first()
         if question_set is None:
-            question_set = question_set_create(slug=slug, name=name, owner=author)
+            question_set = question_set_create(slug=slug, name=name, owner=author, team=team)
         return version_create(
             question_set=question_set,
             document=result.document.questions_json(),

@@ -48,11 +48,12 @@ from questions.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from questions.services.audit import audit_record
 from questions.services.errors import Invalid, require, storable
 
 log = logging.getLogger("questions.webhooks")
 
-WEBHOOK_MANAGERS_ONLY = "Only reviewers configure a set's webhooks."
+WEBHOOK_MANAGERS_ONLY = "Only reviewers and admins configure a set's webhooks."
 #: an attempt in flight holds its delivery for its total deadline and this much more (the
 #: attempt's bookkeeping), so its lease never runs out while it is in flight
 LEASE_MARGIN_SECONDS = 30.0
@@ -64,7 +65,7 @@ def webhook_create(
     *, question_set: QuestionSet, url: str, user: Any, description: str = ""
 ) -> tuple[Webhook, str]:
     """A new endpoint for the set; returns it and its secret, which is shown only now."""
-    require(user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
+    require(user, roles.may_manage_webhooks, WEBHOOK_MANAGERS_ONLY, on=question_set)
     url = storable((url or "").strip(), "The URL")
     description = storable((description or "").strip(), "The description")
     limit = Webhook._meta.get_field("url").max_length
@@ -80,6 +81,13 @@ def webhook_create(
         description=description,
         secret=secret,
         created_by=roles.recorded_as(user),
+    )
+    audit_record(
+        action="webhook.created",
+        actor=user,
+        obj=hook,
+        question_set=question_set,
+        detail={"url": url},
     )
     return hook, secret
 
@@ -105,14 +113,21 @@ def check_url(url: str) -> None:
 
 def webhook_delete(*, webhook: Webhook, user: Any) -> None:
     """Remove an endpoint and its delivery log; nothing more is sent to it."""
-    require(user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
+    require(user, roles.may_manage_webhooks, WEBHOOK_MANAGERS_ONLY, on=webhook.question_set)
+    audit_record(
+        action="webhook.deleted",
+        actor=user,
+        obj=webhook,
+        question_set=webhook.question_set,
+        detail={"url": webhook.url},
+    )
     webhook.delete()
 
 
 def webhook_send_test(*, webhook: Webhook, user: Any) -> WebhookDelivery:
     """A `test` event to one endpoint, about the set's newest approved version (or its newest
     version), sent by the worker like any other."""
-    require(user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
+    require(user, roles.may_manage_webhooks, WEBHOOK_MANAGERS_ONLY, on=webhook.question_set)
     versions = webhook.question_set.versions.order_by("-number")
     version = versions.filter(status=Version.Status.APPROVED).first() or versions.first()
     with transaction.atomic():

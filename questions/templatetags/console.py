@@ -231,3 +231,19 @@ def result_rows(rows, compare_base: str) -> SafeString:
                 )
             )
     return mark_safe("".join(out))  # every part above went through format_html
+
+
+@register.filter
+def audit_detail(detail) -> str:
+    """An audit row's detail in words: `role: reviewer; sets: a, b`, what is empty left out."""
+    if not isinstance(detail, dict):
+        return ""
+
+    def said(value) -> str:
+        if isinstance(value, list | tuple):
+            return ", ".join(said(v) for v in value) or "none"
+        if isinstance(value, dict):
+            return ", ".join(f"{k} {said(v)}" for k, v in value.items() if v not in (None, ""))
+        return str(value)
+
+    return "; ".join(f"{k}: {said(v)}" for k, v in detail.items() if v not in (None, "", [], {}))

@@ -13,13 +13,15 @@ from django.views.decorators.http import require_http_methods
 
 from questions import roles, services
 from questions.core.numbers import whole_number
-from questions.models import Version
 from questions.selectors.advice import designer_items, labelled_runs
+from questions.selectors.teams import visible_versions
 
 
 @require_http_methods(["GET", "POST"])
 def version_advice(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     runs = list(labelled_runs(version)[:30])
     chosen_run = request.GET.get("run", "")
     pk = whole_number(chosen_run) if chosen_run else None
@@ -48,7 +50,7 @@ def version_advice(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "run": run,
         "items": items,
         "problem": problem,
-        "can_edit": version.is_draft and roles.may_write(request.user),
+        "can_edit": version.is_draft and roles.may_write(request.user, version.question_set),
         "posted": request.POST if request.method == "POST" else {},
     }
     return render(request, "questions/version_advice.html", context, status=status)

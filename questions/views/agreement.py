@@ -12,21 +12,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import roles, services
 from questions.core import settling
-from questions.models import QuestionSet
 from questions.post_forms import LabellingSettingsForm, first_error
 from questions.selectors.agreement import kept_agreement
+from questions.selectors.teams import visible_sets
 
 
 @require_GET
 def set_agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     return render(
         request,
         "questions/set_agreement.html",
         {
             "set": question_set,
             "found": kept_agreement(question_set),
-            "can_configure": roles.may_review(request.user),
+            "can_configure": roles.may_review(request.user, question_set),
             "needed_choices": range(settling.MIN_NEEDED, settling.MAX_NEEDED + 1),
         },
     )
@@ -36,7 +36,7 @@ def set_agreement(request: HttpRequest, slug: str) -> HttpResponse:
 def labelling_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """A reviewer sets how many labels a state needs and whether the model's answer shows
     first (`services.labels.labelling_configure` owns who may, and which numbers)."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     form = LabellingSettingsForm(request.POST)
     if not form.is_valid():
         raise services.Invalid(f"Nothing was changed: {first_error(form)}")

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from questions import exports, services
 from questions.core import ingest
 from questions.core.numbers import whole_number
+from questions.selectors.teams import visible_sets
 from questions.services.ingest import OverQuota
 from questions.services.tokens import READ, Bearer
 
@@ -61,9 +62,9 @@ def _export_response(
 
 @require_GET
 def version_export(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    """Download the export document of an approved version."""
+    """Download the export document of an approved version (of a set of the user's teams)."""
     ref = exports.export_ref(slug, number=number)
-    if ref is None:
+    if ref is None or not visible_sets(request.user).filter(pk=ref.set_id).exists():
         raise Http404("No such approved version.")
     return _export_response(request, ref, download=True)
 
@@ -118,7 +119,7 @@ def api_export(request: HttpRequest, slug: str) -> HttpResponse:
         return _unauthorized()
     try:
         services.api_token_permit(bearer, scope=READ, slug=slug)
-    except services.NotAllowed as exc:
+    except services.Refusal as exc:
         return JsonResponse(exc.to_json(), status=exc.status)
     label, number = request.GET.get("label"), request.GET.get("version")
     if (label is None) == (number is None):

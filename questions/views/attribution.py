@@ -12,9 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import roles, services
 from questions.core import attribution
 from questions.engine import backends
-from questions.models import BatchRun, Version
+from questions.models import BatchRun
 from questions.post_forms import AttributionForm, first_error
 from questions.selectors import runs
+from questions.selectors.teams import visible_runs, visible_versions
 from questions.services import attribution as attribution_services
 
 TEMPLATE = "questions/_attribution.html"
@@ -35,7 +36,9 @@ def _problem(request: HttpRequest, problem: str, into: str, status: int = 200) -
 
 
 def _planned(request: HttpRequest, slug: str, number: int):
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     form = AttributionForm(request.POST)
     into = _into(request.POST.get("into"))
     if not form.is_valid():
@@ -98,8 +101,10 @@ def run_context(run: BatchRun, into: str) -> dict:
     }
 
 
-def _run(pk: int) -> BatchRun:
-    run = get_object_or_404(BatchRun.objects.select_related("version", "question_set"), pk=pk)
+def _run(request: HttpRequest, pk: int) -> BatchRun:
+    run = get_object_or_404(
+        visible_runs(request.user).select_related("version", "question_set"), pk=pk
+    )
     if run.kind != attribution.KIND:
         raise services.NotFound(f"Run {pk} is not an attribution.")
     return run
@@ -109,7 +114,7 @@ def _run(pk: int) -> BatchRun:
 def attribution_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """An attribution's progress while it runs; its words, marked, once it has finished. Reads
     the record only."""
-    run = _run(pk)
+    run = _run(request, pk)
     return render(
         request, TEMPLATE + "#attribution-run", run_context(run, _into(request.GET.get("into")))
     )
@@ -117,7 +122,7 @@ def attribution_progress(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def attribution_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = services.batch_cancel(run=_run(pk), user=request.user)
+    run = services.batch_cancel(run=_run(request, pk), user=request.user)
     return render(
         request, TEMPLATE + "#attribution-run", run_context(run, _into(request.POST.get("into")))
     )
@@ -127,7 +132,9 @@ def attribution_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def attribution_launch(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The form that starts an attribution from a card, a review or the preview (loaded when
     it is opened): the set's states and the live backends. Reads only."""
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     context = {
         "set": version.question_set,
         "version": version,
@@ -135,6 +142,6 @@ def attribution_launch(request: HttpRequest, slug: str, number: int) -> HttpResp
         "into": _into(request.GET.get("into")),
         "sample_states": version.question_set.sample_states.only("pk", "name"),
         "live_backends": [b.name for b in backends.available() if b.live],
-        "can_ask": roles.may_ask_live(request.user),
+        "can_ask": roles.may_ask_live(request.user, version.question_set),
     }
     return render(request, TEMPLATE + "#attribution-launch", context)

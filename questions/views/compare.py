@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 from questions.engine import backends
 from questions.models import QuestionSet
 from questions.selectors import comparison, comparison_formats
+from questions.selectors.teams import visible_sets
 
 TEMPLATE = "questions/set_compare.html"
 
@@ -32,7 +33,7 @@ def set_compare(request: HttpRequest, slug: str) -> HttpResponse:
     """The grid of the selection in the query string. A GET only reads: a live column shows
     what its wire recorded. A POST (`ask=<column>`, the selection still in the URL) asks that
     live column about the one state now, records it, and goes back to the grid."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     selection = selection_of(request.GET, question_set)
     if request.method == "POST":
         return _compare_ask(request, question_set, selection, request.POST.get("ask", ""))

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import roles, services
 from questions.core import controls, gate, invariance
 from questions.engine import backends
-from questions.models import BatchRun, QuestionSet
+from questions.models import BatchRun
 from questions.post_forms import ControlStartForm, DriftStartForm, first_error
+from questions.selectors.teams import visible_sets
 from questions.services import controls as control_services
 from questions.services.errors import storable
 
@@ -22,7 +23,7 @@ SHOWN_RUNS = 30
 
 @require_GET
 def set_controls(request: HttpRequest, slug: str) -> HttpResponse:
-    return _page(request, get_object_or_404(QuestionSet, slug=slug))
+    return _page(request, get_object_or_404(visible_sets(request.user), slug=slug))
 
 
 def _page(request, question_set, *, problem: str = "", values: dict | None = None, status=422):
@@ -42,7 +43,7 @@ def _page(request, question_set, *, problem: str = "", values: dict | None = Non
         "invariance_kind": invariance.KIND,
         "invariance_checks": list(invariance.PROMISES.items()),
         "max_variants": controls.MAX_VARIANTS,
-        "can_run": roles.may_ask_live(request.user),
+        "can_run": roles.may_ask_live(request.user, question_set),
         "no_signal": controls.NO_SIGNAL,
         "problem": problem,
         "values": values or {"count": "3", "seed": "0"},
@@ -54,7 +55,7 @@ def _page(request, question_set, *, problem: str = "", values: dict | None = Non
 
 @require_POST
 def control_start(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     sent = {k: request.POST.get(k, "") for k in ("version", "kind", "count", "seed", "backend")}
     form = ControlStartForm(request.POST)
     if not form.is_valid():
@@ -86,7 +87,7 @@ def control_start(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def drift_start(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     form = DriftStartForm(request.POST)
     if not form.is_valid():
         return _page(request, question_set, problem=first_error(form))

@@ -18,6 +18,7 @@ from questions.core import settling
 from questions.models import QuestionSet, SampleState
 from questions.post_forms import DisputeSettleForm, first_error
 from questions.selectors import disputes
+from questions.selectors.teams import visible_sets
 
 TEMPLATE = "questions/set_disputes.html"
 
@@ -25,7 +26,7 @@ TEMPLATE = "questions/set_disputes.html"
 @require_GET
 def set_disputes(request: HttpRequest, slug: str) -> HttpResponse:
     """The set's disputed questions, then those settled by a reviewer or marked ambiguous."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     found = disputes.disputes(question_set)
     return render(
         request,
@@ -35,7 +36,7 @@ def set_disputes(request: HttpRequest, slug: str) -> HttpResponse:
             "found": found,
             "disputed_total": found.disputed_total,
             "more": found.disputed_total - len(found.disputed),
-            "can_settle": roles.may_review(request.user),
+            "can_settle": roles.may_review(request.user, question_set),
             "blind_to": disputes.blind_to(found, question_set, request.user),
         },
     )
@@ -45,7 +46,7 @@ def set_disputes(request: HttpRequest, slug: str) -> HttpResponse:
 def dispute_settle(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Settle one question of state `pk` with an answer, or mark it ambiguous. A refusal is the
     error page at its status (403, 409, 422), or from htmx the row with the refusal in it."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     sample = get_object_or_404(
         SampleState.objects.select_related("question_set"), pk=pk, question_set=question_set
     )
@@ -95,7 +96,7 @@ def _row(
         "d": row,
         "error": error,
         "saved": saved,
-        "can_settle": roles.may_review(request.user),
+        "can_settle": roles.may_review(request.user, question_set),
     }
     response = render(request, f"{TEMPLATE}#dispute-row", context)
     if recount:

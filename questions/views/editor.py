@@ -21,6 +21,7 @@ from questions.models import Version
 from questions.selectors import lints as lint_reads
 from questions.selectors import sets
 from questions.selectors import suggestions as suggestion_reads
+from questions.selectors.teams import visible_versions
 from questions.services import tries
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY, limits
@@ -28,9 +29,11 @@ from questions.services.versions import WRITERS_ONLY, limits
 EDIT_TEMPLATE = "questions/version_edit.html"
 
 
-def _version(slug: str, number: int) -> Version:
+def _version(request: HttpRequest, slug: str, number: int) -> Version:
     return get_object_or_404(
-        Version.objects.of(slug, number).select_related("question_set", "author", "parent")
+        visible_versions(request.user)
+        .of(slug, number)
+        .select_related("question_set", "author", "parent")
     )
 
 
@@ -106,7 +109,7 @@ def _checked(
         "document_warnings": len(warnings_at.get("slot-document", [])),
         "blank_row": forms.Row(key="__ROW__"),
         "lint_accept_url": reverse("lint-accept", args=[version.question_set.slug, version.number])
-        if roles.may_write(user)
+        if roles.may_write(user, version.question_set)
         else "",
     }
 
@@ -114,7 +117,11 @@ def _checked(
 def _suggestable(user: Any, version: Version, cards: list[forms.Card]) -> None:
     """Give each card how many states its question missed in the version's last run: a card
     with some offers "Suggest rewordings" (to those who may ask: it spends calls)."""
-    failing = suggestion_reads.failing_by_question(version)[1] if roles.may_ask_live(user) else {}
+    failing = (
+        suggestion_reads.failing_by_question(version)[1]
+        if roles.may_ask_live(user, version.question_set)
+        else {}
+    )
     for card in cards:
         card.failing = failing.get(card.id, 0)
 
@@ -147,17 +154,17 @@ def _page(
         "cards": cards,
         "revision": revision,
         "limits": limits(),
-        "editable": version.is_draft and roles.may_write(request.user),
-        "can_author": roles.may_write(request.user),
+        "editable": version.is_draft and roles.may_write(request.user, version.question_set),
+        "can_author": roles.may_write(request.user, question_set),
         "question_types": spec.QUESTION_TYPES,
         **_picker(question_set, whole_number(request.GET.get("state", ""))),
         "backends": [
             _labelled(b)
             for b in backends.available()
-            if not b.live or roles.may_ask_live(request.user)
+            if not b.live or roles.may_ask_live(request.user, question_set)
         ],
         "backends_for_runs": [_labelled(b) for b in backends.available()]
-        if roles.may_ask_live(request.user)
+        if roles.may_ask_live(request.user, question_set)
         else [],
         "recent_runs": list(version.batch_runs.all()[:5]),
         **_checked(cards, document, version=version, user=request.user),
@@ -178,7 +185,7 @@ def _picker(question_set, selected: int | None) -> dict:
 
 @require_GET
 def version_edit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     document = version.document
     # a large card is closed: its fields come when it is opened (version_card_open)
     cards = forms.cards_from_document(document, open_rows=forms.OPEN_ROWS)
@@ -201,7 +208,7 @@ CARD_KEY = re.compile(r"\A[A-Za-z0-9_]{1,32}\Z")
 @require_GET
 def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """A closed card opened: its fields, from the stored question (?card=<key>&id=<id>)."""
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     key, qid = request.GET.get("card", ""), request.GET.get("id", "")
     if not CARD_KEY.match(key):
         return HttpResponse("card names no card of this page.", status=422)
@@ -218,7 +225,7 @@ def version_card_open(request: HttpRequest, slug: str, number: int) -> HttpRespo
         "set": version.question_set,
         "version": version,
         "card": card,
-        "editable": version.is_draft and roles.may_write(request.user),
+        "editable": version.is_draft and roles.may_write(request.user, version.question_set),
         "limits": limits(),
         "question_types": spec.QUESTION_TYPES,
         **_checked([card], {qid: document[qid]}, version=version, user=request.user),
@@ -231,8 +238,8 @@ def version_save(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Save the whole page. A stale revision, or content JSON cannot hold, is refused with the
     typed content kept on the page. From htmx (the Save button, Ctrl+S) the page stays as it
     is: the answer updates its revision and says what happened beside Save."""
-    require(request.user, roles.may_write, WRITERS_ONLY)
-    version = _version(slug, number)
+    version = _version(request, slug, number)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=version.question_set)
     cards = posted_cards(request.POST, version)
     edited = forms.document_from_cards(cards)
     base = whole_number(
@@ -292,7 +299,7 @@ def _save_answer(request: HttpRequest, version: Version, **shown: Any) -> HttpRe
 def version_validate(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """As the author types: check one card against the contract and swap in its issues,
     counters and status (out of band). The other cards count by their ids only."""
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     key = request.POST.get("card", "")
     keys = request.POST.getlist("q")
     card = forms.card_from_post(request.POST, key)
@@ -327,8 +334,8 @@ def version_validate(request: HttpRequest, slug: str, number: int) -> HttpRespon
 def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Card operations: a new blank card (GET ?type=…), a card re-rendered for its new type,
     or a duplicate (POST op=type|duplicate)."""
-    require(request.user, roles.may_write, WRITERS_ONLY)
-    version = _version(slug, number)
+    version = _version(request, slug, number)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=version.question_set)
     data = request.GET if request.method == "GET" else request.POST
     taken = {data.get(f"q-{key}-id", "") for key in data.getlist("q")}
     if request.method == "GET":
@@ -369,7 +376,7 @@ def version_card(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The whole document as JSON; a pasted one is validated before it replaces anything."""
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     context = {
         "set": version.question_set,
         "version": version,
@@ -377,11 +384,11 @@ def version_json(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "revision": version.revision,
         "result": None,
         "problem": None,
-        "editable": version.is_draft and roles.may_write(request.user),
+        "editable": version.is_draft and roles.may_write(request.user, version.question_set),
     }
     if request.method == "GET":
         return render(request, "questions/version_json.html", context)
-    require(request.user, roles.may_write, WRITERS_ONLY)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=version.question_set)
     return _json_replace(request, version, context)
 
 

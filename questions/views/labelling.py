@@ -29,6 +29,7 @@ from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState, Version
 from questions.post_forms import LabelPlaceForm, StateLabelForm, first_error
 from questions.selectors import disputes, labels
+from questions.selectors.teams import visible_sets
 from questions.services.errors import require
 from questions.services.labels import LABELLERS_ONLY
 
@@ -86,7 +87,7 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
     """One state at a time, the most telling first (the state and question the address names
     while they are still open to this labeller), the latest answers as a suggestion unless the
     labelling is blind; the ranked list beneath. A read: nothing is held or written here."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     place = Place(
         _version(question_set, request.GET.get("version")),
         _skipped(request.GET.get("skipped", "")),
@@ -100,8 +101,8 @@ def label_states(request: HttpRequest, slug: str) -> HttpResponse:
 def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Give this labeller's answer to one question of state `pk`, then the state's next open
     question, or the next state; the answer echoed in words ("urgency: 2 — now")."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
-    require(request.user, roles.may_write, LABELLERS_ONLY)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
+    require(request.user, roles.may_write, LABELLERS_ONLY, on=question_set)
     form = StateLabelForm(request.POST)
     if not form.is_valid():
         raise services.Invalid(f"Nothing was saved: {first_error(form)}")
@@ -134,8 +135,8 @@ def label_save(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 def label_undo(request: HttpRequest, slug: str) -> HttpResponse:
     """Take back this labeller's newest label on the set (their answer before it, if any, is
     theirs again), however long ago and whatever page they came from; then that question."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
-    require(request.user, roles.may_write, LABELLERS_ONLY)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
+    require(request.user, roles.may_write, LABELLERS_ONLY, on=question_set)
     form = LabelPlaceForm(request.POST)
     if not form.is_valid():
         raise services.Invalid(f"Nothing was undone: {first_error(form)}")
@@ -157,7 +158,7 @@ def label_undo(request: HttpRequest, slug: str) -> HttpResponse:
 def label_hold(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Hold state `pk` for this labeller for a few minutes (labels shared out only), so no one
     else spends its last needed label meanwhile: the page asks as it shows the state."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     sample = get_object_or_404(
         SampleState.objects.select_related("question_set"), pk=pk, question_set=question_set
     )
@@ -198,7 +199,7 @@ def _page(
     )
     current = next((o for o in offered if o.pk == place.state), offered[0] if offered else None)
     progress = labels.labelling_progress(question_set, version, viewer=user)
-    editable = roles.may_write(user)
+    editable = roles.may_write(user, question_set)
     questions = labelling.questions_of(version.document)
     context: dict[str, Any] = {
         "set": question_set,

@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from questions import roles, services
 from questions.core import state_files
-from questions.models import QuestionSet
 from questions.selectors import sets
+from questions.selectors.teams import visible_sets
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -27,8 +27,8 @@ def states_upload(request: HttpRequest, slug: str) -> HttpResponse:
     """Import an uploaded CSV or JSONL file of sample states, all or nothing; the set page
     then says what was added, relabelled and skipped. A refusal is the error page naming the
     line and what is wrong (4xx), and nothing is imported."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
-    require(request.user, roles.may_write, WRITERS_ONLY)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=question_set)
     upload = request.FILES.get("states")
     if upload is None:
         raise services.Invalid("Choose a CSV or JSONL file of sample states to import.")
@@ -64,8 +64,8 @@ def states_upload(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect(f"{question_set.get_absolute_url()}#states-heading")
 
 
-def _export(slug: str, file_format: str) -> StreamingHttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+def _export(request: HttpRequest, slug: str, file_format: str) -> StreamingHttpResponse:
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     write = state_files.csv_lines if file_format == state_files.CSV else state_files.jsonl_lines
     response = StreamingHttpResponse(
         write(sets.state_records(question_set)),
@@ -80,10 +80,10 @@ def _export(slug: str, file_format: str) -> StreamingHttpResponse:
 @require_GET
 def states_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     """The set's sample states with their expected answers and tags, as CSV."""
-    return _export(slug, state_files.CSV)
+    return _export(request, slug, state_files.CSV)
 
 
 @require_GET
 def states_jsonl(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     """The set's sample states with their expected answers and tags, as JSON Lines."""
-    return _export(slug, state_files.JSONL)
+    return _export(request, slug, state_files.JSONL)

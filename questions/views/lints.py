@@ -10,15 +10,18 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from questions import roles, services
-from questions.models import LintAcceptance, Version
+from questions.models import LintAcceptance
 from questions.selectors import lints as lint_reads
+from questions.selectors.teams import visible_versions
 
 
 @require_http_methods(["GET", "POST"])
 def lint_accept(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """?question=Q&code=C&path=P: the open finding of version `number`, and (POST) its
     acceptance with the reason given; back to the version once accepted."""
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     data = request.POST if request.method == "POST" else request.GET
     question, code = data.get("question", ""), data.get("code", "")
     path = data.get("path", "") or None
@@ -49,7 +52,7 @@ def lint_accept(request: HttpRequest, slug: str, number: int) -> HttpResponse:
         "reason": data.get("reason", ""),
         "reason_limit": LintAcceptance.REASON_LIMIT,
         "problem": problem,
-        "can_accept": roles.may_write(request.user),
+        "can_accept": roles.may_write(request.user, version.question_set),
         "accepted": lint_reads.accepted_rows(found),
     }
     return render(request, "questions/lint_accept.html", context, status=status)

@@ -13,7 +13,8 @@ from questions import forms, services
 from questions.core import charts, metrics, spec
 from questions.core.numbers import whole_number
 from questions.engine import backends
-from questions.models import SampleState, Version
+from questions.models import SampleState
+from questions.selectors.teams import visible_versions
 from questions.views import editor
 
 TEMPLATE = "questions/_preview_result.html"
@@ -31,7 +32,9 @@ def _error(request, status: int, detail: str) -> HttpResponse:
 def version_preview(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Ask the questions on the page: a live backend for authors and reviewers (the service
     refuses anyone else), recordings for everyone."""
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     if request.POST.getlist("q"):
         edited = forms.document_from_cards(editor.posted_cards(request.POST, version))
         if not edited.representable:

@@ -15,11 +15,12 @@ from questions.core import redaction
 from questions.models import QuestionSet
 from questions.post_forms import IngestSettingsForm, first_error
 from questions.selectors.production import production_traffic, question_legend, question_rows
+from questions.selectors.teams import visible_sets
 
 
 @require_GET
 def set_production(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     return _page(request, question_set)
 
 
@@ -39,7 +40,7 @@ def _page(
             "set": question_set,
             "found": found,
             "cards": cards,
-            "can_configure": roles.may_review(request.user),
+            "can_configure": roles.may_review(request.user, question_set),
             "builtins": redaction.BUILTINS,
             "typed": typed,
             "settings_problem": problem,
@@ -52,7 +53,7 @@ def _page(
 def ingest_settings(request: HttpRequest, slug: str) -> HttpResponse:
     """A reviewer changes how the set takes production states (`ingest_configure` owns who
     may, the bounds and whether a redaction rule can work; a refusal changes nothing)."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     form = IngestSettingsForm(request.POST)
     typed = {
         name: request.POST.get(name, "")

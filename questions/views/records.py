@@ -9,14 +9,14 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from questions.core import records
-from questions.models import BatchRun, QuestionSet
+from questions.selectors.teams import visible_runs, visible_sets
 from questions.services import records as record_services
 
 
 @require_GET
 def run_records(request: HttpRequest, pk: int) -> StreamingHttpResponse:
     """The run's answered decisions, one `.jevl` line each, streamed as they are read."""
-    run = get_object_or_404(BatchRun.objects.select_related("question_set"), pk=pk)
+    run = get_object_or_404(visible_runs(request.user).select_related("question_set"), pk=pk)
     writer = record_services.RecordWriter(record_services.recordings_of(run=run))
     response = StreamingHttpResponse(writer, content_type=f"{records.MEDIA_TYPE}; charset=utf-8")
     name = record_services.records_filename(run.question_set, run=run)
@@ -28,7 +28,7 @@ def run_records(request: HttpRequest, pk: int) -> StreamingHttpResponse:
 def records_upload(request: HttpRequest, slug: str) -> HttpResponse:
     """Import an uploaded `.jevl` file into the set: the page then says what was imported. A
     refusal (a bad line, questions of no version) is the error page naming the line."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     report = record_services.records_import(
         question_set=question_set, lines=request.FILES.get("records"), user=request.user
     )

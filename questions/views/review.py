@@ -12,9 +12,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import roles, services
 from questions.core import diff
-from questions.models import QuestionSet, Version
+from questions.models import Version
 from questions.post_forms import LabelMoveForm, first_error
 from questions.selectors import review
+from questions.selectors.teams import visible_sets, visible_versions
 from questions.services.errors import require
 from questions.services.reviews import REVIEWERS_ONLY
 
@@ -24,7 +25,10 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "questions/review_queue.html",
-        {"versions": review.review_queue(), "can_review": roles.may_review(request.user)},
+        {
+            "versions": review.review_queue(request.user),
+            "can_review": roles.may_review(request.user, None),
+        },
     )
 
 
@@ -33,7 +37,7 @@ def version_review(request: HttpRequest, slug: str, number: int) -> HttpResponse
     """The evidence (diff against production, open lints) and the decision on it: a POST's
     `action` names one of `REVIEW_ACTIONS`; a refused one shows the page with the reason."""
     version = get_object_or_404(
-        Version.objects.of(slug, number).select_related("question_set", "author")
+        visible_versions(request.user).of(slug, number).select_related("question_set", "author")
     )
     if request.method == "GET" and request.GET.get("question"):
         return _question_entries(request, version, request.GET["question"])
@@ -71,8 +75,8 @@ def _review_page(request: HttpRequest, version: Version, problem: str | None) ->
     page = review.review_page(version, full=request.GET.get("full") == "1")
     evidence = page["evidence"]
     page |= {
-        "can_review": roles.may_review(request.user),
-        "can_comment": roles.may_comment(request.user),
+        "can_review": roles.may_review(request.user, version.question_set),
+        "can_comment": roles.may_comment(request.user, version.question_set),
         "own_version": services.wrote(request.user, version),
         "problem": problem,
         "weak": services.weak_evidence(version, page["weak_basis"]) if version.is_in_review else "",
@@ -122,8 +126,8 @@ REVIEW_ACTIONS: dict[str, Callable[[HttpRequest, Version], HttpResponse]] = {
 
 @require_POST
 def label_move(request: HttpRequest, slug: str) -> HttpResponse:
-    require(request.user, roles.may_review, REVIEWERS_ONLY)
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
+    require(request.user, roles.may_review, REVIEWERS_ONLY, on=question_set)
     form = LabelMoveForm(request.POST)
     if not form.is_valid():
         messages.error(request, first_error(form))

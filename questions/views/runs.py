@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import roles, services
 from questions.core import attribution, charts, controls, metrics
 from questions.core.numbers import whole_number
-from questions.models import BatchItem, BatchRun, Version
+from questions.models import BatchItem, BatchRun
 from questions.post_forms import RunStartForm, first_error
 from questions.selectors import control_reports, disputes
 from questions.selectors.runs import (
@@ -28,12 +28,15 @@ from questions.selectors.runs import (
     run_report_and_misses,
     run_tag_slices,
 )
+from questions.selectors.teams import visible_runs, visible_versions
 from questions.views import attribution as attribution_views
 
 
 @require_POST
 def run_create(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+    version = get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
     form = RunStartForm(request.POST)
     if not form.is_valid():
         messages.error(request, first_error(form))
@@ -246,7 +249,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A run: its progress while it runs, then its report, its results table (a page at a
     time) and, with `?against=N`, what moved against run N."""
     run = get_object_or_404(
-        BatchRun.objects.select_related("question_set", "version", "created_by", "rerun_of"),
+        visible_runs(request.user).select_related(
+            "question_set", "version", "created_by", "rerun_of"
+        ),
         pk=pk,
     )
     if request.htmx and request.GET.get("items_from"):  # the next rows of the results table
@@ -270,7 +275,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **_against_context(run, whole_number(request.GET.get("against", ""))),
         "reruns": run.reruns.order_by("pk"),
         "tag_slices": run_tag_slices(run) if shown else [],
-        "can_run": roles.may_ask_live(request.user),
+        "can_run": roles.may_ask_live(request.user, run.question_set),
         "answered_by": _answered_by(run),
     }
     return render(request, "questions/run_detail.html", context)
@@ -366,7 +371,7 @@ def _answered_by(run: BatchRun) -> list[str]:
 
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(BatchRun, pk=pk)
+    run = get_object_or_404(visible_runs(request.user), pk=pk)
     services.batch_cancel(run=run, user=request.user)
     messages.info(request, "Cancelling: no new state is asked; calls in flight finish.")
     return redirect("run-detail", pk)
@@ -374,7 +379,9 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def run_rerun_failed(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(BatchRun.objects.select_related("version__question_set"), pk=pk)
+    run = get_object_or_404(
+        visible_runs(request.user).select_related("version__question_set"), pk=pk
+    )
     try:
         rerun = services.batch_rerun_failed(run=run, user=request.user)
     except services.ServiceError as exc:

@@ -8,13 +8,13 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from questions.core import controls
-from questions.models import QuestionSet
 from questions.selectors import scorecard
+from questions.selectors.teams import visible_sets
 
 
 @require_GET
 def set_scorecard(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     card = scorecard.scorecard(question_set)
     rows = [
         {**row, "cells": [(qid, row["questions"].get(qid)) for qid in card["questions"]]}

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from questions import roles, services
 from questions.core import diff
-from questions.models import IngestSettings, QuestionSet, SampleState, Version
+from questions.models import IngestSettings, QuestionSet, SampleState, Team, Version
 from questions.selectors import disputes, holdout, sets
+from questions.selectors.teams import several_teams, visible_sets, visible_versions
 from questions.views import whole_number
 
 
@@ -43,12 +44,13 @@ def start_of(request: HttpRequest, param: str) -> int:
 @require_GET
 def set_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "")
-    page = sets.question_sets_page(search, start_of(request, "from"))
+    page = sets.question_sets_page(search, start_of(request, "from"), user=request.user)
     context = {
         "sets": page.rows,
         "pager": pager(request, page, "from"),
         "search": search,
-        "can_author": roles.may_write(request.user),
+        "can_author": roles.may_write(request.user, None),
+        "show_teams": several_teams(request.user),
     }
     template = "questions/set_list.html"
     if request.htmx and request.htmx.target == "set-rows":
@@ -58,15 +60,21 @@ def set_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def set_create(request: HttpRequest) -> HttpResponse:
-    """The new-set form; a set starts with a first draft to write in."""
-    if not roles.may_write(request.user):
+    """The new-set form, in one of the teams the user writes in; a set starts with a first
+    draft to write in."""
+    teams = roles.teams_where(request.user, roles.may_write)
+    if not teams:
         raise PermissionDenied("Only authors create question sets.")
+    first = next((t for t in teams if t.slug == Team.DEFAULT), teams[0])
     values = {"slug": "", "name": "", "description": ""}
+    team = request.POST.get("team") or request.GET.get("team") or first.slug
     error, status = None, 200
     if request.method == "POST":
         values = {k: request.POST.get(k, "").strip() for k in values}
         try:
-            question_set = services.question_set_start(owner=request.user, **values)
+            question_set = services.question_set_start(
+                owner=request.user, team=services.team_named(team, user=request.user), **values
+            )
         except services.ServiceError as exc:
             error, status = str(exc), exc.status
         else:
@@ -75,7 +83,7 @@ def set_create(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "questions/set_create.html",
-        {"values": values, "error": error},
+        {"values": values, "error": error, "teams": teams, "team": team},
         status=status,
     )
 
@@ -106,7 +114,7 @@ def _states_context(request: HttpRequest, question_set: QuestionSet) -> dict:
         "state_shows": sets.STATE_SHOWS,
         "state_sources": sets.STATE_SOURCES,
         "failing_run": last_run,
-        "can_author": roles.may_write(request.user),
+        "can_author": roles.may_write(request.user, question_set),
         # production's figures say their sampling rate and retention wherever they show
         "ingest": IngestSettings.of(question_set)
         if finding["source"] == SampleState.Source.PRODUCTION
@@ -116,7 +124,7 @@ def _states_context(request: HttpRequest, question_set: QuestionSet) -> dict:
 
 @require_GET
 def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet.objects.select_related("owner"), slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user).select_related("owner"), slug=slug)
     states_context = _states_context(request, question_set)
     if request.htmx and request.htmx.target == "state-rows":
         return render(request, "questions/set_detail.html#state-rows", states_context)
@@ -126,8 +134,8 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
         **states_context,
         "versions": versions,
         "draft": next((v for v in versions if v.is_draft), None),
-        "can_author": roles.may_write(request.user),
-        "can_review": roles.may_review(request.user),
+        "can_author": roles.may_write(request.user, question_set),
+        "can_review": roles.may_review(request.user, question_set),
         "labels": [shown.label for shown in labels],
         "label_fetches": labels,
         "label_moves": sets.label_moves_of(question_set)[:50],
@@ -143,7 +151,7 @@ def set_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def set_history(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     versions = sets.versions_of(question_set).prefetch_related("events__actor")
     return render(
         request, "questions/set_history.html", {"set": question_set, "versions": versions}
@@ -153,7 +161,7 @@ def set_history(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
     """The semantic diff between any two versions: ?a=N&b=M (default: the newest two)."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     versions = list(sets.versions_of(question_set))
     by_number = {v.number: v for v in versions}
     error = None
@@ -183,7 +191,7 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number))
+    version = get_object_or_404(visible_versions(request.user).of(slug, number))
     try:
         draft = services.version_draft_from(version=version, author=request.user)
     except services.DraftExists as exc:
@@ -195,7 +203,7 @@ def version_new_draft(request: HttpRequest, slug: str, number: int) -> HttpRespo
 
 @require_POST
 def version_keep(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number))
+    version = get_object_or_404(visible_versions(request.user).of(slug, number))
     try:
         draft = services.version_keep(version=version, author=request.user)
     except services.ServiceError as exc:
@@ -211,7 +219,7 @@ def version_keep(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 
 @require_POST
 def version_discard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number))
+    version = get_object_or_404(visible_versions(request.user).of(slug, number))
     try:
         services.version_discard(version=version, author=request.user)
     except services.ServiceError as exc:
@@ -223,7 +231,7 @@ def version_discard(request: HttpRequest, slug: str, number: int) -> HttpRespons
 
 @require_POST
 def version_submit(request: HttpRequest, slug: str, number: int) -> HttpResponse:
-    version = get_object_or_404(Version.objects.of(slug, number))
+    version = get_object_or_404(visible_versions(request.user).of(slug, number))
     try:
         services.version_submit(version=version, author=request.user)
     except services.ServiceError as exc:

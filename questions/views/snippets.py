@@ -13,14 +13,15 @@ from django.views.decorators.http import require_GET
 from questions import exports
 from questions.core import snippets
 from questions.dev import standin
-from questions.models import IngestSettings, QuestionSet
+from questions.models import IngestSettings
+from questions.selectors.teams import visible_sets
 
 
 @require_GET
 def label_export(request: HttpRequest, slug: str, label: str) -> HttpResponse:
     """The export of the approved version label `label` points at, and the code that calls it;
     404 for a label that points at nothing approved (never a fallback)."""
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     version = exports.exportable_version(slug, label=label)
     if version is None:
         raise Http404("No such label on an approved version.")

@@ -17,6 +17,7 @@ from questions.core.numbers import whole_number
 from questions.models import QuestionSet, SampleState
 from questions.post_forms import SampleStateForm, first_error
 from questions.selectors import labels
+from questions.selectors.teams import visible_sets, visible_states
 from questions.services.errors import require
 from questions.services.versions import WRITERS_ONLY
 
@@ -111,7 +112,7 @@ def _form(
         "questions": questions,
         "revision": revision,
         "problem": problem,
-        "editable": roles.may_write(request.user),
+        "editable": roles.may_write(request.user, question_set),
         "newest": question_set.versions.order_by("-number").only("number").first(),
         "labelled_for": labelled_for,
         "versions": question_set.versions.order_by("-number").only(
@@ -124,9 +125,9 @@ def _form(
 
 @require_http_methods(["GET", "POST"])
 def state_create(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
     if request.method == "GET":
-        require(request.user, roles.may_write, WRITERS_ONLY)
+        require(request.user, roles.may_write, WRITERS_ONLY, on=question_set)
         return _form(
             request, question_set, None, text="{}", name="", tags=[], expected={}, revision=0
         )
@@ -136,7 +137,7 @@ def state_create(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def state_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     sample = get_object_or_404(
-        SampleState.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+        visible_states(request.user).select_related("question_set"), pk=pk, question_set__slug=slug
     )
     if request.method == "GET":
         text = json.dumps(sample.state, ensure_ascii=False, indent=2)
@@ -154,7 +155,7 @@ def state_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _save(request, question_set: QuestionSet, sample: SampleState | None) -> HttpResponse:
-    require(request.user, roles.may_write, WRITERS_ONLY)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=question_set)
     form = SampleStateForm(request.POST)
     form.is_valid()
     fields = form.cleaned_data
@@ -215,15 +216,17 @@ def _store(
 
 @require_POST
 def state_check(request: HttpRequest, slug: str) -> HttpResponse:
-    """As the author types the state: its size against the limit, or what is wrong."""
+    """As the author types the state: its size against the limit, or what is wrong (of a set
+    the user sees: another team's is not there)."""
+    get_object_or_404(visible_sets(request.user).only("pk"), slug=slug)
     checked = _state_check(request.POST.get("state", ""))
     return render(request, TEMPLATE + "#state-status", checked)
 
 
 @require_POST
 def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    require(request.user, roles.may_write, WRITERS_ONLY)
-    sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
+    sample = get_object_or_404(visible_states(request.user), pk=pk, question_set__slug=slug)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     copy = services.sample_state_duplicate(sample=sample, author=request.user)
     messages.success(request, f"Duplicated {sample.name} as {copy.name}.")
     return redirect("state-edit", slug, copy.pk)
@@ -231,8 +234,8 @@ def state_duplicate(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @require_POST
 def state_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    require(request.user, roles.may_write, WRITERS_ONLY)
-    sample = get_object_or_404(SampleState, pk=pk, question_set__slug=slug)
+    sample = get_object_or_404(visible_states(request.user), pk=pk, question_set__slug=slug)
+    require(request.user, roles.may_write, WRITERS_ONLY, on=sample.question_set)
     try:
         services.sample_state_delete(sample=sample, author=request.user)
     except services.ServiceError as exc:
@@ -245,7 +248,7 @@ def state_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @require_GET
 def state_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     sample = get_object_or_404(
-        SampleState.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+        visible_states(request.user).select_related("question_set"), pk=pk, question_set__slug=slug
     )
     revisions = sample.revisions.select_related("author")
     return render(

@@ -17,6 +17,7 @@ from questions.engine import backends
 from questions.models import BatchRun, Suggestion, Version
 from questions.post_forms import SuggestForm, SuggestionApplyForm, first_error
 from questions.selectors import suggestions as reads
+from questions.selectors.teams import visible_versions
 from questions.services import suggestions
 
 TEMPLATE = "questions/_suggest.html"
@@ -31,8 +32,10 @@ def _into(value: str | None) -> str:
     return text if text.replace("-", "").isalnum() and text.startswith(_SLOT) else _SLOT
 
 
-def _version(slug: str, number: int) -> Version:
-    return get_object_or_404(Version.objects.of(slug, number).select_related("question_set"))
+def _version(request: HttpRequest, slug: str, number: int) -> Version:
+    return get_object_or_404(
+        visible_versions(request.user).of(slug, number).select_related("question_set")
+    )
 
 
 def _problem(request: HttpRequest, problem: str, into: str) -> HttpResponse:
@@ -44,7 +47,7 @@ def _problem(request: HttpRequest, problem: str, into: str) -> HttpResponse:
 def suggest_launch(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """The form that plans a suggestion for a question, and its latest suggestion. Reads
     only."""
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     question = request.GET.get("question") or ""
     run_id, failing = reads.failing_by_question(version)
     latest = reads.latest_suggestion(version, question)
@@ -56,7 +59,7 @@ def suggest_launch(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "run": BatchRun.objects.filter(pk=run_id).first() if run_id else None,
         "failing": failing.get(question, 0),
         "live_backends": [b.name for b in backends.available() if b.live],
-        "can_ask": roles.may_ask_live(request.user),
+        "can_ask": roles.may_ask_live(request.user, version.question_set),
         "candidates": rewording.DEFAULT_CANDIDATES,
         "most_candidates": rewording.MAX_CANDIDATES,
         "max_calls": suggestions.DEFAULT_MAX_CALLS,
@@ -66,7 +69,7 @@ def suggest_launch(request: HttpRequest, slug: str, number: int) -> HttpResponse
 
 
 def _planned(request: HttpRequest, slug: str, number: int):
-    version = _version(slug, number)
+    version = _version(request, slug, number)
     form = SuggestForm(request.POST)
     if not form.is_valid():
         return None, _into(request.POST.get("into")), first_error(form)
@@ -118,16 +121,19 @@ def _shown(request: HttpRequest, suggestion: Suggestion) -> dict:
     return {
         "view": reads.suggestion_view(suggestion),
         "suggestion": suggestion,
-        "can_ask": roles.may_ask_live(request.user),
-        "can_write": roles.may_write(request.user),
+        "can_ask": roles.may_ask_live(request.user, suggestion.version.question_set),
+        "can_write": roles.may_write(request.user, suggestion.version.question_set),
     }
 
 
-def _suggestion(pk: int) -> Suggestion:
+def _suggestion(request: HttpRequest, pk: int) -> Suggestion:
+    """A suggestion of a set of the user's teams (another team's is not there)."""
+    teams = roles.readable_teams(request.user)
+    found = Suggestion.objects.all()
+    if teams is not None:
+        found = found.filter(version__question_set__team__in=teams)
     return get_object_or_404(
-        Suggestion.objects.select_related(
-            "version__question_set", "run", "applied_version", "created_by"
-        ),
+        found.select_related("version__question_set", "run", "applied_version", "created_by"),
         pk=pk,
     )
 
@@ -136,7 +142,7 @@ def _suggestion(pk: int) -> Suggestion:
 def suggestion_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A suggestion: its progress while it runs, its candidates as they are proven (the
     partial a card polls; the whole page otherwise). Reads the record only."""
-    suggestion = _suggestion(pk)
+    suggestion = _suggestion(request, pk)
     context = {**_shown(request, suggestion), "into": _into(request.GET.get("into"))}
     if request.htmx:
         return render(request, TEMPLATE + "#suggestion", context)
@@ -145,7 +151,9 @@ def suggestion_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def suggestion_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    suggestion = suggestions.suggestion_cancel(suggestion=_suggestion(pk), user=request.user)
+    suggestion = suggestions.suggestion_cancel(
+        suggestion=_suggestion(request, pk), user=request.user
+    )
     context = {**_shown(request, suggestion), "into": _into(request.POST.get("into"))}
     return render(request, TEMPLATE + "#suggestion", context)
 
@@ -153,7 +161,7 @@ def suggestion_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def suggestion_apply(request: HttpRequest, pk: int) -> HttpResponse:
     """ "Use this": a new draft holding the candidate, where it came from on its record."""
-    suggestion = _suggestion(pk)
+    suggestion = _suggestion(request, pk)
     form = SuggestionApplyForm(request.POST)
     back = suggestion.version.get_absolute_url()
     if not form.is_valid():

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from questions import forms, roles, services
 from questions.models import BatchRun
 from questions.selectors import runs
+from questions.selectors.teams import visible_runs
 from questions.services import tries
 from questions.views import editor, whole_number
 
@@ -31,7 +32,11 @@ def _problem(
 def _document(request: HttpRequest, version) -> tuple[dict | None, bool]:
     """The questions on the page (saved or not), and whether they are the page's own; a
     read-only page posts no card, so its stored document is tried."""
-    if request.POST.getlist("q") and version.is_draft and roles.may_write(request.user):
+    if (
+        request.POST.getlist("q")
+        and version.is_draft
+        and roles.may_write(request.user, version.question_set)
+    ):
         edited = forms.document_from_cards(editor.posted_cards(request.POST, version))
         return (edited.document if edited.representable else None), True
     return version.document, False
@@ -60,7 +65,7 @@ def _plan(request: HttpRequest, version) -> tries.Plan:
 @require_POST
 def try_plan(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """What a try would ask, before anything is asked."""
-    version = editor._version(slug, number)
+    version = editor._version(request, slug, number)
     try:
         plan = _plan(request, version)
     except services.NotAllowed:
@@ -74,7 +79,7 @@ def try_plan(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def try_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Save the page (an editable draft's), then start the try: a batch run of the version
     that asks the changed questions and replays the rest."""
-    version = editor._version(slug, number)
+    version = editor._version(request, slug, number)
     document, own = _document(request, version)
     saved = None
     try:
@@ -109,12 +114,12 @@ def _run_context(run: BatchRun) -> dict:
 @require_GET
 def try_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """A try's progress while it runs; its answers before → after once it has finished."""
-    run = get_object_or_404(BatchRun.objects.select_related("version", "baseline"), pk=pk)
+    run = get_object_or_404(visible_runs(request.user).select_related("version", "baseline"), pk=pk)
     return render(request, TEMPLATE + "#try-run", _run_context(run))
 
 
 @require_POST
 def try_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(BatchRun, pk=pk)
+    run = get_object_or_404(visible_runs(request.user), pk=pk)
     run = services.batch_cancel(run=run, user=request.user)
     return render(request, TEMPLATE + "#try-run", _run_context(run))

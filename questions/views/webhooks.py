@@ -12,8 +12,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from questions import roles, services
 from questions.engine import webhooks
-from questions.models import QuestionSet, Webhook, WebhookDelivery
+from questions.models import Webhook, WebhookDelivery
 from questions.post_forms import WebhookForm, first_error
+from questions.selectors.teams import visible_sets, visible_webhooks
 from questions.services.errors import require
 from questions.services.webhooks import WEBHOOK_MANAGERS_ONLY
 
@@ -23,8 +24,8 @@ SHOWN_DELIVERIES = 10
 
 @require_http_methods(["GET", "POST"])
 def set_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
-    question_set = get_object_or_404(QuestionSet, slug=slug)
-    require(request.user, roles.may_review, WEBHOOK_MANAGERS_ONLY)
+    question_set = get_object_or_404(visible_sets(request.user), slug=slug)
+    require(request.user, roles.may_manage_webhooks, WEBHOOK_MANAGERS_ONLY, on=question_set)
     created, problem, typed = None, None, {}
     if request.method == "POST":
         form = WebhookForm(request.POST)
@@ -64,15 +65,17 @@ def set_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "questions/set_webhooks.html", context, status=422 if problem else 200)
 
 
-def _hook(slug: str, pk: int) -> Webhook:
+def _hook(request: HttpRequest, slug: str, pk: int) -> Webhook:
     return get_object_or_404(
-        Webhook.objects.select_related("question_set"), pk=pk, question_set__slug=slug
+        visible_webhooks(request.user).select_related("question_set"),
+        pk=pk,
+        question_set__slug=slug,
     )
 
 
 @require_POST
 def webhook_test(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    hook = _hook(slug, pk)
+    hook = _hook(request, slug, pk)
     services.webhook_send_test(webhook=hook, user=request.user)
     messages.success(
         request, f"A test event is queued for {hook.url}; the worker sends it in a moment."
@@ -82,7 +85,7 @@ def webhook_test(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 @require_POST
 def webhook_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    hook = _hook(slug, pk)
+    hook = _hook(request, slug, pk)
     url = hook.url
     services.webhook_delete(webhook=hook, user=request.user)
     messages.success(request, f"Removed the webhook to {url}; nothing more is sent to it.")

@@ -8,16 +8,14 @@ from playwright.sync_api import expect
 
 from questions import roles
 from questions.models import Version
+from tests import factories
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def author_signed_in(page, sign_in, django_user_model):
-    from django.contrib.auth.models import Group
-
-    user = django_user_model.objects.create_user("author", password="pw-for-browser-tests")
-    user.groups.add(Group.objects.get_or_create(name=roles.AUTHORS)[0])
+    factories.user("author", role=roles.AUTHOR, password="pw-for-browser-tests")
     return sign_in("author")
 
 

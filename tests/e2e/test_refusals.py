@@ -44,7 +44,9 @@ def test_a_preview_refused_after_the_role_was_taken_says_why(page, live_server, 
         sign_in_user(page, live_server.url, writer)
         page.goto(f"{live_server.url}/sets/triage/v1/")
         page.locator("select[name=preview_backend]").select_option("typesafe")
-        writer.groups.remove(writer.groups.get(name=roles.AUTHORS))  # taken while it is open
+        services.member_set(  # the role taken while the page is open
+            team=services.team_default(), username="writer", role=roles.VIEWER, user=roles.OPERATOR
+        )
         page.locator("#preview-form button[type=submit]").click()
         expect(page.locator("#request-error [role=alert]")).to_contain_text(
             services.LIVE_ASKERS_ONLY
