@@ -448,7 +448,7 @@ def test_make_serve_serves_and_stops_every_process_on_term(tmp_path):
                 health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
                 if health["worker"] != "none":
                     break
-            except httpx.HTTPError:
+            except (httpx.HTTPError, ValueError):  # not up yet, or not JSON yet
                 pass
             time.sleep(0.5)
         assert health == {"status": "ok", "database": "ok", "migrations": "ok", "worker": "idle"}
