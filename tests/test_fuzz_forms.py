@@ -17,7 +17,7 @@ from tests import factories
 from tests.helpers import MATRIX, POST_DATA, ROLES, A, make_matrix_world, route_of, routes
 from tests.strategies import FIELD_NAMES, fields_for, form_fields, junk, urlencode
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.one_database]
 
 EXAMPLES = 20
 

@@ -32,7 +32,7 @@ from tests.helpers import (
     routes,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.one_database]
 
 
 @pytest.fixture(scope="module")
