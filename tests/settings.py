@@ -27,6 +27,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"decision-console-test-{os.getpid()}.sqlite3")
     }
 
+# On PostgreSQL a flush between transactional tests deletes rows instead of truncating every
+# table (tests/postgresql/base.py: the same emptiness, a hundredth of the time).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.postgresql"  # noqa: F405
+
 # No collectstatic before the suite: templates name the files as they are.
 STORAGES = {
     **STORAGES,  # noqa: F405
