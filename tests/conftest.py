@@ -31,8 +31,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     A test with no `django_db` mark and no database fixture is `pure`: pytest-django refuses it
     the test database, and what it starts itself (a `manage.py`, `make serve`) names its own
     SQLite file, so it runs the same whatever `DATABASE_URL` says. CI runs the pure tests on
-    the SQLite pass only (`.ci/run`), and the browser tests on the PostgreSQL pass: a browser
-    test is never pure, so each test is in one pass at least."""
+    the SQLite pass only (`.ci/run`), and every other test on PostgreSQL (the `both_databases`
+    ones on SQLite too, the `one_database` sweeps on SQLite instead): so each test is in one
+    pass at least."""
     for item in items:
         if item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.slow)

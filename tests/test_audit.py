@@ -26,7 +26,7 @@ from tests import factories
 from tests.helpers import make_world
 from tests.providers import run_cli
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
 
 def _client(user, address: str = "127.0.0.1") -> Client:

@@ -26,7 +26,7 @@ from tests.providers import (
     answer_all,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 
 @pytest.fixture

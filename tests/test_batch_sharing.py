@@ -27,7 +27,7 @@ from tests import factories
 from tests.helpers import wait_for
 from tests.providers import DOC, FlakyProvider, Gate, worker
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 STATES = 300
 WIDE = 2 * batches.WORKER_CALLS  # a run of two tasks of 64 calls each

@@ -26,7 +26,7 @@ from tests import factories
 from tests.helpers import execute_closing, wait_for
 from tests.providers import DOC, FlakyProvider, Gate
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS_APP = "db_worker-under-test"

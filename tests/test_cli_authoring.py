@@ -12,7 +12,7 @@ from tests import factories
 from tests.helpers import write
 from tests.providers import run_cli as run
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 

@@ -72,6 +72,7 @@ def test_the_settings_allow_what_a_page_at_the_limits_posts():
 
 
 @pytest.mark.slow
+@pytest.mark.one_database  # what it tests is the request's fields, not the database
 def test_the_largest_set_saves_and_previews_with_every_card_open(author_client):
     limits = settings.DECISIONS_LIMITS
     document = factories.document(limits.max_questions, options=limits.max_options)

@@ -25,7 +25,7 @@ from tests import factories
 from tests.helpers import make_world
 from tests.providers import KEY, Provider, run_cli
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from questions.services.summaries import store_summary
 from tests import factories
 from tests.providers import DOC, stand_in_serving
 
-pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
+# runs execute on threads
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 
 @pytest.fixture

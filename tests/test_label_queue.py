@@ -21,7 +21,7 @@ from questions.services.summaries import store_summary
 from tests import factories
 from tests.helpers import COMPARE_DOC, answers, desk
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
 
 def _world(count: int, slug: str = "queue"):

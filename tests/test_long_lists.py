@@ -14,7 +14,8 @@ from questions.selectors import sets
 from tests import factories
 from tests.providers import DOC, StandIn
 
-pytestmark = pytest.mark.django_db(transaction=True)  # runs execute on threads
+# runs execute on threads
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 
 @pytest.fixture

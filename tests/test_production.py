@@ -25,6 +25,8 @@ from questions.engine import workers
 from questions.models import WorkerHeartbeat
 from tests import factories
 
+pytestmark = pytest.mark.both_databases
+
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCTION_ENV = {
     "PATH": "/usr/bin:/bin",

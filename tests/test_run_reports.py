@@ -17,7 +17,7 @@ from questions.selectors import review, runs
 from tests import factories
 from tests.providers import stand_in_serving
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
 
 
 @pytest.fixture

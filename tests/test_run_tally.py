@@ -18,6 +18,8 @@ from questions.services import tries
 from tests import factories
 from tests.providers import stand_in_serving
 
+pytestmark = pytest.mark.both_databases
+
 # an answered item: (its tags, what its state expected, its answers)
 _probability = st.floats(0, 1, allow_nan=False).map(lambda p: round(p, 2))
 _noul = _probability.map(lambda p: {"type": "noul", "noul": p})

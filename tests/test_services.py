@@ -9,7 +9,7 @@ from questions.models import ReviewEvent, SampleState, Version
 from tests import factories
 from tests.helpers import race
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
 
 def test_a_new_set_gets_version_1_as_its_draft():

@@ -43,3 +43,38 @@ def test_no_test_module_imports_another():
             if ours and any(part.startswith("test_") for part in module.split(".")):
                 offending.append(f"{path.relative_to(TESTS.parent)}: {module}")
     assert offending == []
+
+
+def test_every_test_is_in_a_ci_pass_and_every_database_test_runs_on_postgresql():
+    """`.ci/run`'s passes, by their `-m` expressions: whatever marks a test carries, at least
+    one pass selects it; a test that uses the database (not `pure`) runs on PostgreSQL unless
+    it is a route sweep (`one_database`); a `both_databases` one on SQLite too; a browser test
+    on the browser pass only."""
+    import itertools
+    import re
+
+    from _pytest.mark.expression import Expression
+
+    script = (TESTS.parent / ".ci" / "run").read_text()
+    passes = {
+        name: Expression.compile(quoted or bare)
+        for name, quoted, bare in re.findall(
+            r'^suite (\S+) .*? -m (?:"([^"]+)"|(\S+))', script.replace("\\\n", " "), re.M
+        )
+    }
+    assert set(passes) == {"sqlite", "postgres", "postgres-browser"}
+    marks = ("pure", "e2e", "one_database", "both_databases", "browser_smoke")
+    for chosen in itertools.product((False, True), repeat=len(marks)):
+        held = {mark for mark, on in zip(marks, chosen, strict=True) if on}
+        if "pure" in held and held & {"e2e", "both_databases", "browser_smoke", "one_database"}:
+            continue  # conftest never marks a browser test or a module with a database pure
+        if "browser_smoke" in held and "e2e" not in held:
+            continue
+        into = {name for name, expr in passes.items() if expr.evaluate(held.__contains__)}
+        assert into, held
+        if "e2e" in held:
+            assert "postgres-browser" in into and "postgres" not in into, held
+        elif "pure" not in held and "one_database" not in held:
+            assert "postgres" in into, held
+        if "both_databases" in held:
+            assert {"sqlite"} <= into, held

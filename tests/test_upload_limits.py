@@ -19,6 +19,8 @@ from tests import factories
 from tests.helpers import write
 from tests.providers import run_cli
 
+pytestmark = pytest.mark.both_databases
+
 MILLION = 1_000_000
 
 

@@ -7,7 +7,7 @@ from questions import services
 from questions.models import QuestionSet, Version
 from tests import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
 
 @pytest.fixture
