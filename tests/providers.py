@@ -92,7 +92,7 @@ class Provider:
 
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        standin.serve_in_background(self.server)
 
     def default_reply(self, body: Any) -> tuple[int, bytes, dict, float, float]:
         out = self.default(body) if callable(self.default) else self.default
@@ -247,7 +247,7 @@ class FlakyProvider:
                 pass
 
         self.server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        standin.serve_in_background(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
@@ -408,7 +408,7 @@ class Receiver:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         scheme = "https" if tls is not None else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        standin.serve_in_background(self.server)
 
     def stop(self) -> None:
         self.server.shutdown()

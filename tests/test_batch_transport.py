@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from questions import services
 from questions.core import spec
+from questions.dev import standin
 from questions.engine import batches
 from questions.engine.backends import clients
 from questions.models import Decision, DecisionAnswer
@@ -446,7 +447,7 @@ class ForwardProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        standin.serve_in_background(self.server)
 
     def stop(self) -> None:
         self.server.shutdown()

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from questions import roles, services
 from questions.core import spec
+from questions.dev import standin
 from questions.models import BatchRun, Decision, QuestionSet, ReviewEvent, Version
 from tests import factories
 
@@ -22,7 +23,6 @@ pytestmark = pytest.mark.django_db
 def counting_provider(settings):
     """A live backend that must never be reached: it counts the calls that reach it."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
 
     calls = []
 
@@ -36,7 +36,7 @@ def counting_provider(settings):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    Thread(target=server.serve_forever, daemon=True).start()
+    standin.serve_in_background(server)
     settings.TYPESAFE_API_KEY = "k-live"
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     yield calls

@@ -26,6 +26,7 @@ import hmac
 import json
 import math
 import re
+import socketserver
 import threading
 import time
 import uuid
@@ -524,8 +525,20 @@ def make_server(
     return _Server(("127.0.0.1", port), type("Handler", (_Handler,), attributes))
 
 
+#: how often a server's loop looks for `shutdown()`, which waits up to this long (the standard
+#: library's 0.5 s made every test that stops a loopback server wait a quarter second)
+SHUTDOWN_POLL = 0.02
+
+
+def serve_in_background(server: socketserver.BaseServer) -> None:
+    """`server` serving in a daemon thread; `server.shutdown()` stops it at once."""
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+    ).start()
+
+
 def serve_in_thread(port: int = 0, latency_ms: float = 0, **served: Any) -> ThreadingHTTPServer:
     """`make_server`'s stand-in (`served`: its routes and gets), serving in a daemon thread."""
     server = make_server(port, latency_ms, **served)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_background(server)
     return server

@@ -37,7 +37,7 @@ def gated_stand_in(settings):
 
     server.RequestHandlerClass = Gated
     server.gate = gate
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    standin.serve_in_background(server)
     settings.TYPESAFE_API_KEY = standin.KEY
     settings.TYPESAFE_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}

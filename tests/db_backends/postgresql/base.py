@@ -7,13 +7,17 @@ files on disk: about 0.35 s a test on this machine, against a few milliseconds f
 of the handful of rows a test leaves. The foreign keys Django makes on PostgreSQL are
 `DEFERRABLE INITIALLY DEFERRED`, and the flush runs in one transaction, so the rows go in any
 order. A test that asks for its sequences reset (`reset_sequences`) is flushed by Django's own
-`TRUNCATE … RESTART IDENTITY`. Only the test settings name this backend."""
+`TRUNCATE … RESTART IDENTITY`. The content types and permissions are left as they are
+(`tests.db_backends`)."""
 
 from django.db.backends.postgresql import base, operations
+
+from tests.db_backends import flushed
 
 
 class DatabaseOperations(operations.DatabaseOperations):
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        tables = flushed(tables)
         if not tables or reset_sequences or allow_cascade:
             return super().sql_flush(
                 style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
