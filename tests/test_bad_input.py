@@ -20,7 +20,7 @@ from questions.models import (
 from tests import factories
 from tests.helpers import AU, R, V, client_for, token_form
 
-pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db
 
 OVERFLOW = "1e400"
 ESCAPED_SURROGATE = '"\\ud800"'

@@ -23,7 +23,7 @@ from questions.services import batch_execution
 from tests import factories
 from tests.providers import DOC, FlakyProvider, run_cli
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

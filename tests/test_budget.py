@@ -19,7 +19,7 @@ from questions.services import budget, controls, proofs, tries
 from tests import factories
 from tests.providers import DOC, KEY, Provider, run_cli
 
-pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db
 
 
 def reply(body: dict) -> dict:

@@ -67,6 +67,11 @@ def page(browser, console_messages):
     page = context.new_page()
     page.on("console", lambda message: console_messages.append(message.text))
     page.set_default_timeout(10_000)
+    if os.environ.get("CI") and not os.environ.get("E2E_SHOTS"):
+        # a full-page screenshot is for a person to look at, and nobody looks in CI: not taken
+        # there (about 0.7 s of two cores each); an element's screenshot, which waits for it to
+        # be visible and stable, still is
+        page.screenshot = lambda **_: b""
     yield page
     context.close()
     assert not csp_violations(console_messages), "the content security policy blocked something"
@@ -88,7 +93,8 @@ def sign_in(page, live_server, django_user_model):
     return sign_in_as
 
 
-#: where the screenshots go (the console's own pages, for a person to look at)
+#: where the screenshots go (the console's own pages, for a person to look at; CI takes the
+#: full-page ones only when E2E_SHOTS is set)
 SHOTS = Path(os.environ.get("E2E_SHOTS", "/tmp/console-shots"))
 
 
