@@ -31,7 +31,7 @@ from tests import factories
 from tests.helpers import body, make_world, race, token_form
 from tests.providers import run_cli
 
-pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db
 
 NDJSON = "application/x-ndjson"
 

@@ -22,7 +22,7 @@ from tests import factories
 from tests.providers import DOC, stand_in_serving
 
 # runs execute on threads
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

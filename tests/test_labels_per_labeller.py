@@ -14,7 +14,7 @@ from questions.services import labels
 from questions.services.errors import Conflict, Invalid, NotAllowed
 from tests import factories
 
-pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db
 
 DOC = {
     "desk": {

@@ -15,7 +15,7 @@ from tests import factories
 from tests.providers import DOC, StandIn
 
 # runs execute on threads
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests import factories
 from tests.helpers import AD, AU, R, V, make_other_team, make_world, suggestion_world, write
 from tests.providers import run_cli
 
-pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+pytestmark = pytest.mark.django_db
 
 
 def _client(user) -> Client:

@@ -5,7 +5,7 @@ test's).
 Both keep the tables that Django's `post_migrate` fills from the models alone — the content
 types and the permissions, the same after every flush — out of the flush: emptied, they were
 written again in full after every transactional test (about 80 ms of CPU a test); kept, the
-signal finds them as it left them and writes nothing."""
+signal need not run after a flush at all (tests/conftest.py's `django_db_setup`)."""
 
 #: tables a flush leaves as they are: `post_migrate` would write the same rows into them again
 KEPT = frozenset({"django_content_type", "auth_permission"})
