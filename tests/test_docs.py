@@ -21,6 +21,8 @@ from questions.cli import reference as cli_reference
 from questions.core import spec
 from tests.helpers import wait_for
 
+pytestmark = pytest.mark.xdist_group("docs")
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

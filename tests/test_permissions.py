@@ -32,7 +32,11 @@ from tests.helpers import (
     routes,
 )
 
-pytestmark = [pytest.mark.django_db, pytest.mark.one_database]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.one_database,
+    pytest.mark.xdist_group("permissions"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# its module-scoped debug pages are made once: on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("settings")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

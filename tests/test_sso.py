@@ -25,7 +25,7 @@ from questions.services.teams import member_sync
 from tests import factories
 from tests.oidc_idp import EXPIRED, WRONG_AUDIENCE
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("sso")]
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLBACK = "http://testserver/accounts/oidc/idp/login/callback/"
