@@ -63,13 +63,17 @@ def make_set(states: int, prefix: str):
     (`question_set_create`, `version_create`, then `sample_states_import`, the bulk import the
     CLI and the upload use), and its author. Returns (set, version, author)."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
 
     from questions import roles, services
 
     tag = uuid.uuid4().hex[:8]
     author = get_user_model().objects.create_user(f"bench-{tag}")
-    author.groups.add(Group.objects.get_or_create(name=roles.AUTHORS)[0])
+    services.member_set(
+        team=services.team_default(),
+        username=author.username,
+        role=roles.AUTHOR,
+        user=roles.OPERATOR,
+    )
     qs = services.question_set_create(slug=f"{prefix}-{tag}", owner=author)
     version = services.version_create(question_set=qs, document=QUESTIONS, author=author)
     for start in range(0, states, 5000):

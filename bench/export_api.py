@@ -75,19 +75,18 @@ def big_document(questions: int = 32, options: int = 255) -> dict:
 def publish() -> str:
     """The approved, labelled set (made once) and a new token; returns the token."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
 
     from questions import roles, services
     from questions.models import QuestionSet
 
     User = get_user_model()
 
-    authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
-    reviewers, _ = Group.objects.get_or_create(name=roles.REVIEWERS)
     writer, _ = User.objects.get_or_create(username="bench-author")
-    writer.groups.add(authors)
     checker, _ = User.objects.get_or_create(username="bench-reviewer")
-    checker.groups.add(reviewers)
+    for user, role in ((writer, roles.AUTHOR), (checker, roles.REVIEWER)):
+        services.member_set(
+            team=services.team_default(), username=user.username, role=role, user=roles.OPERATOR
+        )
     if not QuestionSet.objects.filter(slug=SLUG).exists():
         qs = services.question_set_create(slug=SLUG, name="Export bench", owner=writer)
         version = services.version_create(question_set=qs, document=big_document(), author=writer)

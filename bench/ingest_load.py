@@ -80,15 +80,18 @@ def setup(database_url: str) -> str:
     start_django()
     migrate()
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
 
     from questions import roles, services
     from questions.models import QuestionSet
     from questions.services import ingest as ingest_services
 
-    authors, _ = Group.objects.get_or_create(name=roles.AUTHORS)
     writer, _ = get_user_model().objects.get_or_create(username="bench-author")
-    writer.groups.add(authors)
+    services.member_set(
+        team=services.team_default(),
+        username=writer.username,
+        role=roles.AUTHOR,
+        user=roles.OPERATOR,
+    )
     question_set = QuestionSet.objects.filter(slug=SLUG).first()
     if question_set is None:
         question_set = services.question_set_create(slug=SLUG, name="Ingest bench", owner=writer)
