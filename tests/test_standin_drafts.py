@@ -170,7 +170,7 @@ def test_the_demo_suggests_one_candidate_proven_better_and_one_refuted():
     assert suggestion.evidence and suggestion.evidence[0]["findings"]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(reset_sequences=True)  # the same ids, so the same split, every run
 def test_a_new_user_s_set_of_60_labelled_states_gets_one_candidate_proven_better(settings):
     """Not the demo: a set of its own (refund triage's `desk` alone), its deliveries and
     refund-only requests added (cycled) until each kind has enough states on each side of the
