@@ -340,7 +340,7 @@ def ambiguous_counts(question_set: QuestionSet, *, run: BatchRun | None = None) 
 
 def ambiguous_left_out(run_ids: list[int]) -> dict[int, int]:
     """Per run of `run_ids`, how many question–state pairs of the states it asked a reviewer
-    marked ambiguous (`ambiguous_counts` added up), in two queries for every run: the few
+    marked ambiguous (`ambiguous_counts` added up), in two queries for all the runs: the few
     ambiguous settlements of the runs' sets first, then the items of those states only (a
     join from every item of the runs read all of them: 85 ms at 20,000 states)."""
     per_state = dict(
